@@ -1,0 +1,30 @@
+#include "wire/codec.h"
+
+namespace silo::wire {
+
+std::string_view role_name(NodeRole role) {
+  switch (role) {
+    case NODE_ROLE_PROXY: return "proxy";
+    case NODE_ROLE_TARGET: return "target";
+    case NODE_ROLE_ALL: return "all";
+    default: return "unspecified";
+  }
+}
+
+std::string_view state_name(NodeState state) {
+  switch (state) {
+    case NODE_STATE_ONLINE: return "online";
+    case NODE_STATE_DOWN: return "down";
+    case NODE_STATE_MAINTENANCE: return "maintenance";
+    default: return "unspecified";
+  }
+}
+
+Result<NodeRole> parse_role(std::string_view name) {
+  if (name == "proxy") return NODE_ROLE_PROXY;
+  if (name == "target") return NODE_ROLE_TARGET;
+  if (name == "all") return NODE_ROLE_ALL;
+  return Status::invalid_argument("unknown role '{}' (use proxy|target|all)", name);
+}
+
+}  // namespace silo::wire

@@ -1,0 +1,90 @@
+#include "wire/json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace silo::wire {
+namespace {
+
+using nlohmann::json;
+
+std::string_view durability_name(Durability d) {
+  switch (d) {
+    case DURABILITY_FSYNC: return "fsync";
+    case DURABILITY_PAGE_CACHE: return "page_cache";
+    default: return "default";
+  }
+}
+
+json props_to_json(const BucketProps& props) {
+  return json{{"durability", durability_name(props.durability())}};
+}
+
+}  // namespace
+
+std::string node_map_json(const NodeMap& map) {
+  json nodes = json::array();
+  for (const auto& n : map.nodes()) {
+    nodes.push_back(
+        {{"id", n.id()}, {"role", role_name(n.role())}, {"url", n.url()}, {"state", state_name(n.state())}});
+  }
+  return json{{"version", map.version()}, {"primary", map.primary_id()}, {"nodes", nodes}}.dump();
+}
+
+std::string bucket_json(const Bucket& bucket) {
+  return json{{"name", bucket.name()},
+              {"id", bucket.id()},
+              {"created", bucket.created_unix_nanos()},
+              {"props", props_to_json(bucket.props())}}
+      .dump();
+}
+
+std::string bucket_list_json(const BucketMap& map) {
+  json buckets = json::array();
+  for (const auto& b : map.buckets()) buckets.push_back(json::parse(bucket_json(b)));
+  return json{{"version", map.version()}, {"buckets", buckets}}.dump();
+}
+
+Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps props) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return props;
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Status::invalid_argument("bucket properties must be a JSON object");
+  }
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "durability") {
+      const std::string v = value.is_string() ? value.get<std::string>() : "";
+      if (v == "fsync") {
+        props.set_durability(DURABILITY_FSYNC);
+      } else if (v == "page_cache") {
+        props.set_durability(DURABILITY_PAGE_CACHE);
+      } else if (v == "default") {
+        props.set_durability(DURABILITY_UNSPECIFIED);
+      } else {
+        return Status::invalid_argument(
+            "bucket property 'durability' must be \"fsync\", \"page_cache\" or \"default\"");
+      }
+    } else {
+      return Status::invalid_argument("unknown bucket property '{}'", key);
+    }
+  }
+  return props;
+}
+
+std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token) {
+  json objects = json::array();
+  for (const auto& e : entries) {
+    objects.push_back({{"name", e.name()},
+                       {"size", e.size()},
+                       {"mtime", e.mtime_unix_nanos()},
+                       {"etag", e.md5_hex()}});
+  }
+  return json{{"objects", objects}, {"next_token", next_token}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string error_json(const Status& status) {
+  return json{{"error", {{"code", code_name(status.code())}, {"message", status.message()}}}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace silo::wire

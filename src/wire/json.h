@@ -1,0 +1,26 @@
+#pragma once
+
+// JSON of the native API (/v1/...). nlohmann_json stays inside this file's .cc.
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "wire/codec.h"
+
+namespace silo::wire {
+
+// {"version", "primary", "nodes": [{"id", "role", "url", "state"}]} (CONTRACT.md).
+std::string node_map_json(const NodeMap& map);
+// {"buckets": [{"name", "id", "created", "props"}]}
+std::string bucket_list_json(const BucketMap& map);
+std::string bucket_json(const Bucket& bucket);
+// Applies a JSON properties body ({"durability": "fsync"|"page_cache"}) onto `props`.
+// Unknown keys and bad values are kInvalidArgument naming the key.
+Result<BucketProps> apply_bucket_props_json(std::string_view json, BucketProps props);
+// {"objects": [{"name", "size", "mtime", "etag"}], "next_token"}
+std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token);
+// {"error": {"code", "message"}}
+std::string error_json(const Status& status);
+
+}  // namespace silo::wire

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Silo builds and tests with (see ../shared/ENV.md).
+# Idempotent: installs only what is missing, so a second run costs about a second.
+set -euo pipefail
+
+build_packages=(
+  libboost-dev librocksdb-dev libisal-dev libspdlog-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev libssl-dev liburing-dev
+  libprotobuf-dev protobuf-compiler libarchive-dev libcli11-dev
+  pkg-config ninja-build ccache cmake g++ curl python3
+)
+# Tools the tests and bench scripts drive (integration tests use curl and python3).
+test_packages=(procps)
+
+missing=()
+for p in "${build_packages[@]}" "${test_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
