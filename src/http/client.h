@@ -1,0 +1,73 @@
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "http/message.h"
+
+namespace silo::http {
+
+// "http://host:port" split into its parts. Only plain http for now (TLS: issue 7).
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+  static Result<Endpoint> parse(std::string_view url);
+  std::string to_string() const;  // "host:port"
+};
+
+struct ClientRequest {
+  Method method = Method::kGet;
+  std::string target;  // already percent-encoded path and query
+  Headers headers;     // Host, Content-Length and Connection are set by the client
+};
+
+struct ClientResponse {
+  int status = 0;
+  Headers headers;
+  std::optional<uint64_t> content_length;
+  std::string body;  // filled by Client::call()
+};
+
+// A request in flight whose bodies are streamed: write() the request body, then
+// finish() to get the response head, then read body() to its end. Destroying it before
+// the response body ended closes the connection; otherwise it goes back to the pool.
+class Call {
+ public:
+  virtual ~Call() = default;
+  virtual Awaitable<Status> write(std::span<const char> data) = 0;
+  // Ends the request body (it must match the announced length) and reads the head.
+  virtual Awaitable<Result<ClientResponse>> finish() = 0;
+  virtual BodyReader& body() = 0;
+};
+
+struct ClientOptions {
+  std::chrono::milliseconds connect_timeout{3000};
+  std::chrono::milliseconds io_timeout{30000};  // no progress for this long fails the call
+  size_t max_idle_per_endpoint = 32;
+  size_t max_response_header_bytes = 64 * 1024;
+};
+
+// HTTP/1.1 client with a keep-alive connection pool per endpoint. Thread-safe: calls may
+// come from any coroutine on any thread of the io_context; each Call runs on the
+// executor it was started from. A pooled connection found dead on first write is
+// replaced once, transparently, for requests that have not sent body bytes yet.
+class Client {
+ public:
+  static std::shared_ptr<Client> create(boost::asio::any_io_executor executor, ClientOptions options);
+  virtual ~Client() = default;
+
+  // Sends `request` with `body` and reads the whole response body (kResourceExhausted past
+  // `max_body` bytes). Errors: kUnavailable (connect refused, reset), kDeadlineExceeded.
+  virtual Awaitable<Result<ClientResponse>> call(const Endpoint& endpoint, ClientRequest request,
+                                                 std::string body, size_t max_body) = 0;
+  // Starts a streamed call with a body of `content_length` bytes (nullopt: chunked).
+  virtual Awaitable<Result<std::unique_ptr<Call>>> start(const Endpoint& endpoint,
+                                                         ClientRequest request,
+                                                         std::optional<uint64_t> content_length) = 0;
+};
+
+}  // namespace silo::http

@@ -1,0 +1,80 @@
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "http/message.h"
+
+namespace silo::http {
+
+// Writes one response. Either send() once, or begin() then write()/send_file() calls
+// whose lengths add up to the length given to begin() (or any total when it was nullopt:
+// the body is then chunked). Not thread-safe: the handler's coroutine owns it.
+class ResponseWriter {
+ public:
+  virtual ~ResponseWriter() = default;
+  // A whole response whose body is in memory; sets Content-Length (HEAD: headers only).
+  virtual Awaitable<Status> send(ResponseHead head, std::string body) = 0;
+  virtual Awaitable<Status> begin(ResponseHead head, std::optional<uint64_t> content_length) = 0;
+  virtual Awaitable<Status> write(std::span<const char> data) = 0;
+  // Sends `length` bytes of the open file `fd` from `offset` with sendfile(2); the fd is
+  // borrowed, not closed. Requires: begin() was called with a known content length.
+  virtual Awaitable<Status> send_file(int fd, uint64_t offset, uint64_t length) = 0;
+  virtual bool has_begun() const = 0;
+};
+
+// One request being served: its head, its body stream and the response writer.
+// Lives until the handler's coroutine returns.
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  virtual const RequestHead& request() const = 0;
+  virtual BodyReader& body() = 0;
+  virtual ResponseWriter& response() = 0;
+  virtual boost::asio::any_io_executor executor() = 0;
+};
+
+// Handles one request. After it returns the server finishes the exchange: a response never
+// begun becomes 500; a streamed response shorter than announced, or a request body not
+// read to its end (beyond a small drain allowance), closes the connection.
+using Handler = std::function<Awaitable<void>(Exchange&)>;
+
+struct ServerLimits {
+  size_t max_header_bytes = 16 * 1024;   // 431 past this
+  size_t max_connections = 4096;         // further accepts are closed at once
+  std::chrono::seconds idle_timeout{60};          // keep-alive wait for the next request
+  std::chrono::seconds header_timeout{30};        // from first byte to end of the head
+  std::chrono::seconds body_idle_timeout{60};     // no byte of body in or out for this long
+  size_t drain_allowance_bytes = 1024 * 1024;     // unread request body drained to keep-alive
+  std::chrono::seconds drain_timeout{20};         // stop(): wait for in-flight requests
+};
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0: the kernel picks one; port() tells which
+  ServerLimits limits;
+};
+
+// The HTTP/1.1 server: accepts connections on one io_context (run by a few threads),
+// one coroutine per connection, keep-alive, streamed bodies both ways. Malformed heads
+// get 400, oversized heads 431, without reaching the handler.
+class Server {
+ public:
+  static Result<std::unique_ptr<Server>> create(boost::asio::io_context& io, ServerOptions options,
+                                                Handler handler);
+  virtual ~Server() = default;
+  virtual uint16_t port() const = 0;
+  // Starts accepting. Call once.
+  virtual void start() = 0;
+  // Stops accepting, closes idle keep-alive connections, lets in-flight requests finish
+  // (up to drain_timeout, then closes them). Completes when no connection is left.
+  virtual Awaitable<void> stop() = 0;
+  virtual size_t connection_count() const = 0;
+};
+
+}  // namespace silo::http
