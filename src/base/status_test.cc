@@ -72,3 +72,19 @@ TEST(StrongIdTest, ComparesWithinTag) {
 
 }  // namespace
 }  // namespace silo
+
+#include "base/base64.h"
+
+namespace silo {
+namespace {
+TEST(Base64Test, RoundTripsAndRejectsGarbage) {
+  const std::string raw = "\x01\x02\xff hello";
+  const auto encoded = base64::encode({reinterpret_cast<const unsigned char*>(raw.data()), raw.size()});
+  EXPECT_EQ(*base64::decode(encoded), raw);
+  EXPECT_EQ(*base64::decode("YQ=="), "a");
+  EXPECT_EQ(*base64::decode("YWI="), "ab");
+  EXPECT_FALSE(base64::decode("abc").has_value());
+  EXPECT_FALSE(base64::decode("!!!!").has_value());
+}
+}  // namespace
+}  // namespace silo

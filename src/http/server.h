@@ -47,11 +47,13 @@ using Handler = std::function<Awaitable<void>(Exchange&)>;
 struct ServerLimits {
   size_t max_header_bytes = 16 * 1024;   // 431 past this
   size_t max_connections = 4096;         // further accepts are closed at once
-  std::chrono::seconds idle_timeout{60};          // keep-alive wait for the next request
-  std::chrono::seconds header_timeout{30};        // from first byte to end of the head
-  std::chrono::seconds body_idle_timeout{60};     // no byte of body in or out for this long
-  size_t drain_allowance_bytes = 1024 * 1024;     // unread request body drained to keep-alive
-  std::chrono::seconds drain_timeout{20};         // stop(): wait for in-flight requests
+  // Milliseconds rather than seconds so tests can use short limits; assigning seconds
+  // still compiles.
+  std::chrono::milliseconds idle_timeout{60000};       // keep-alive wait for the next request
+  std::chrono::milliseconds header_timeout{30000};     // from first byte to end of the head
+  std::chrono::milliseconds body_idle_timeout{60000};  // no byte of body in or out this long
+  size_t drain_allowance_bytes = 1024 * 1024;  // unread request body drained to keep-alive
+  std::chrono::milliseconds drain_timeout{20000};      // stop(): wait for in-flight requests
 };
 
 struct ServerOptions {

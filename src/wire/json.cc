@@ -82,6 +82,11 @@ std::string object_list_json(std::span<const ListEntry> entries, std::string_vie
       -1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string object_put_json(const ObjectRecord& record) {
+  return json{{"name", record.name()}, {"size", record.size()}, {"etag", record.md5_hex()}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string error_json(const Status& status) {
   return json{{"error", {{"code", code_name(status.code())}, {"message", status.message()}}}}.dump(
       -1, ' ', false, json::error_handler_t::replace);

@@ -20,6 +20,8 @@ std::string bucket_json(const Bucket& bucket);
 Result<BucketProps> apply_bucket_props_json(std::string_view json, BucketProps props);
 // {"objects": [{"name", "size", "mtime", "etag"}], "next_token"}
 std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token);
+// {"name", "size", "etag"}: the answer to an object PUT.
+std::string object_put_json(const ObjectRecord& record);
 // {"error": {"code", "message"}}
 std::string error_json(const Status& status);
 

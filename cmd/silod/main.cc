@@ -1,0 +1,72 @@
+// silod: one Silo node. `silod --role proxy|target|all --config FILE [overrides]`.
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+
+#include "base/log.h"
+#include "config/config.h"
+#include "node.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "silod: a Silo node (proxy gateway, storage target, or both).\n"
+      "The config file holds {\"node\": {...}, \"cluster\": {...}} (docs/configuration.md);\n"
+      "flags override it. Example, one process serving everything on port 8080:\n"
+      "  silod --role all --data-dir /var/lib/silo --port 8080",
+      "silod"};
+  std::string config_path, role, id, host, data_dir, primary, log_level, ready_file, public_url;
+  std::vector<std::string> mountpaths;
+  int port = -1;
+  app.add_option("--config", config_path, "Config file (JSON)")->check(CLI::ExistingFile);
+  app.add_option("--role", role, "proxy | target | all")->check(CLI::IsMember({"proxy", "target", "all"}));
+  app.add_option("--id", id, "Node id, stable across restarts");
+  app.add_option("--host", host, "Address to listen on");
+  app.add_option("--port", port, "Port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
+  app.add_option("--public-url", public_url, "URL other nodes and clients use to reach this node");
+  app.add_option("--data-dir", data_dir, "Directory for node state (and the default mountpath)");
+  app.add_option("--mountpath", mountpaths, "A drive directory for objects (repeat for several)");
+  app.add_option("--primary", primary, "URL of the primary proxy to join (not on the primary)");
+  app.add_option("--log-level", log_level, "trace | debug | info | warn | error");
+  app.add_option("--ready-file", ready_file, "Written with the node's port and pid once it serves");
+  CLI11_PARSE(app, argc, argv);
+
+  silo::Result<silo::config::Config> loaded =
+      config_path.empty() ? silo::Result<silo::config::Config>(silo::config::Config{})
+                          : silo::config::load(config_path);
+  if (!loaded) {
+    std::fprintf(stderr, "silod: %s\n", loaded.error().message().c_str());
+    return 2;
+  }
+  silo::config::Config config = std::move(*loaded);
+  auto& node = config.node;
+  if (!role.empty()) node.role = role == "proxy" ? silo::config::Role::kProxy
+                                 : role == "target" ? silo::config::Role::kTarget
+                                                    : silo::config::Role::kAll;
+  if (!id.empty()) node.id = id;
+  if (!host.empty()) node.host = host;
+  if (port >= 0) node.port = static_cast<uint16_t>(port);
+  if (!public_url.empty()) node.public_url = public_url;
+  if (!data_dir.empty()) node.data_dir = data_dir;
+  if (!mountpaths.empty()) node.mountpaths = mountpaths;
+  if (!primary.empty()) node.primary_url = primary;
+  if (!log_level.empty()) node.log_level = log_level;
+  if (!ready_file.empty()) node.ready_file = ready_file;
+  if (const silo::Status s = silo::config::finalize(config); !s.is_ok()) {
+    std::fprintf(stderr, "silod: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (const silo::Status s = silo::log::init(node.log_level, node.id); !s.is_ok()) {
+    std::fprintf(stderr, "silod: %s\n", s.message().c_str());
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);  // a client that goes away is an error code, not a death
+
+  auto created = silo::silod::Node::create(std::move(config));
+  if (!created) {
+    SILO_LOG_ERROR("cannot start: {}", created.error());
+    std::fprintf(stderr, "silod: cannot start: %s\n", created.error().to_string().c_str());
+    return 1;
+  }
+  return (*created)->run();
+}

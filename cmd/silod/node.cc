@@ -1,0 +1,287 @@
+#include "node.h"
+
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <csignal>
+#include <thread>
+
+#include "base/log.h"
+#include "cluster/reply.h"
+#include "wire/json.h"
+
+namespace silo::silod {
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr size_t kMaxControlBody = 16 * 1024 * 1024;
+
+wire::NodeRole wire_role(config::Role role) {
+  switch (role) {
+    case config::Role::kProxy: return wire::NODE_ROLE_PROXY;
+    case config::Role::kTarget: return wire::NODE_ROLE_TARGET;
+    case config::Role::kAll: return wire::NODE_ROLE_ALL;
+  }
+  return wire::NODE_ROLE_UNSPECIFIED;
+}
+
+http::ServerLimits server_limits(const config::HttpLimits& h) {
+  http::ServerLimits limits;
+  limits.max_header_bytes = h.max_header_bytes;
+  limits.max_connections = h.max_connections;
+  limits.idle_timeout = h.idle_timeout;
+  limits.header_timeout = h.header_timeout;
+  limits.body_idle_timeout = h.body_idle_timeout;
+  limits.drain_timeout = h.drain_timeout;
+  return limits;
+}
+
+// "/v1/objects/b/a/b/c" -> {"b", "a/b/c"}; the name keeps every '/' after the bucket.
+bool split_object_path(std::string_view rest, std::string& bucket, std::string& name) {
+  const size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash == 0) return false;
+  bucket = std::string(rest.substr(0, slash));
+  name = std::string(rest.substr(slash + 1));
+  return true;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+}  // namespace
+
+Node::Node(config::Config config) : config_(std::move(config)) {}
+
+Node::~Node() = default;
+
+Result<std::unique_ptr<Node>> Node::create(config::Config config) {
+  std::unique_ptr<Node> node(new Node(std::move(config)));
+  const config::NodeConfig& nc = node->config_.node;
+  ASSIGN_OR_RETURN(node->maps_, cluster::ClusterMaps::open(nc.data_dir + "/state"));
+  if (config::is_target(nc.role)) {
+    store::StoreOptions options;
+    options.mountpaths = nc.mountpaths;
+    options.threads_per_mountpath = nc.disk_threads_per_mountpath;
+    ASSIGN_OR_RETURN(node->store_, store::Store::open(std::move(options)));
+  }
+  node->data_client_ = http::Client::create(node->io_.get_executor(), http::ClientOptions{});
+  http::ClientOptions control;
+  control.connect_timeout = std::chrono::milliseconds(1000);
+  control.io_timeout = std::chrono::milliseconds(5000);
+  node->control_client_ = http::Client::create(node->io_.get_executor(), control);
+
+  http::ServerOptions server_options;
+  server_options.host = nc.host;
+  server_options.port = nc.port;
+  server_options.limits = server_limits(node->config_.cluster.http);
+  Node* self = node.get();
+  ASSIGN_OR_RETURN(node->server_, http::Server::create(node->io_, server_options, [self](http::Exchange& e) {
+                     return self->dispatch(e);
+                   }));
+  // With port 0 the URL is known only now that the kernel picked the port.
+  if (nc.port == 0 && node->config_.node.public_url == fmt::format("http://{}:0", nc.host)) {
+    node->config_.node.public_url = fmt::format("http://{}:{}", nc.host, node->server_->port());
+  }
+  node->self_.set_id(nc.id);
+  node->self_.set_role(wire_role(nc.role));
+  node->self_.set_url(node->config_.node.public_url);
+  node->self_.set_state(wire::NODE_STATE_ONLINE);
+  return node;
+}
+
+http::Awaitable<void> Node::start() {
+  const config::NodeConfig& nc = config_.node;
+  const bool is_primary = config::is_proxy(nc.role) && nc.primary_url.empty();
+  if (is_primary) {
+    primary_ = std::make_unique<cluster::Primary>(*maps_, state_disk_, control_client_, self_, config_.cluster,
+                                                  Clock::real());
+  } else {
+    auto endpoint = http::Endpoint::parse(nc.primary_url);
+    if (!endpoint) {
+      SILO_LOG_ERROR("node.primary_url: {}", endpoint.error());
+      exit_code_ = 2;
+      io_.stop();
+      co_return;
+    }
+    member_ = std::make_unique<cluster::Member>(*maps_, state_disk_, control_client_, self_, *endpoint,
+                                                config_.cluster);
+  }
+  if (store_) {
+    target_ = std::make_unique<target::Target>(target::TargetOptions{self_, config_.cluster}, *maps_, *store_,
+                                               data_client_, member_.get(), stats_);
+    maps_->on_change([this] { asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached); });
+  }
+  if (config::is_proxy(nc.role)) {
+    proxy::ProxyOptions options{self_, config_.cluster, nullptr};
+    if (target_) {
+      options.local_target = [this](http::Exchange& e, std::string b, std::string n) {
+        return target_->handle_object(e, std::move(b), std::move(n));
+      };
+    }
+    proxy_ = std::make_unique<proxy::Proxy>(std::move(options), *maps_, data_client_, primary_.get(), stats_);
+  }
+  stats_.gauge("silo_http_connections", "Open client connections.",
+               [this] { return static_cast<double>(server_->connection_count()); });
+  server_->start();
+  SILO_LOG_INFO("{} node {} listening on {}", config::role_name(nc.role), nc.id, self_.url());
+
+  if (primary_) {
+    const Status s = co_await primary_->start();
+    if (!s.is_ok()) {
+      SILO_LOG_ERROR("cannot take the primary role: {}", s);
+      exit_code_ = 1;
+      io_.stop();
+      co_return;
+    }
+    asio::co_spawn(io_, primary_->watch_keepalives(), asio::detached);
+  } else {
+    // Join: retry until the primary answers (it may be starting too), or a stop request.
+    asio::steady_timer timer(io_);
+    for (int attempt = 0; !is_stopping_; ++attempt) {
+      const Status s = co_await member_->sync();
+      if (s.is_ok()) break;
+      if (attempt % 10 == 0) SILO_LOG_WARN("joining the primary at {}: {} (retrying)", nc.primary_url, s);
+      timer.expires_after(std::chrono::milliseconds(200));
+      boost::system::error_code ec;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (is_stopping_) co_return;
+    asio::co_spawn(io_, member_->run(), asio::detached);
+  }
+  if (target_) asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
+  is_ready_ = true;
+  if (const Status s = write_ready_file(); !s.is_ok()) SILO_LOG_ERROR("ready file: {}", s);
+  SILO_LOG_INFO("node {} ready (node map v{}, bucket map v{})", nc.id, maps_->node_map()->version(),
+                maps_->bucket_map()->version());
+}
+
+Status Node::write_ready_file() const {
+  if (config_.node.ready_file.empty()) return Status::ok();
+  const std::string body = fmt::format(R"({{"id":"{}","port":{},"pid":{},"url":"{}"}})", config_.node.id,
+                                       server_->port(), ::getpid(), self_.url());
+  return cluster::write_file_atomically(config_.node.ready_file, body);
+}
+
+http::Awaitable<void> Node::shutdown() {
+  SILO_LOG_INFO("stopping: draining requests");
+  is_ready_ = false;
+  if (primary_) primary_->stop();
+  if (member_) member_->stop();
+  co_await server_->stop();
+  if (store_) store_->close();
+  if (!config_.node.ready_file.empty()) ::unlink(config_.node.ready_file.c_str());
+  SILO_LOG_INFO("stopped");
+  io_.stop();
+}
+
+http::Awaitable<void> Node::dispatch(http::Exchange& exchange) {
+  const http::RequestHead& request = exchange.request();
+  const std::string& path = request.path;
+  std::string bucket;
+  std::string name;
+  if (path == "/v1/health") {
+    co_await cluster::send_json(exchange, is_ready_ ? 200 : 503,
+                                is_ready_ ? R"({"status":"ready"})" : R"({"status":"starting"})");
+  } else if (path == "/metrics") {
+    http::ResponseHead head;
+    head.headers.set("Content-Type", "text/plain; version=0.0.4");
+    std::ignore = co_await exchange.response().send(std::move(head), stats_.render());  // client gone
+  } else if (path == "/v1/cluster/map") {
+    co_await cluster::send_json(exchange, 200, wire::node_map_json(*maps_->node_map()));
+  } else if (path == cluster::kKeepalivePath && request.method == http::Method::kPost) {
+    co_await handle_keepalive(exchange);
+  } else if (path == cluster::kMetasyncPath && request.method == http::Method::kPost) {
+    co_await handle_metasync(exchange);
+  } else if (starts_with(path, "/v1/internal/list/") && target_) {
+    co_await target_->handle_list(exchange, path.substr(std::string_view("/v1/internal/list/").size()));
+  } else if (starts_with(path, "/v1/objects/") &&
+             split_object_path(std::string_view(path).substr(12), bucket, name)) {
+    if (proxy_) {
+      co_await proxy_->handle_object(exchange, std::move(bucket), std::move(name));
+    } else {
+      co_await target_->handle_object(exchange, std::move(bucket), std::move(name));
+    }
+  } else if ((path == "/v1/buckets" || starts_with(path, "/v1/buckets/")) && proxy_) {
+    co_await proxy_->handle_buckets(exchange, path.substr(std::string_view("/v1/buckets").size()));
+  } else {
+    co_await cluster::send_error(exchange, Status::not_found("no such endpoint: {} {} on a {} node",
+                                                             request.method_text, path,
+                                                             config::role_name(config_.node.role)));
+  }
+}
+
+http::Awaitable<void> Node::handle_keepalive(http::Exchange& exchange) {
+  if (!primary_) {
+    co_await cluster::send_error(exchange, Status::failed_precondition("node {} is not the primary", self_.id()));
+    co_return;
+  }
+  auto body = co_await http::read_all(exchange.body(), kMaxControlBody);
+  if (!body) {
+    co_await cluster::send_error(exchange, body.error());
+    co_return;
+  }
+  auto request = wire::decode<wire::KeepaliveRequest>(*body, wire::Source::kNetwork);
+  if (!request) {
+    co_await cluster::send_error(exchange, request.error());
+    co_return;
+  }
+  auto response = co_await primary_->keepalive(*request);
+  if (!response) {
+    co_await cluster::send_error(exchange, response.error());
+    co_return;
+  }
+  http::ResponseHead head;
+  head.headers.set("Content-Type", "application/x-protobuf");
+  std::ignore = co_await exchange.response().send(std::move(head), wire::encode(std::move(*response)));
+}
+
+http::Awaitable<void> Node::handle_metasync(http::Exchange& exchange) {
+  if (primary_) {
+    co_await cluster::send_error(exchange, Status::failed_precondition(
+                                               "node {} is the primary; it does not take maps from others",
+                                               self_.id()));
+    co_return;
+  }
+  auto body = co_await http::read_all(exchange.body(), kMaxControlBody);
+  if (!body) {
+    co_await cluster::send_error(exchange, body.error());
+    co_return;
+  }
+  auto request = wire::decode<wire::MetasyncRequest>(*body, wire::Source::kNetwork);
+  if (!request) {
+    co_await cluster::send_error(exchange, request.error());
+    co_return;
+  }
+  const Status s = co_await cluster::install_maps(*maps_, state_disk_,
+                                                  request->has_node_map() ? &request->node_map() : nullptr,
+                                                  request->has_bucket_map() ? &request->bucket_map() : nullptr);
+  if (!s.is_ok()) {
+    co_await cluster::send_error(exchange, s);
+    co_return;
+  }
+  co_await cluster::send_json(exchange, 200, "{}");
+}
+
+int Node::run() {
+  asio::signal_set signals(io_, SIGTERM, SIGINT);
+  signals.async_wait([this](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    SILO_LOG_INFO("signal {} received", signal);
+    is_stopping_ = true;
+    asio::co_spawn(io_, shutdown(), asio::detached);
+  });
+  asio::co_spawn(io_, start(), asio::detached);
+  std::vector<std::thread> threads;
+  for (uint32_t i = 1; i < config_.node.io_threads; ++i) threads.emplace_back([this] { io_.run(); });
+  io_.run();
+  for (auto& t : threads) t.join();
+  return exit_code_;
+}
+
+}  // namespace silo::silod

@@ -1,0 +1,58 @@
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <memory>
+
+#include "cluster/cluster_maps.h"
+#include "cluster/primary.h"
+#include "config/config.h"
+#include "http/client.h"
+#include "http/server.h"
+#include "proxy/proxy.h"
+#include "stats/registry.h"
+#include "store/disk_executor.h"
+#include "store/store.h"
+#include "target/target.h"
+
+namespace silo::silod {
+
+// One silod process: the roles its config names, wired to one HTTP server, one io_context
+// and the node's maps. Built and run by main(); stop() (SIGTERM) drains it.
+class Node {
+ public:
+  static Result<std::unique_ptr<Node>> create(config::Config config);
+  ~Node();
+  // Serves until a stop request; returns the process exit code.
+  int run();
+
+ private:
+  explicit Node(config::Config config);
+  http::Awaitable<void> start();
+  http::Awaitable<void> shutdown();
+  http::Awaitable<void> dispatch(http::Exchange& exchange);
+  http::Awaitable<void> handle_metasync(http::Exchange& exchange);
+  http::Awaitable<void> handle_keepalive(http::Exchange& exchange);
+  Status write_ready_file() const;
+
+  config::Config config_;
+  boost::asio::io_context io_;
+  stats::Registry stats_;
+  store::DiskExecutor state_disk_{1};
+  std::unique_ptr<cluster::ClusterMaps> maps_;
+  std::unique_ptr<store::Store> store_;
+  std::shared_ptr<http::Client> data_client_;
+  std::shared_ptr<http::Client> control_client_;
+  std::unique_ptr<http::Server> server_;
+  std::unique_ptr<cluster::Primary> primary_;
+  std::unique_ptr<cluster::Member> member_;
+  std::unique_ptr<target::Target> target_;
+  std::unique_ptr<proxy::Proxy> proxy_;
+  wire::NodeInfo self_;
+  std::atomic<bool> is_ready_{false};
+  std::atomic<bool> is_stopping_{false};
+  int exit_code_ = 0;
+};
+
+}  // namespace silo::silod

@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# A Silo cluster of P proxies and T targets on 127.0.0.1 (CONTRACT.md "Local cluster").
+#
+#   cluster.sh up [--proxies P] [--targets T] [--mountpaths M] [--dir DIR] [--base-port PORT] [--ha]
+#   cluster.sh status [--dir DIR] [--json]
+#   cluster.sh down [--dir DIR]
+#   cluster.sh add --role proxy|target [--mountpaths M] [--dir DIR]
+#   cluster.sh stop NODE_ID [--dir DIR]
+#   cluster.sh restart NODE_ID [--dir DIR]
+#
+# Each node lives in DIR/nodes/<id>/: config.json, silod.log, pid, state/ and, on targets,
+# mp1..mpM (one directory per mountpath). --base-port 0 lets the kernel pick every port;
+# the port a node got is then written into its config so a restart keeps it.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+dir=${SILO_CLUSTER_DIR:-/tmp/silo-cluster}
+proxies=1 targets=3 mountpaths=2 base_port=8080 ha=0 json=0 role="" node_id=""
+ready_timeout=${SILO_READY_TIMEOUT:-60}
+access_key=${SILO_ACCESS_KEY:-silo-admin}
+secret_key=${SILO_SECRET_KEY:-silo-secret-key}
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+
+cmd=${1:-}; [ -n "$cmd" ] || usage 2; shift
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --proxies) proxies=$2; shift 2;;
+    --targets) targets=$2; shift 2;;
+    --mountpaths) mountpaths=$2; shift 2;;
+    --dir) dir=$2; shift 2;;
+    --base-port) base_port=$2; shift 2;;
+    --role) role=$2; shift 2;;
+    --ha) ha=1; shift;;
+    --json) json=1; shift;;
+    -h|--help) usage 0;;
+    -*) die "unknown option $1 (see --help)";;
+    *) [ -z "$node_id" ] || die "unexpected argument $1"; node_id=$1; shift;;
+  esac
+done
+for v in proxies targets mountpaths base_port; do
+  [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} must be a non-negative integer, not '${!v}'"
+done
+
+silod_bin() {
+  if [ -n "${SILO_BIN_DIR:-}" ]; then
+    [ -x "$SILO_BIN_DIR/silod" ] || die "SILO_BIN_DIR=$SILO_BIN_DIR has no silod"
+    echo "$SILO_BIN_DIR/silod"; return
+  fi
+  local bin="$repo/build/release/cmd/silod/silod"
+  if [ ! -x "$bin" ]; then
+    echo "cluster.sh: building silod (first use)" >&2
+    "$repo/tools/setup.sh" >&2
+    (cd "$repo" && cmake --preset release >/dev/null && cmake --build --preset release --target silod) >&2
+  fi
+  echo "$bin"
+}
+
+node_dir() { echo "$dir/nodes/$1"; }
+node_ids() { [ -d "$dir/nodes" ] && ls "$dir/nodes" | sort -V || true; }
+node_role() { cat "$(node_dir "$1")/role"; }
+node_pid() { cat "$(node_dir "$1")/pid" 2>/dev/null || true; }
+is_alive() { local pid; pid=$(node_pid "$1"); [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
+node_port() { sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$(node_dir "$1")/config.json"; }
+primary_url() { cat "$dir/primary_url"; }
+
+write_config() {  # id role port mountpath-count primary-url
+  local id=$1 r=$2 port=$3 m=$4 primary=$5 nd; nd=$(node_dir "$id")
+  local mps="" i
+  if [ "$r" = target ]; then
+    for i in $(seq 1 "$m"); do mps+="${mps:+, }\"$nd/mp$i\""; done
+  fi
+  cat >"$nd/config.json" <<JSON
+{
+  "node": {
+    "id": "$id",
+    "role": "$r",
+    "host": "127.0.0.1",
+    "port": $port,
+    "data_dir": "$nd/state",
+    $( [ "$r" = target ] && echo "\"mountpaths\": [$mps]," )
+    $( [ -n "$primary" ] && echo "\"primary_url\": \"$primary\"," )
+    "ready_file": "$nd/ready.json",
+    "log_level": "${SILO_LOG_LEVEL:-info}"
+  },
+  "cluster": {
+    "keepalive_interval_ms": ${SILO_KEEPALIVE_INTERVAL_MS:-1000},
+    "keepalive_timeout_ms": ${SILO_KEEPALIVE_TIMEOUT_MS:-5000},
+    "durability": "${SILO_DURABILITY:-fsync}",
+    "proxy_mode": "${SILO_PROXY_MODE:-stream}"
+  }
+}
+JSON
+}
+
+launch() {  # id: start the node in the background; returns at once
+  local id=$1 nd; nd=$(node_dir "$id")
+  rm -f "$nd/ready.json"
+  setsid "$(silod_bin)" --config "$nd/config.json" >>"$nd/silod.log" 2>&1 </dev/null &
+  echo $! >"$nd/pid"
+}
+
+wait_ready() {  # id: until its ready file appears; pins a kernel-picked port
+  local id=$1 nd deadline; nd=$(node_dir "$id"); deadline=$((SECONDS + ready_timeout))
+  until [ -s "$nd/ready.json" ]; do
+    if ! is_alive "$id"; then
+      echo "cluster.sh: node $id exited; the end of its log ($nd/silod.log):" >&2
+      tail -n 20 "$nd/silod.log" >&2; exit 1
+    fi
+    [ $SECONDS -lt $deadline ] || die "node $id not ready after ${ready_timeout}s (log: $nd/silod.log)"
+    sleep 0.1
+  done
+  local port; port=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$nd/ready.json")
+  if [ "$(node_port "$id")" = 0 ]; then
+    sed -i "s/\"port\": 0,/\"port\": $port,/" "$nd/config.json"
+  fi
+}
+
+wait_online() {  # every node of DIR online in the primary's node map
+  local want; want=$(node_ids | wc -l) deadline=$((SECONDS + ready_timeout))
+  while :; do
+    local map; map=$(curl -fsS "$(primary_url)/v1/cluster/map" 2>/dev/null || true)
+    local online; online=$(grep -o '"state":"online"' <<<"$map" | wc -l)
+    [ "$online" -ge "$want" ] && return 0
+    [ $SECONDS -lt $deadline ] || die "only $online of $want nodes online after ${ready_timeout}s"
+    sleep 0.1
+  done
+}
+
+add_node() {  # role mountpaths port -> prints the new id
+  local r=$1 m=$2 port=$3 prefix n id
+  prefix=$([ "$r" = proxy ] && echo p || echo t)
+  n=1; while [ -d "$(node_dir "$prefix$n")" ]; do n=$((n + 1)); done
+  id=$prefix$n
+  mkdir -p "$(node_dir "$id")"
+  echo "$r" >"$(node_dir "$id")/role"
+  local primary=""; [ -f "$dir/primary_url" ] && primary=$(primary_url)
+  write_config "$id" "$r" "$port" "$m" "$primary"
+  echo "$id"
+}
+
+print_endpoint() {
+  cat <<MSG
+Silo is up: $(node_ids | wc -l) nodes in $dir
+  endpoint:     $(primary_url)   (S3 and native API /v1/...)
+  credentials:  SILO_ACCESS_KEY=$access_key SILO_SECRET_KEY=$secret_key
+  status:       $0 status --dir $dir
+  stop:         $0 down --dir $dir
+MSG
+}
+
+case "$cmd" in
+  up)
+    [ "$ha" = 0 ] || die "--ha (etcd meta store) is not available yet: it lands with the HA control plane (issue #5)"
+    [ "$proxies" -ge 1 ] || die "--proxies must be at least 1 (the first proxy is the primary)"
+    [ "$mountpaths" -ge 1 ] || die "--mountpaths must be at least 1"
+    if [ -d "$dir/nodes" ] && [ -n "$(node_ids)" ]; then
+      for id in $(node_ids); do is_alive "$id" && die "a cluster is already running in $dir (down it first)"; done
+      die "$dir holds a stopped cluster: restart its nodes with 'restart ID', or remove the directory"
+    fi
+    mkdir -p "$dir/nodes"
+    silod_bin >/dev/null
+    port_of() { [ "$base_port" = 0 ] && echo 0 || echo $((base_port + $1)); }
+    k=0
+    first=$(add_node proxy 0 "$(port_of $k)"); k=$((k + 1))
+    launch "$first"; wait_ready "$first"
+    echo "http://127.0.0.1:$(node_port "$first")" >"$dir/primary_url"
+    started=()
+    for i in $(seq 2 "$proxies"); do id=$(add_node proxy 0 "$(port_of $k)"); k=$((k + 1)); launch "$id"; started+=("$id"); done
+    for i in $(seq 1 "$targets"); do id=$(add_node target "$mountpaths" "$(port_of $k)"); k=$((k + 1)); launch "$id"; started+=("$id"); done
+    for id in "${started[@]}"; do wait_ready "$id"; done
+    wait_online
+    print_endpoint
+    ;;
+  add)
+    [ "$role" = proxy ] || [ "$role" = target ] || die "add needs --role proxy|target"
+    [ -f "$dir/primary_url" ] || die "no cluster in $dir (run up first)"
+    id=$(add_node "$role" "$mountpaths" 0)
+    launch "$id"; wait_ready "$id"; wait_online
+    echo "node $id ($role) joined on port $(node_port "$id")"
+    ;;
+  stop|restart)
+    [ -n "$node_id" ] && [ -d "$(node_dir "$node_id")" ] || die "$cmd needs the id of a node in $dir"
+    if is_alive "$node_id"; then
+      pid=$(node_pid "$node_id"); kill -TERM "$pid"
+      for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    fi
+    if [ "$cmd" = restart ]; then launch "$node_id"; wait_ready "$node_id"; wait_online; echo "node $node_id restarted"; fi
+    ;;
+  status)
+    [ -d "$dir/nodes" ] || die "no cluster in $dir"
+    if [ "$json" = 1 ]; then
+      printf '{"dir":"%s","endpoint":"%s","nodes":[' "$dir" "$(primary_url 2>/dev/null || true)"
+      sep=""
+      for id in $(node_ids); do
+        nd=$(node_dir "$id"); r=$(node_role "$id")
+        alive=false; is_alive "$id" && alive=true
+        mps=""; if [ "$r" = target ]; then for m in "$nd"/mp*; do mps+="${mps:+,}\"$m\""; done; fi
+        pid=$(node_pid "$id"); [ -n "$pid" ] || pid=null
+        printf '%s{"id":"%s","role":"%s","pid":%s,"port":%s,"alive":%s,"url":"http://127.0.0.1:%s","log":"%s","state_dir":"%s","mountpaths":[%s]}' \
+          "$sep" "$id" "$r" "$pid" "$(node_port "$id")" "$alive" "$(node_port "$id")" "$nd/silod.log" "$nd/state" "$mps"
+        sep=","
+      done
+      printf ']}\n'
+    else
+      printf '%-6s %-7s %-8s %-6s %-6s %s\n' ID ROLE PID PORT ALIVE LOG
+      for id in $(node_ids); do
+        alive=no; is_alive "$id" && alive=yes
+        printf '%-6s %-7s %-8s %-6s %-6s %s\n' "$id" "$(node_role "$id")" "$(node_pid "$id")" \
+          "$(node_port "$id")" "$alive" "$(node_dir "$id")/silod.log"
+      done
+    fi
+    ;;
+  down)
+    [ -d "$dir/nodes" ] || { echo "no cluster in $dir"; exit 0; }
+    pids=()
+    for id in $(node_ids); do if is_alive "$id"; then pid=$(node_pid "$id"); kill -TERM "$pid"; pids+=("$pid"); fi; done
+    for _ in $(seq 1 200); do
+      left=0; for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=1; done
+      [ $left = 0 ] && break; sleep 0.1
+    done
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"; done
+    echo "cluster in $dir stopped (data kept; remove $dir to delete it)"
+    ;;
+  *) die "unknown command '$cmd' (up|status|down|add|stop|restart)";;
+esac

@@ -1,0 +1,71 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/object_ref.h"
+#include "base/result.h"
+#include "base/thread_annotations.h"
+#include "placement/hrw.h"
+#include "wire/codec.h"
+
+namespace silo::cluster {
+
+// Where objects live under one node map: the targets that own objects (every target not
+// in maintenance, down ones included: a down target still owns its objects, and a request
+// for them fails with 503 until it returns or rebalance moves them). Immutable.
+class TargetPlacement {
+ public:
+  explicit TargetPlacement(const wire::NodeMap& map);
+  bool empty() const { return nodes_.empty(); }
+  // Requires: !empty().
+  const wire::NodeInfo& owner(const ObjectRef& object) const { return nodes_[hrw_.owner(object)]; }
+  const std::vector<wire::NodeInfo>& targets() const { return nodes_; }
+
+ private:
+  std::vector<wire::NodeInfo> nodes_;  // index-aligned with hrw_
+  placement::HrwCandidates hrw_;
+};
+
+// The node's current node map and bucket map, as immutable snapshots. Newer versions
+// replace older ones and are persisted to the node's state directory first, so a restarted
+// node serves with its last known maps. Thread-safe; readers never block writers for long.
+class ClusterMaps {
+ public:
+  // Loads the maps persisted in `state_dir` (none on a new node). Blocking.
+  static Result<std::unique_ptr<ClusterMaps>> open(const std::string& state_dir);
+
+  std::shared_ptr<const wire::NodeMap> node_map() const;
+  std::shared_ptr<const wire::BucketMap> bucket_map() const;
+  std::shared_ptr<const TargetPlacement> placement() const;
+  std::optional<wire::Bucket> find_bucket(std::string_view name) const;
+  std::optional<wire::NodeInfo> find_node(std::string_view id) const;
+
+  // Persists and installs `map` if its version is newer than the current one; returns
+  // whether it did. Blocking (writes and fsyncs a small file): call from a disk executor.
+  Result<bool> install(const wire::NodeMap& map);
+  Result<bool> install(const wire::BucketMap& map);
+
+  // Called (on the installing thread) after every installed change.
+  void on_change(std::function<void()> listener);
+
+ private:
+  explicit ClusterMaps(std::string state_dir) : state_dir_(std::move(state_dir)) {}
+  void notify();
+
+  const std::string state_dir_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const wire::NodeMap> node_map_ GUARDED_BY(mutex_);
+  std::shared_ptr<const wire::BucketMap> bucket_map_ GUARDED_BY(mutex_);
+  std::shared_ptr<const TargetPlacement> placement_ GUARDED_BY(mutex_);
+  std::vector<std::function<void()>> listeners_ GUARDED_BY(mutex_);
+};
+
+// Writes `bytes` to `path` atomically and durably (temp file, fsync, rename, fsync dir).
+Status write_file_atomically(const std::string& path, std::string_view bytes);
+
+}  // namespace silo::cluster

@@ -1,0 +1,335 @@
+#include "cluster/primary.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "cluster/gather.h"
+
+namespace silo::cluster {
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr size_t kMaxControlBody = 16 * 1024 * 1024;
+
+wire::NodeInfo* find_node(wire::NodeMap& map, const std::string& id) {
+  for (auto& n : *map.mutable_nodes()) {
+    if (n.id() == id) return &n;
+  }
+  return nullptr;
+}
+
+void sort_nodes(wire::NodeMap& map) {
+  std::sort(map.mutable_nodes()->begin(), map.mutable_nodes()->end(),
+            [](const auto& a, const auto& b) { return a.id() < b.id(); });
+}
+
+// Sleeps for `period` unless the timer is cancelled (stop()).
+http::Awaitable<void> pause(std::unique_ptr<asio::steady_timer>& timer, std::chrono::milliseconds period) {
+  if (!timer) timer = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor);
+  timer->expires_after(period);
+  boost::system::error_code ec;
+  co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+void cancel(std::unique_ptr<asio::steady_timer>& timer) {
+  if (timer) asio::post(timer->get_executor(), [t = timer.get()] { t->cancel(); });
+}
+
+}  // namespace
+
+http::Awaitable<Status> install_maps(ClusterMaps& maps, store::DiskExecutor& state_disk,
+                                     const wire::NodeMap* node_map, const wire::BucketMap* bucket_map) {
+  co_return co_await state_disk.run([&]() -> Status {
+    if (node_map != nullptr && node_map->version() > 0) RETURN_IF_ERROR(maps.install(*node_map).status());
+    if (bucket_map != nullptr && bucket_map->version() > 0) RETURN_IF_ERROR(maps.install(*bucket_map).status());
+    return Status::ok();
+  });
+}
+
+Primary::Primary(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
+                 wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock)
+    : maps_(maps),
+      state_disk_(state_disk),
+      client_(std::move(client)),
+      self_(std::move(self)),
+      cluster_(std::move(cluster)),
+      clock_(clock) {}
+
+http::Awaitable<Status> Primary::start() {
+  {
+    // Every node already in the map gets a full timeout to check in before it is marked down.
+    std::lock_guard lock(seen_mutex_);
+    for (const auto& n : maps_.node_map()->nodes()) last_seen_[n.id()] = clock_.now();
+  }
+  const int64_t now = clock_.unix_nanos();
+  co_return co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
+    wire::NodeInfo* me = find_node(nodes, self_.id());
+    if (me == nullptr) {
+      me = nodes.add_nodes();
+      me->set_joined_unix_nanos(now);
+    }
+    const int64_t joined = me->joined_unix_nanos();
+    *me = self_;
+    me->set_joined_unix_nanos(joined);
+    me->set_state(wire::NODE_STATE_ONLINE);
+    sort_nodes(nodes);
+    changed.node_map = true;  // a new version also announces that the primary is back
+    return Status::ok();
+  });
+}
+
+void Primary::stop() {
+  stopping_ = true;
+  cancel(timer_);
+}
+
+http::Awaitable<void> Primary::watch_keepalives() {
+  while (!stopping_) {
+    co_await pause(timer_, cluster_.keepalive_interval);
+    if (stopping_) break;
+    std::vector<std::string> silent;
+    {
+      std::lock_guard lock(seen_mutex_);
+      const auto now = clock_.now();
+      for (const auto& n : maps_.node_map()->nodes()) {
+        if (n.id() == self_.id() || n.state() != wire::NODE_STATE_ONLINE) continue;
+        auto [it, inserted] = last_seen_.try_emplace(n.id(), now);
+        if (!inserted && now - it->second > cluster_.keepalive_timeout) silent.push_back(n.id());
+      }
+    }
+    if (silent.empty()) continue;
+    const Status s = co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
+      for (const auto& id : silent) {
+        wire::NodeInfo* n = find_node(nodes, id);
+        if (n == nullptr || n->state() != wire::NODE_STATE_ONLINE) continue;
+        SILO_LOG_WARN("node {} missed its keepalives for {} ms: marking it down", id,
+                      cluster_.keepalive_timeout.count());
+        n->set_state(wire::NODE_STATE_DOWN);
+        changed.node_map = true;
+      }
+      return Status::ok();
+    });
+    if (!s.is_ok()) SILO_LOG_ERROR("marking nodes down failed: {}", s);
+  }
+}
+
+http::Awaitable<Result<wire::KeepaliveResponse>> Primary::keepalive(const wire::KeepaliveRequest& request) {
+  const wire::NodeInfo& node = request.node();
+  if (node.id().empty() || node.url().empty() ||
+      (node.role() != wire::NODE_ROLE_PROXY && node.role() != wire::NODE_ROLE_TARGET &&
+       node.role() != wire::NODE_ROLE_ALL)) {
+    co_return Status::invalid_argument("keepalive needs a node id, url and role");
+  }
+  if (node.id() == self_.id()) {
+    co_return Status::already_exists("node id {} is the primary's own id", node.id());
+  }
+  {
+    std::lock_guard lock(seen_mutex_);
+    last_seen_[node.id()] = clock_.now();
+  }
+  const auto current = maps_.node_map();
+  const wire::NodeInfo* known = nullptr;
+  for (const auto& n : current->nodes()) {
+    if (n.id() == node.id()) known = &n;
+  }
+  const bool needs_update = known == nullptr || known->url() != node.url() || known->role() != node.role() ||
+                            known->state() == wire::NODE_STATE_DOWN;
+  // A node that holds a newer map than the primary (the primary lost its state) makes the
+  // primary jump past it, since nodes refuse versions older than their own.
+  const bool behind = request.node_map_version() > current->version() ||
+                      request.bucket_map_version() > maps_.bucket_map()->version();
+  if (needs_update || behind) {
+    const int64_t now = clock_.unix_nanos();
+    CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap& buckets, Changed& changed) {
+      wire::NodeInfo* n = find_node(nodes, node.id());
+      if (n == nullptr) {
+        n = nodes.add_nodes();
+        n->set_id(node.id());
+        n->set_joined_unix_nanos(now);
+        n->set_state(wire::NODE_STATE_ONLINE);
+        SILO_LOG_INFO("node {} ({}, {}) joins", node.id(), wire::role_name(node.role()), node.url());
+      } else if (n->state() == wire::NODE_STATE_DOWN) {
+        SILO_LOG_INFO("node {} is back online", node.id());
+        n->set_state(wire::NODE_STATE_ONLINE);
+      }
+      n->set_role(node.role());
+      n->set_url(node.url());
+      sort_nodes(nodes);
+      changed.node_map = true;
+      if (request.node_map_version() >= nodes.version()) nodes.set_version(request.node_map_version());
+      if (request.bucket_map_version() > buckets.version()) {
+        // Our bucket map is older than a node's: re-issue ours past it. The node's extra
+        // buckets (if any) are lost to this primary; it logs so an operator can tell.
+        SILO_LOG_WARN("node {} holds bucket map v{} newer than the primary's v{}", node.id(),
+                      request.bucket_map_version(), buckets.version());
+        buckets.set_version(request.bucket_map_version());
+        changed.bucket_map = true;
+      }
+      return Status::ok();
+    }));
+  }
+  wire::KeepaliveResponse response;
+  const auto node_map = maps_.node_map();
+  const auto bucket_map = maps_.bucket_map();
+  if (request.node_map_version() < node_map->version()) *response.mutable_node_map() = *node_map;
+  if (request.bucket_map_version() < bucket_map->version()) *response.mutable_bucket_map() = *bucket_map;
+  co_return response;
+}
+
+std::optional<wire::Bucket> Primary::bucket_now(const std::string& name) const { return maps_.find_bucket(name); }
+
+http::Awaitable<Result<wire::Bucket>> Primary::create_bucket(std::string name, wire::BucketProps props) {
+  const int64_t now = clock_.unix_nanos();
+  CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
+    for (const auto& b : buckets.buckets()) {
+      if (b.name() == name) return Status::already_exists("bucket {} already exists", name);
+    }
+    wire::Bucket* b = buckets.add_buckets();
+    b->set_name(name);
+    b->set_id(std::max<uint64_t>(buckets.next_bucket_id(), 1));
+    buckets.set_next_bucket_id(b->id() + 1);
+    *b->mutable_props() = props;
+    b->set_created_unix_nanos(now);
+    std::sort(buckets.mutable_buckets()->begin(), buckets.mutable_buckets()->end(),
+              [](const auto& x, const auto& y) { return x.name() < y.name(); });
+    changed.bucket_map = true;
+    return Status::ok();
+  }));
+  auto bucket = bucket_now(name);
+  if (!bucket) co_return Status::aborted("bucket {} was deleted while being created", name);
+  co_return *bucket;
+}
+
+http::Awaitable<Status> Primary::delete_bucket(std::string name) {
+  co_return co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
+    auto* list = buckets.mutable_buckets();
+    auto it = std::find_if(list->begin(), list->end(), [&](const auto& b) { return b.name() == name; });
+    if (it == list->end()) return Status::not_found("bucket {} does not exist", name);
+    list->erase(it);
+    changed.bucket_map = true;
+    return Status::ok();
+  });
+}
+
+http::Awaitable<Result<wire::Bucket>> Primary::set_bucket_props(std::string name, wire::BucketProps props) {
+  CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
+    for (auto& b : *buckets.mutable_buckets()) {
+      if (b.name() == name) {
+        *b.mutable_props() = props;
+        changed.bucket_map = true;
+        return Status::ok();
+      }
+    }
+    return Status::not_found("bucket {} does not exist", name);
+  }));
+  auto bucket = bucket_now(name);
+  if (!bucket) co_return Status::not_found("bucket {} does not exist", name);
+  co_return *bucket;
+}
+
+http::Awaitable<Status> Primary::mutate(Change change) {
+  auto changed = co_await state_disk_.run([&]() -> Result<Changed> {
+    std::lock_guard lock(mutation_mutex_);
+    wire::NodeMap nodes = *maps_.node_map();
+    wire::BucketMap buckets = *maps_.bucket_map();
+    Changed c;
+    RETURN_IF_ERROR(change(nodes, buckets, c));
+    if (c.node_map) {
+      nodes.set_version(nodes.version() + 1);
+      nodes.set_primary_id(self_.id());
+      RETURN_IF_ERROR(maps_.install(nodes).status());
+    }
+    if (c.bucket_map) {
+      buckets.set_version(buckets.version() + 1);
+      RETURN_IF_ERROR(maps_.install(buckets).status());
+    }
+    return c;
+  });
+  if (!changed) co_return std::move(changed).error();
+  if (changed->node_map || changed->bucket_map) co_await push_maps();
+  co_return Status::ok();
+}
+
+http::Awaitable<void> Primary::push_maps() {
+  wire::MetasyncRequest request;
+  *request.mutable_node_map() = *maps_.node_map();
+  *request.mutable_bucket_map() = *maps_.bucket_map();
+  const std::string body = wire::encode(request);
+  std::vector<std::function<http::Awaitable<Status>()>> pushes;
+  for (const auto& n : request.node_map().nodes()) {
+    if (n.id() == self_.id() || n.state() == wire::NODE_STATE_DOWN) continue;
+    pushes.push_back([this, node = n, &body]() -> http::Awaitable<Status> {
+      CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
+      http::ClientRequest req;
+      req.method = http::Method::kPost;
+      req.target = kMetasyncPath;
+      req.headers.set("Content-Type", "application/x-protobuf");
+      CO_ASSIGN_OR_RETURN(auto response, co_await client_->call(to, std::move(req), body, kMaxControlBody));
+      if (response.status != 200) {
+        co_return Status::unavailable("metasync to {} answered {}: {}", node.id(), response.status, response.body);
+      }
+      co_return Status::ok();
+    });
+  }
+  const size_t count = pushes.size();
+  const auto results = co_await gather<Status>(std::move(pushes));
+  for (size_t i = 0; i < count; ++i) {
+    // A node that missed a push catches up with its next keepalive.
+    if (!results[i].is_ok()) SILO_LOG_WARN("metasync: {}", results[i]);
+  }
+}
+
+Member::Member(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
+               wire::NodeInfo self, http::Endpoint primary, config::ClusterConfig cluster)
+    : maps_(maps),
+      state_disk_(state_disk),
+      client_(std::move(client)),
+      self_(std::move(self)),
+      primary_(std::move(primary)),
+      cluster_(std::move(cluster)) {}
+
+http::Awaitable<Status> Member::sync() {
+  wire::KeepaliveRequest request;
+  *request.mutable_node() = self_;
+  request.set_node_map_version(maps_.node_map()->version());
+  request.set_bucket_map_version(maps_.bucket_map()->version());
+  http::ClientRequest req;
+  req.method = http::Method::kPost;
+  req.target = kKeepalivePath;
+  req.headers.set("Content-Type", "application/x-protobuf");
+  CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(primary_, std::move(req), wire::encode(request),
+                                                          kMaxControlBody));
+  if (answer.status != 200) {
+    co_return Status::unavailable("primary {} answered keepalive with {}: {}", primary_.to_string(),
+                                  answer.status, answer.body);
+  }
+  CO_ASSIGN_OR_RETURN(auto response, wire::decode<wire::KeepaliveResponse>(answer.body, wire::Source::kNetwork));
+  co_return co_await install_maps(maps_, state_disk_,
+                                  response.has_node_map() ? &response.node_map() : nullptr,
+                                  response.has_bucket_map() ? &response.bucket_map() : nullptr);
+}
+
+http::Awaitable<void> Member::run() {
+  bool was_ok = true;
+  while (!stopping_) {
+    co_await pause(timer_, cluster_.keepalive_interval);
+    if (stopping_) break;
+    const Status s = co_await sync();
+    if (!s.is_ok() && was_ok) SILO_LOG_WARN("keepalive to the primary failed (will retry): {}", s);
+    if (s.is_ok() && !was_ok) SILO_LOG_INFO("keepalive to the primary works again");
+    was_ok = s.is_ok();
+  }
+}
+
+void Member::stop() {
+  stopping_ = true;
+  cancel(timer_);
+}
+
+}  // namespace silo::cluster

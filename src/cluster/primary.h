@@ -1,0 +1,102 @@
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "base/clock.h"
+#include "base/thread_annotations.h"
+#include "cluster/cluster_maps.h"
+#include "config/config.h"
+#include "http/client.h"
+#include "store/disk_executor.h"
+
+namespace silo::cluster {
+
+// The primary proxy's authority over cluster metadata (single-primary `local` meta store):
+// it admits nodes, marks silent ones down, creates and deletes buckets, and pushes every
+// new node map and bucket map version to every node (metasync). Changes are serialized;
+// each one installs (and persists) a new version before it is pushed. Lives as long as the
+// node; its coroutines run on the node's io_context.
+class Primary {
+ public:
+  Primary(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
+          wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock);
+
+  // Enters this node in the node map as the primary. Call once before serving.
+  http::Awaitable<Status> start();
+  // Marks nodes down when their keepalives stop. Runs until stop().
+  http::Awaitable<void> watch_keepalives();
+  void stop();
+
+  // A node's join or keepalive: admits or updates it, answers with the maps it lacks.
+  http::Awaitable<Result<wire::KeepaliveResponse>> keepalive(const wire::KeepaliveRequest& request);
+
+  // Errors: kAlreadyExists.
+  http::Awaitable<Result<wire::Bucket>> create_bucket(std::string name, wire::BucketProps props);
+  // Errors: kNotFound. The caller checked that the bucket is empty.
+  http::Awaitable<Status> delete_bucket(std::string name);
+  // Errors: kNotFound.
+  http::Awaitable<Result<wire::Bucket>> set_bucket_props(std::string name, wire::BucketProps props);
+
+ private:
+  struct Changed {
+    bool node_map = false;
+    bool bucket_map = false;
+  };
+  using Change = std::function<Status(wire::NodeMap&, wire::BucketMap&, Changed&)>;
+
+  // Applies `change` to copies of the current maps, installs the new versions, then pushes
+  // them to every node that is not down.
+  http::Awaitable<Status> mutate(Change change);
+  http::Awaitable<void> push_maps();
+  std::optional<wire::Bucket> bucket_now(const std::string& name) const;
+
+  ClusterMaps& maps_;
+  store::DiskExecutor& state_disk_;
+  std::shared_ptr<http::Client> client_;
+  const wire::NodeInfo self_;
+  const config::ClusterConfig cluster_;
+  Clock& clock_;
+  std::mutex mutation_mutex_;  // held on the state disk thread only, never across co_await
+  std::mutex seen_mutex_;
+  std::unordered_map<std::string, Clock::TimePoint> last_seen_ GUARDED_BY(seen_mutex_);
+  std::atomic<bool> stopping_{false};
+  std::unique_ptr<boost::asio::steady_timer> timer_;
+};
+
+// A non-primary node's link to the primary: joins, then sends keepalives and installs the
+// maps the primary sends back.
+class Member {
+ public:
+  Member(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
+         wire::NodeInfo self, http::Endpoint primary, config::ClusterConfig cluster);
+  // One keepalive round trip now (the first one is the join).
+  http::Awaitable<Status> sync();
+  // Keepalives every interval until stop().
+  http::Awaitable<void> run();
+  void stop();
+
+ private:
+  ClusterMaps& maps_;
+  store::DiskExecutor& state_disk_;
+  std::shared_ptr<http::Client> client_;
+  const wire::NodeInfo self_;
+  const http::Endpoint primary_;
+  const config::ClusterConfig cluster_;
+  std::atomic<bool> stopping_{false};
+  std::unique_ptr<boost::asio::steady_timer> timer_;
+};
+
+// Installs the maps of a metasync push or keepalive answer (those that are newer).
+http::Awaitable<Status> install_maps(ClusterMaps& maps, store::DiskExecutor& state_disk,
+                                     const wire::NodeMap* node_map, const wire::BucketMap* bucket_map);
+
+inline constexpr const char* kKeepalivePath = "/v1/internal/keepalive";
+inline constexpr const char* kMetasyncPath = "/v1/internal/metasync";
+
+}  // namespace silo::cluster

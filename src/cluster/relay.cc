@@ -1,0 +1,52 @@
+#include "cluster/relay.h"
+
+#include <vector>
+
+#include "cluster/reply.h"
+
+namespace silo::cluster {
+namespace {
+
+constexpr size_t kRelayBufferBytes = 256 * 1024;
+
+}  // namespace
+
+http::Awaitable<Status> relay(http::Exchange& exchange, http::Client& client, const http::Endpoint& to,
+                              const http::Headers& extra) {
+  const http::RequestHead& in = exchange.request();
+  http::ClientRequest request;
+  request.method = in.method;
+  request.target = in.target;
+  for (const auto& [name, value] : in.headers.fields()) {
+    if (!is_hop_by_hop(name)) request.headers.add(name, value);
+  }
+  for (const auto& [name, value] : extra.fields()) request.headers.set(name, value);
+  std::optional<uint64_t> length = in.content_length;
+  if (!length && !in.is_chunked) length = 0;
+
+  CO_ASSIGN_OR_RETURN(auto call, co_await client.start(to, std::move(request), length));
+  std::vector<char> buffer(kRelayBufferBytes);
+  for (;;) {
+    CO_ASSIGN_OR_RETURN(const size_t n, co_await exchange.body().read(buffer));
+    if (n == 0) break;
+    CO_RETURN_IF_ERROR(co_await call->write({buffer.data(), n}));
+  }
+  CO_ASSIGN_OR_RETURN(http::ClientResponse response, co_await call->finish());
+
+  http::ResponseHead head;
+  head.status = response.status;
+  for (const auto& [name, value] : response.headers.fields()) {
+    if (!is_hop_by_hop(name)) head.headers.add(name, value);
+  }
+  http::ResponseWriter& out = exchange.response();
+  CO_RETURN_IF_ERROR(co_await out.begin(std::move(head), response.content_length));
+  if (in.method == http::Method::kHead) co_return Status::ok();
+  for (;;) {
+    auto n = co_await call->body().read(buffer);
+    if (!n || *n == 0) break;  // a short body makes the server close the client connection
+    if (!(co_await out.write({buffer.data(), *n})).is_ok()) break;
+  }
+  co_return Status::ok();
+}
+
+}  // namespace silo::cluster

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "http/server.h"
+
+namespace silo::cluster {
+
+// Headers of intra-cluster requests.
+inline constexpr const char* kForwardedHeader = "X-Silo-Forwarded";  // value: sender node id
+inline constexpr const char* kNodeMapVersionHeader = "X-Silo-Node-Map-Version";
+
+// The HTTP status a Status code maps to on the native API.
+int http_status(Code code);
+// Sends `status` as {"error": {"code", "message"}} with its HTTP status. Send failures
+// (the client went away) are ignored: there is no one left to tell.
+http::Awaitable<void> send_error(http::Exchange& exchange, const Status& status);
+http::Awaitable<void> send_json(http::Exchange& exchange, int http_status, std::string body);
+
+// True for headers that describe one connection, not the message (RFC 9110 7.6.1), plus
+// those the sender recomputes (Host, Content-Length): a relay must not copy them.
+bool is_hop_by_hop(std::string_view header_name);
+
+}  // namespace silo::cluster

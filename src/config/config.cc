@@ -1,0 +1,207 @@
+#include "config/config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace silo::config {
+namespace {
+
+using nlohmann::json;
+
+// Reads one JSON object's fields into typed destinations; records the first error.
+class Reader {
+ public:
+  Reader(const json& object, std::string section) : object_(object), section_(std::move(section)) {}
+
+  template <typename T>
+  void field(const char* key, T& out) {
+    seen_.push_back(key);
+    const auto it = object_.find(key);
+    if (it == object_.end() || !status_.is_ok()) return;
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (!it->is_string()) return fail(key, "a string");
+      out = it->template get<std::string>();
+    } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      if (!it->is_array()) return fail(key, "an array of strings");
+      out.clear();
+      for (const auto& v : *it) {
+        if (!v.is_string()) return fail(key, "an array of strings");
+        out.push_back(v.template get<std::string>());
+      }
+    } else {
+      if (!it->is_number_unsigned()) return fail(key, "a non-negative integer");
+      const uint64_t v = it->template get<uint64_t>();
+      if (v > std::numeric_limits<T>::max()) return fail(key, "a smaller integer");
+      out = static_cast<T>(v);
+    }
+  }
+
+  template <typename Duration>
+  void duration(const char* key, Duration& out) {
+    int64_t count = out.count();
+    uint64_t value = static_cast<uint64_t>(count);
+    field(key, value);
+    out = Duration(static_cast<int64_t>(value));
+  }
+
+  template <typename Enum>
+  void choice(const char* key, Enum& out, std::initializer_list<std::pair<const char*, Enum>> options) {
+    std::string text;
+    field(key, text);
+    if (text.empty() || !status_.is_ok()) return;
+    std::string names;
+    for (const auto& [name, value] : options) {
+      if (text == name) {
+        out = value;
+        return;
+      }
+      names += names.empty() ? name : std::string("|") + name;
+    }
+    status_ = Status::invalid_argument("config: {}.{} is \"{}\"; valid: {}", section_, key, text, names);
+  }
+
+  // Registers a key whose value the caller reads itself.
+  void known(const char* key) { seen_.push_back(key); }
+
+  // Every key must be one the reader asked for: a typo must not pass silently.
+  Status finish() {
+    if (!status_.is_ok()) return status_;
+    for (const auto& [key, value] : object_.items()) {
+      if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
+        return Status::invalid_argument("config: unknown key {}.{}", section_, key);
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  void fail(const char* key, const char* expected) {
+    status_ = Status::invalid_argument("config: {}.{} must be {}", section_, key, expected);
+  }
+  const json& object_;
+  std::string section_;
+  std::vector<std::string> seen_;
+  Status status_;
+};
+
+Status read_node(const json& j, NodeConfig& n) {
+  Reader r(j, "node");
+  r.field("id", n.id);
+  r.choice("role", n.role, {{"proxy", Role::kProxy}, {"target", Role::kTarget}, {"all", Role::kAll}});
+  r.field("host", n.host);
+  r.field("port", n.port);
+  r.field("public_url", n.public_url);
+  r.field("data_dir", n.data_dir);
+  r.field("mountpaths", n.mountpaths);
+  r.field("primary_url", n.primary_url);
+  r.field("log_level", n.log_level);
+  r.field("ready_file", n.ready_file);
+  r.field("io_threads", n.io_threads);
+  r.field("disk_threads_per_mountpath", n.disk_threads_per_mountpath);
+  return r.finish();
+}
+
+Status read_http(const json& j, HttpLimits& h) {
+  Reader r(j, "cluster.http");
+  r.field("max_header_bytes", h.max_header_bytes);
+  r.field("max_connections", h.max_connections);
+  r.duration("idle_timeout_s", h.idle_timeout);
+  r.duration("header_timeout_s", h.header_timeout);
+  r.duration("body_idle_timeout_s", h.body_idle_timeout);
+  r.duration("drain_timeout_s", h.drain_timeout);
+  return r.finish();
+}
+
+Status read_cluster(const json& j, ClusterConfig& c) {
+  Reader r(j, "cluster");
+  r.duration("keepalive_interval_ms", c.keepalive_interval);
+  r.duration("keepalive_timeout_ms", c.keepalive_timeout);
+  r.choice("durability", c.durability, {{"fsync", Durability::kFsync}, {"page_cache", Durability::kPageCache}});
+  r.choice("proxy_mode", c.proxy_mode, {{"stream", ProxyMode::kStream}, {"redirect", ProxyMode::kRedirect}});
+  const auto http = j.find("http");
+  bool has_http = http != j.end();
+  if (has_http && !http->is_object()) return Status::invalid_argument("config: cluster.http must be an object");
+  r.known("http");
+  if (has_http) RETURN_IF_ERROR(read_http(*http, c.http));
+  return r.finish();
+}
+
+}  // namespace
+
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::kProxy: return "proxy";
+    case Role::kTarget: return "target";
+    case Role::kAll: return "all";
+  }
+  return "?";
+}
+bool is_proxy(Role role) { return role != Role::kTarget; }
+bool is_target(Role role) { return role != Role::kProxy; }
+
+Result<Config> parse(std::string_view text) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+  if (doc.is_discarded()) return Status::invalid_argument("config: not valid JSON");
+  if (!doc.is_object()) return Status::invalid_argument("config: the document must be a JSON object");
+  Config config;
+  for (const auto& [key, value] : doc.items()) {
+    if (key != "node" && key != "cluster") {
+      return Status::invalid_argument("config: unknown section '{}' (valid: node, cluster)", key);
+    }
+    if (!value.is_object()) return Status::invalid_argument("config: '{}' must be an object", key);
+  }
+  if (doc.contains("node")) RETURN_IF_ERROR(read_node(doc["node"], config.node));
+  if (doc.contains("cluster")) RETURN_IF_ERROR(read_cluster(doc["cluster"], config.cluster));
+  return config;
+}
+
+Result<Config> load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::not_found("config: cannot read {}", path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  auto config = parse(buffer.str());
+  if (!config) return Status(config.error().code(), fmt::format("{}: {}", path, config.error().message()));
+  return config;
+}
+
+Status finalize(Config& config) {
+  NodeConfig& n = config.node;
+  if (n.host.empty()) return Status::invalid_argument("config: node.host must not be empty");
+  if (n.id.empty()) n.id = fmt::format("{}-{}", n.host, n.port);
+  for (char c : n.id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return Status::invalid_argument("config: node.id '{}' may hold only letters, digits, '-', '_', '.'", n.id);
+    }
+  }
+  if (n.data_dir.empty()) return Status::invalid_argument("config: node.data_dir is required (the node's state lives there)");
+  if (n.public_url.empty()) n.public_url = fmt::format("http://{}:{}", n.host, n.port);
+  if (n.public_url.rfind("http://", 0) != 0) {
+    return Status::invalid_argument("config: node.public_url '{}' must start with http://", n.public_url);
+  }
+  if (is_target(n.role) && n.mountpaths.empty()) n.mountpaths.push_back(n.data_dir + "/mp0");
+  if (!is_target(n.role) && !n.mountpaths.empty()) {
+    return Status::invalid_argument("config: node.mountpaths is set but role '{}' stores no objects", role_name(n.role));
+  }
+  if (!is_proxy(n.role) && n.primary_url.empty()) {
+    return Status::invalid_argument("config: a target needs node.primary_url (the primary proxy to join)");
+  }
+  if (n.io_threads == 0 || n.io_threads > 256) return Status::invalid_argument("config: node.io_threads must be 1..256");
+  if (n.disk_threads_per_mountpath == 0 || n.disk_threads_per_mountpath > 256) {
+    return Status::invalid_argument("config: node.disk_threads_per_mountpath must be 1..256");
+  }
+  const ClusterConfig& c = config.cluster;
+  if (c.keepalive_interval.count() < 10) return Status::invalid_argument("config: cluster.keepalive_interval_ms must be >= 10");
+  if (c.keepalive_timeout < 2 * c.keepalive_interval) {
+    return Status::invalid_argument("config: cluster.keepalive_timeout_ms must be at least twice keepalive_interval_ms");
+  }
+  if (c.http.max_header_bytes < 1024) return Status::invalid_argument("config: cluster.http.max_header_bytes must be >= 1024");
+  if (c.http.max_connections == 0) return Status::invalid_argument("config: cluster.http.max_connections must be > 0");
+  for (auto t : {c.http.idle_timeout, c.http.header_timeout, c.http.body_idle_timeout}) {
+    if (t.count() == 0) return Status::invalid_argument("config: cluster.http timeouts must be > 0 s");
+  }
+  return Status::ok();
+}
+
+}  // namespace silo::config

@@ -1,0 +1,74 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace silo::config {
+
+enum class Role { kProxy, kTarget, kAll };
+enum class Durability { kFsync, kPageCache };
+// How a proxy serves object data: stream it between client and owner target (default:
+// works with every stock S3 client), or answer 307 with the owner's URL (opt-in).
+enum class ProxyMode { kStream, kRedirect };
+
+std::string_view role_name(Role role);
+bool is_proxy(Role role);
+bool is_target(Role role);
+
+struct HttpLimits {
+  uint64_t max_header_bytes = 16 * 1024;
+  uint64_t max_connections = 4096;
+  std::chrono::seconds idle_timeout{60};
+  std::chrono::seconds header_timeout{30};
+  std::chrono::seconds body_idle_timeout{60};
+  std::chrono::seconds drain_timeout{20};
+};
+
+// Settings every node of a cluster shares. The primary's copy is the cluster's.
+struct ClusterConfig {
+  std::chrono::milliseconds keepalive_interval{1000};
+  // A node not heard from for this long is marked down in the node map.
+  std::chrono::milliseconds keepalive_timeout{5000};
+  Durability durability = Durability::kFsync;
+  ProxyMode proxy_mode = ProxyMode::kStream;
+  HttpLimits http;
+};
+
+// Settings of one node.
+struct NodeConfig {
+  std::string id;  // stable across restarts; default: the hostname-port
+  Role role = Role::kAll;
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;     // 0: the kernel picks (reported in the ready file)
+  std::string public_url;   // default http://host:port
+  std::string data_dir;     // node state: persisted maps; default mountpath for targets
+  std::vector<std::string> mountpaths;  // targets; default {data_dir/mp0}
+  std::string primary_url;  // empty on the primary
+  std::string log_level = "info";
+  std::string ready_file;   // written with {"port","pid"} once the node serves
+  uint32_t io_threads = 2;
+  uint32_t disk_threads_per_mountpath = 4;
+};
+
+struct Config {
+  NodeConfig node;
+  ClusterConfig cluster;
+};
+
+// Parses a config document:
+//   {"node": {...NodeConfig fields...}, "cluster": {...ClusterConfig fields...}}
+// Durations are given in the field's unit as named (keepalive_interval_ms, idle_timeout_s).
+// Unknown keys, wrong types and out-of-range values are kInvalidArgument naming the key.
+Result<Config> parse(std::string_view json_text);
+Result<Config> load(const std::string& path);
+
+// Fills defaults that depend on other fields (public_url, mountpaths) and checks the
+// whole config. Errors name the field and what would be valid.
+Status finalize(Config& config);
+
+}  // namespace silo::config

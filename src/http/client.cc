@@ -1,0 +1,470 @@
+#include "http/client.h"
+
+#include <sys/socket.h>
+
+#include <charconv>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include "base/thread_annotations.h"
+#include "http/detail/beast_io.h"
+
+namespace silo::http {
+namespace {
+
+using detail::ArmedDeadline;
+using detail::ErrorCode;
+using detail::IoDeadline;
+using detail::io_status;
+using detail::redirect;
+using detail::tcp;
+namespace asio = detail::asio;
+namespace beast = detail::beast;
+namespace bhttp = detail::bhttp;
+using ResponseParser = bhttp::response_parser<bhttp::buffer_body>;
+
+// One TCP connection to an endpoint, owned by one Call at a time or parked in the pool.
+struct ClientConnection {
+  ClientConnection(const asio::any_io_executor& executor, std::string key)
+      : socket(executor), deadline(executor, socket), pool_key(std::move(key)) {}
+  tcp::socket socket;
+  IoDeadline deadline;
+  beast::flat_buffer buffer;
+  std::string pool_key;
+};
+
+// A pooled connection whose peer closed it (or sent bytes nobody asked for) must not
+// carry the next request; a non-blocking peek tells without consuming anything.
+bool looks_alive(tcp::socket& socket) {
+  char byte = 0;
+  const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+// The failures a pooled connection shows when the server closed it while it sat idle.
+bool is_stale_connection_error(const ErrorCode& ec) {
+  return ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == asio::error::connection_aborted;
+}
+
+Result<bhttp::verb> to_verb(Method method) {
+  switch (method) {
+    case Method::kGet: return bhttp::verb::get;
+    case Method::kHead: return bhttp::verb::head;
+    case Method::kPut: return bhttp::verb::put;
+    case Method::kPost: return bhttp::verb::post;
+    case Method::kDelete: return bhttp::verb::delete_;
+    case Method::kOptions: return bhttp::verb::options;
+    case Method::kOther: break;
+  }
+  return Status::invalid_argument("the client cannot send Method::kOther");
+}
+
+struct Acquired {
+  std::unique_ptr<ClientConnection> connection;
+  bool is_reused = false;
+};
+
+class ClientImpl final : public Client, public std::enable_shared_from_this<ClientImpl> {
+ public:
+  ClientImpl(asio::any_io_executor executor, ClientOptions options)
+      : executor_(std::move(executor)), options_(options) {}
+
+  Awaitable<Result<ClientResponse>> call(const Endpoint& endpoint, ClientRequest request,
+                                         std::string body, size_t max_body) override;
+  Awaitable<Result<std::unique_ptr<Call>>> start(const Endpoint& endpoint, ClientRequest request,
+                                                 std::optional<uint64_t> content_length) override;
+
+  const ClientOptions& options() const { return options_; }
+  // A pooled connection when one is alive and `may_reuse`, else a new one.
+  Awaitable<Result<Acquired>> acquire(const Endpoint& endpoint, bool may_reuse);
+  void release(std::unique_ptr<ClientConnection> connection);
+
+ private:
+  Awaitable<Result<std::unique_ptr<Call>>> start_call(const Endpoint& endpoint,
+                                                      ClientRequest request,
+                                                      std::optional<uint64_t> content_length,
+                                                      std::optional<std::string> replay_body);
+  std::unique_ptr<ClientConnection> take_idle(const std::string& key);
+  Awaitable<Result<std::unique_ptr<ClientConnection>>> connect(const Endpoint& endpoint);
+
+  const asio::any_io_executor executor_;
+  const ClientOptions options_;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<ClientConnection>>> idle_
+      GUARDED_BY(mu_);
+};
+
+// A request in flight on one connection. It may replace a stale pooled connection once,
+// as long as no body byte was sent (or the body is kept in memory to be sent again).
+class ClientCall final : public Call, public BodyReader {
+ public:
+  ClientCall(std::shared_ptr<ClientImpl> client, Endpoint endpoint, ClientRequest request,
+             std::optional<uint64_t> content_length, std::optional<std::string> replay_body)
+      : client_(std::move(client)),
+        endpoint_(std::move(endpoint)),
+        request_(std::move(request)),
+        content_length_(content_length),
+        replay_body_(std::move(replay_body)) {}
+
+  // Sends the head (and the replay body) on a pooled or new connection.
+  Awaitable<Status> open();
+
+  Awaitable<Status> write(std::span<const char> data) override;
+  Awaitable<Result<ClientResponse>> finish() override;
+  BodyReader& body() override { return *this; }
+
+  Awaitable<Result<size_t>> read(std::span<char> buffer) override;
+  bool is_done() const override { return is_body_done_; }
+
+ private:
+  Awaitable<ErrorCode> send_head();
+  Awaitable<ErrorCode> send_body(std::span<const char> data);
+  Awaitable<ErrorCode> read_head();
+  Status io_error(const ErrorCode& ec, std::string_view what) {
+    has_failed_ = true;
+    Status status = io_status(ec, connection_->deadline.has_expired(), what);
+    status.annotate("{} {}{}", method_name(request_.method), endpoint_.to_string(), request_.target);
+    return status;
+  }
+  // Whether a failure on this connection may be retried once on a fresh one.
+  bool may_retry(const ErrorCode& ec) const {
+    return is_reused_ && !has_retried_ && is_stale_connection_error(ec) &&
+           connection_->buffer.size() == 0 && (body_bytes_sent_ == 0 || replay_body_);
+  }
+  Awaitable<Status> reopen_fresh();
+
+  std::shared_ptr<ClientImpl> client_;
+  const Endpoint endpoint_;
+  const ClientRequest request_;
+  const std::optional<uint64_t> content_length_;
+  const std::optional<std::string> replay_body_;
+  std::unique_ptr<ClientConnection> connection_;
+  std::optional<ResponseParser> parser_;
+  bool is_reused_ = false;
+  bool has_retried_ = false;
+  bool has_failed_ = false;
+  bool is_finished_ = false;
+  bool is_body_done_ = false;
+  uint64_t body_bytes_sent_ = 0;
+};
+
+Awaitable<ErrorCode> ClientCall::send_head() {
+  ErrorCode ec;
+  Result<bhttp::verb> verb = to_verb(request_.method);
+  if (!verb) co_return bhttp::error::bad_method;
+  bhttp::request<bhttp::empty_body> head(*verb, request_.target, 11);
+  head.set(bhttp::field::host, endpoint_.to_string());
+  detail::copy_headers(request_.headers, head);
+  if (content_length_) {
+    head.content_length(*content_length_);
+  } else {
+    head.chunked(true);
+  }
+  head.keep_alive(true);
+  bhttp::request_serializer<bhttp::empty_body> serializer(head);
+  {
+    ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
+    co_await bhttp::async_write_header(connection_->socket, serializer, redirect(ec));
+  }
+  if (!ec && replay_body_ && !replay_body_->empty()) {
+    ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
+    co_await asio::async_write(connection_->socket, asio::buffer(*replay_body_), redirect(ec));
+  }
+  co_return ec;
+}
+
+Awaitable<Status> ClientCall::open() {
+  if (!to_verb(request_.method)) co_return to_verb(request_.method).status();
+  Result<Acquired> acquired = co_await client_->acquire(endpoint_, /*may_reuse=*/true);
+  if (!acquired) co_return acquired.status();
+  connection_ = std::move(acquired->connection);
+  is_reused_ = acquired->is_reused;
+  const ErrorCode ec = co_await send_head();
+  if (ec && may_retry(ec)) co_return co_await reopen_fresh();
+  if (ec) co_return io_error(ec, "sending request head");
+  if (replay_body_) body_bytes_sent_ = replay_body_->size();
+  co_return Status::ok();
+}
+
+Awaitable<Status> ClientCall::reopen_fresh() {
+  has_retried_ = true;
+  Result<Acquired> acquired = co_await client_->acquire(endpoint_, /*may_reuse=*/false);
+  if (!acquired) co_return acquired.status();
+  connection_ = std::move(acquired->connection);
+  is_reused_ = false;
+  const ErrorCode ec = co_await send_head();
+  if (ec) co_return io_error(ec, "sending request head");
+  co_return Status::ok();
+}
+
+Awaitable<ErrorCode> ClientCall::send_body(std::span<const char> data) {
+  ErrorCode ec;
+  ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
+  if (content_length_) {
+    co_await asio::async_write(connection_->socket, asio::buffer(data.data(), data.size()),
+                               redirect(ec));
+  } else {
+    const std::string size_line = detail::chunk_size_line(data.size());
+    const std::array<asio::const_buffer, 3> buffers = {
+        asio::buffer(size_line), asio::buffer(data.data(), data.size()), asio::buffer("\r\n", 2)};
+    co_await asio::async_write(connection_->socket, buffers, redirect(ec));
+  }
+  co_return ec;
+}
+
+Awaitable<Status> ClientCall::write(std::span<const char> data) {
+  if (is_finished_) co_return Status::failed_precondition("write() after finish()");
+  if (has_failed_) co_return Status::unavailable("the call failed earlier");
+  if (replay_body_) co_return Status::failed_precondition("the body was given to call()");
+  if (data.empty()) co_return Status::ok();
+  if (content_length_ && body_bytes_sent_ + data.size() > *content_length_) {
+    co_return Status::invalid_argument("request body longer than the {} bytes announced",
+                                       *content_length_);
+  }
+  ErrorCode ec = co_await send_body(data);
+  if (ec && may_retry(ec)) {
+    CO_RETURN_IF_ERROR(co_await reopen_fresh());
+    ec = co_await send_body(data);
+  }
+  if (ec) co_return io_error(ec, "sending request body");
+  body_bytes_sent_ += data.size();
+  co_return Status::ok();
+}
+
+Awaitable<ErrorCode> ClientCall::read_head() {
+  ErrorCode ec;
+  while (true) {
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(std::min<size_t>(
+        client_->options().max_response_header_bytes, std::numeric_limits<uint32_t>::max())));
+    parser_->body_limit(boost::none);
+    if (request_.method == Method::kHead) parser_->skip(true);
+    {
+      ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
+      co_await bhttp::async_read_header(connection_->socket, connection_->buffer, *parser_,
+                                        redirect(ec));
+    }
+    if (ec) co_return ec;
+    const unsigned status = parser_->get().result_int();
+    // Interim responses (100 Continue for a client that asked) precede the real one.
+    if (status < 100 || status >= 200 || status == 101) co_return ec;
+  }
+}
+
+Awaitable<Result<ClientResponse>> ClientCall::finish() {
+  if (is_finished_) co_return Status::failed_precondition("finish() called twice");
+  if (has_failed_) co_return Status::unavailable("the call failed earlier");
+  is_finished_ = true;
+  if (content_length_ && body_bytes_sent_ < *content_length_) {
+    has_failed_ = true;
+    co_return Status::invalid_argument("request body has {} of the {} bytes announced",
+                                       body_bytes_sent_, *content_length_);
+  }
+  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+  ErrorCode ec;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!content_length_) {
+      ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
+      co_await asio::async_write(connection_->socket, asio::buffer(kLastChunk), redirect(ec));
+    }
+    if (!ec) ec = co_await read_head();
+    if (!ec || !may_retry(ec)) break;
+    CO_RETURN_IF_ERROR(co_await reopen_fresh());
+  }
+  if (ec) co_return io_error(ec, "reading response head");
+  ClientResponse response;
+  const auto& message = parser_->get();
+  response.status = static_cast<int>(message.result_int());
+  response.headers = detail::to_headers(message);
+  if (const auto length = parser_->content_length()) response.content_length = *length;
+  co_return response;
+}
+
+Awaitable<Result<size_t>> ClientCall::read(std::span<char> buffer) {
+  if (!is_finished_ || !parser_) co_return Status::failed_precondition("read() before finish()");
+  if (is_body_done_) co_return size_t{0};
+  if (has_failed_) co_return Status::unavailable("the call failed earlier");
+  Result<size_t> n = co_await detail::read_body_some(connection_->socket, connection_->buffer,
+                                                     *parser_, buffer, connection_->deadline,
+                                                     client_->options().io_timeout);
+  if (!n) {
+    has_failed_ = true;
+    co_return n;
+  }
+  if (*n == 0 && !buffer.empty()) {
+    is_body_done_ = true;
+    // Back to the pool as soon as the exchange is complete, not when the Call dies.
+    if (parser_->get().keep_alive() && connection_->buffer.size() == 0) {
+      client_->release(std::move(connection_));
+    }
+  }
+  co_return n;
+}
+
+Awaitable<Result<std::unique_ptr<Call>>> ClientImpl::start_call(
+    const Endpoint& endpoint, ClientRequest request, std::optional<uint64_t> content_length,
+    std::optional<std::string> replay_body) {
+  auto call = std::make_unique<ClientCall>(shared_from_this(), endpoint, std::move(request),
+                                           content_length, std::move(replay_body));
+  CO_RETURN_IF_ERROR(co_await call->open());
+  co_return std::unique_ptr<Call>(std::move(call));
+}
+
+Awaitable<Result<std::unique_ptr<Call>>> ClientImpl::start(const Endpoint& endpoint,
+                                                           ClientRequest request,
+                                                           std::optional<uint64_t> content_length) {
+  return start_call(endpoint, std::move(request), content_length, std::nullopt);
+}
+
+Awaitable<Result<ClientResponse>> ClientImpl::call(const Endpoint& endpoint, ClientRequest request,
+                                                   std::string body, size_t max_body) {
+  const uint64_t length = body.size();
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<Call> call,
+                      co_await start_call(endpoint, std::move(request), length, std::move(body)));
+  CO_ASSIGN_OR_RETURN(ClientResponse response, co_await call->finish());
+  constexpr size_t kChunk = 64 * 1024;
+  while (true) {
+    const size_t old_size = response.body.size();
+    response.body.resize(old_size + kChunk);
+    Result<size_t> n = co_await call->body().read(std::span(response.body.data() + old_size, kChunk));
+    if (!n) co_return std::move(n).error();
+    response.body.resize(old_size + *n);
+    if (*n == 0) break;
+    if (response.body.size() > max_body) {
+      co_return Status::resource_exhausted("response body is larger than {} bytes", max_body);
+    }
+  }
+  co_return response;
+}
+
+std::unique_ptr<ClientConnection> ClientImpl::take_idle(const std::string& key) {
+  std::lock_guard lock(mu_);
+  auto it = idle_.find(key);
+  if (it == idle_.end()) return nullptr;
+  auto& connections = it->second;
+  while (!connections.empty()) {
+    std::unique_ptr<ClientConnection> connection = std::move(connections.back());
+    connections.pop_back();
+    if (looks_alive(connection->socket)) return connection;
+  }
+  return nullptr;
+}
+
+void ClientImpl::release(std::unique_ptr<ClientConnection> connection) {
+  std::lock_guard lock(mu_);
+  auto& connections = idle_[connection->pool_key];
+  if (connections.size() < options_.max_idle_per_endpoint) {
+    connections.push_back(std::move(connection));
+  }
+}
+
+Awaitable<Result<Acquired>> ClientImpl::acquire(const Endpoint& endpoint, bool may_reuse) {
+  if (may_reuse) {
+    if (auto connection = take_idle(endpoint.to_string())) {
+      co_return Acquired{std::move(connection), true};
+    }
+  }
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<ClientConnection> connection, co_await connect(endpoint));
+  co_return Acquired{std::move(connection), false};
+}
+
+Awaitable<Result<std::unique_ptr<ClientConnection>>> ClientImpl::connect(const Endpoint& endpoint) {
+  // The socket lives on the caller's executor so its completions and its deadline run where
+  // the call runs (a strand, for server handlers).
+  const asio::any_io_executor executor = co_await asio::this_coro::executor;
+  const std::string key = endpoint.to_string();
+  ErrorCode ec;
+  std::vector<tcp::endpoint> addresses;
+  const auto address = asio::ip::make_address(endpoint.host, ec);
+  if (!ec) {
+    addresses.emplace_back(address, endpoint.port);
+  } else {
+    tcp::resolver resolver(executor);
+    const auto results =
+        co_await resolver.async_resolve(endpoint.host, std::to_string(endpoint.port), redirect(ec));
+    if (ec) co_return Status::unavailable("resolve {}: {}", endpoint.host, ec.message());
+    for (const auto& entry : results) addresses.push_back(entry.endpoint());
+  }
+  Status last_error = Status::unavailable("no address for {}", key);
+  for (const tcp::endpoint& address_port : addresses) {
+    auto connection = std::make_unique<ClientConnection>(executor, key);
+    {
+      ArmedDeadline armed(connection->deadline, options_.connect_timeout);
+      co_await connection->socket.async_connect(address_port, redirect(ec));
+    }
+    if (!ec) {
+      connection->socket.set_option(tcp::no_delay(true), ec);
+      co_return connection;
+    }
+    last_error = connection->deadline.has_expired()
+                     ? Status::deadline_exceeded("connect to {} timed out", key)
+                     : Status::unavailable("connect to {}: {}", key, ec.message());
+  }
+  co_return last_error;
+}
+
+}  // namespace
+
+Result<Endpoint> Endpoint::parse(std::string_view url) {
+  constexpr std::string_view kHttp = "http://";
+  if (url.starts_with("https://")) {
+    return Status::unimplemented("https is not supported yet (TLS: issue 7): {}", url);
+  }
+  if (!url.starts_with(kHttp)) return Status::invalid_argument("not an http:// URL: '{}'", url);
+  std::string_view authority = url.substr(kHttp.size());
+  if (authority.ends_with('/')) authority.remove_suffix(1);
+  Endpoint endpoint;
+  std::string_view port_text;
+  if (authority.starts_with('[')) {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return Status::invalid_argument("bad IPv6 host in '{}'", url);
+    endpoint.host = std::string(authority.substr(1, close - 1));
+    const std::string_view rest = authority.substr(close + 1);
+    if (!rest.empty() && !rest.starts_with(':')) {
+      return Status::invalid_argument("bad URL '{}'", url);
+    }
+    port_text = rest.empty() ? std::string_view() : rest.substr(1);
+    if (rest == ":") return Status::invalid_argument("empty port in '{}'", url);
+  } else {
+    const size_t colon = authority.find(':');
+    endpoint.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+      if (port_text.empty()) return Status::invalid_argument("empty port in '{}'", url);
+    }
+  }
+  if (endpoint.host.empty()) return Status::invalid_argument("no host in '{}'", url);
+  for (const char c : endpoint.host) {
+    const bool is_allowed = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
+                            c == '_' || c == ':';
+    if (!is_allowed) return Status::invalid_argument("bad host in '{}'", url);
+  }
+  endpoint.port = 80;
+  if (!port_text.empty()) {
+    unsigned port = 0;
+    const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
+        port > 65535) {
+      return Status::invalid_argument("bad port in '{}'", url);
+    }
+    endpoint.port = static_cast<uint16_t>(port);
+  }
+  return endpoint;
+}
+
+std::string Endpoint::to_string() const {
+  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
+
+std::shared_ptr<Client> Client::create(boost::asio::any_io_executor executor, ClientOptions options) {
+  return std::make_shared<ClientImpl>(std::move(executor), options);
+}
+
+}  // namespace silo::http

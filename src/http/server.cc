@@ -1,0 +1,642 @@
+#include "http/server.h"
+
+#include <sys/sendfile.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include "base/log.h"
+#include "base/thread_annotations.h"
+#include "http/detail/beast_io.h"
+
+namespace silo::http {
+namespace {
+
+using detail::ArmedDeadline;
+using detail::ErrorCode;
+using detail::IoDeadline;
+using detail::io_status;
+using detail::redirect;
+using detail::tcp;
+namespace asio = detail::asio;
+namespace beast = detail::beast;
+namespace bhttp = detail::bhttp;
+using SteadyClock = std::chrono::steady_clock;
+using RequestParser = bhttp::request_parser<bhttp::buffer_body>;
+
+// Bounds on the lingering close after an error reply: reading the client's pending input
+// until its FIN keeps the kernel from answering it with a RST that can destroy our reply
+// before the client has read it.
+constexpr std::chrono::milliseconds kLingerTimeout{1000};
+constexpr size_t kLingerBytes = 1024 * 1024;
+
+class Connection;
+
+// State shared by the Server object, the accept loop and every connection coroutine, so
+// none of them dangles if another goes first.
+struct ServerState {
+  ServerState(asio::io_context& io_context, ServerOptions server_options, Handler server_handler)
+      : io(io_context),
+        acceptor(asio::make_strand(io_context)),
+        options(std::move(server_options)),
+        handler(std::move(server_handler)) {}
+
+  asio::io_context& io;
+  tcp::acceptor acceptor;  // used on its strand once start() ran
+  const ServerOptions options;
+  const Handler handler;
+  std::atomic<bool> is_stopping{false};
+  mutable std::mutex mu;
+  std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections GUARDED_BY(mu);
+  uint64_t next_connection_id GUARDED_BY(mu) = 0;
+};
+
+// One accepted TCP connection. Its socket, timer and coroutine all run on one strand, so
+// stop() reaches it only by posting to that strand. Serves requests one after another.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(std::shared_ptr<ServerState> server, tcp::socket socket, uint64_t id)
+      : server_(std::move(server)),
+        socket_(std::move(socket)),
+        deadline_(socket_.get_executor(), socket_),
+        id_(id) {}
+
+  static Awaitable<void> run(std::shared_ptr<Connection> self);
+
+  // Both run on the connection's strand (post them there).
+  void close_if_idle() {
+    if (is_idle_) close();
+  }
+  void close() {
+    is_closed_ = true;
+    ErrorCode ec;
+    socket_.close(ec);
+  }
+
+  const ServerLimits& limits() const { return server_->options.limits; }
+  bool is_stopping() const { return server_->is_stopping.load(); }
+  tcp::socket& socket() { return socket_; }
+  IoDeadline& deadline() { return deadline_; }
+  beast::flat_buffer& read_buffer() { return buffer_; }
+
+ private:
+  Awaitable<void> serve();
+  // Serves the request whose head `parser` holds; returns whether to keep the connection.
+  Awaitable<bool> serve_one(RequestParser& parser);
+  Awaitable<void> reply_error(int status, std::string_view reason);
+  Awaitable<void> linger_close();
+  void unregister();
+
+  std::shared_ptr<ServerState> server_;
+  tcp::socket socket_;
+  IoDeadline deadline_;
+  beast::flat_buffer buffer_;
+  const uint64_t id_;
+  bool is_idle_ = false;  // waiting for a request: stop() may close it
+  bool is_closed_ = false;
+};
+
+// One request: the Exchange handed to the handler, and its body reader and response
+// writer. Lives in the connection coroutine's frame for the duration of one request.
+class ServerExchange final : public Exchange, public BodyReader, public ResponseWriter {
+ public:
+  ServerExchange(Connection& connection, RequestParser& parser, RequestHead head)
+      : connection_(connection), parser_(parser), head_(std::move(head)) {
+    is_head_ = head_.method == Method::kHead;
+    version_ = parser_.get().version();
+    wants_keep_alive_ = parser_.get().keep_alive();
+  }
+
+  const RequestHead& request() const override { return head_; }
+  BodyReader& body() override { return *this; }
+  ResponseWriter& response() override { return *this; }
+  boost::asio::any_io_executor executor() override { return connection_.socket().get_executor(); }
+
+  Awaitable<Result<size_t>> read(std::span<char> buffer) override;
+  bool is_done() const override { return is_body_done_; }
+
+  Awaitable<Status> send(ResponseHead head, std::string body) override;
+  Awaitable<Status> begin(ResponseHead head, std::optional<uint64_t> content_length) override;
+  Awaitable<Status> write(std::span<const char> data) override;
+  Awaitable<Status> send_file(int fd, uint64_t offset, uint64_t length) override;
+  bool has_begun() const override { return state_ != ResponseState::kNotBegun; }
+
+  // Completes the exchange after the handler returned; returns whether the connection can
+  // serve another request.
+  Awaitable<bool> finish();
+
+ private:
+  enum class ResponseState { kNotBegun, kStreaming, kDone };
+
+  // Whether the response must announce Connection: close, decided when its head is built.
+  bool must_close_after_response() const;
+  template <typename Body>
+  void fill_head(bhttp::response<Body>& response, const ResponseHead& head);
+  Awaitable<Status> write_buffers(const std::vector<asio::const_buffer>& buffers, size_t size);
+  Awaitable<bool> drain_body();
+  Status fail_response(Status status) {
+    has_response_failed_ = true;
+    return status;
+  }
+
+  Connection& connection_;
+  RequestParser& parser_;
+  RequestHead head_;
+  bool is_head_ = false;
+  unsigned version_ = 11;
+  bool wants_keep_alive_ = true;
+
+  bool is_body_done_ = false;
+  bool has_body_failed_ = false;
+  bool is_continue_sent_ = false;
+  uint64_t body_bytes_read_ = 0;
+
+  ResponseState state_ = ResponseState::kNotBegun;
+  std::optional<uint64_t> response_length_;
+  uint64_t response_written_ = 0;
+  bool is_chunked_ = false;
+  bool closes_after_response_ = false;
+  bool has_response_failed_ = false;
+};
+
+Awaitable<Result<size_t>> ServerExchange::read(std::span<char> buffer) {
+  if (is_body_done_) co_return size_t{0};
+  if (has_body_failed_) co_return Status::unavailable("request body failed earlier");
+  if (head_.expects_continue && !is_continue_sent_ && !parser_.is_done()) {
+    // After a final response the client is told to close instead of sending the body.
+    if (has_begun()) {
+      co_return Status::failed_precondition("request body never sent: response already begun");
+    }
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    is_continue_sent_ = true;
+    ErrorCode ec;
+    {
+      ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
+      co_await asio::async_write(connection_.socket(), asio::buffer(kContinue), redirect(ec));
+    }
+    if (ec) {
+      has_body_failed_ = true;
+      co_return io_status(ec, connection_.deadline().has_expired(), "sending 100 Continue");
+    }
+  }
+  Result<size_t> n =
+      co_await detail::read_body_some(connection_.socket(), connection_.read_buffer(), parser_,
+                                      buffer, connection_.deadline(),
+                                      connection_.limits().body_idle_timeout);
+  if (!n) {
+    has_body_failed_ = true;
+    co_return n;
+  }
+  if (*n == 0 && !buffer.empty()) is_body_done_ = true;
+  body_bytes_read_ += *n;
+  co_return n;
+}
+
+bool ServerExchange::must_close_after_response() const {
+  if (!wants_keep_alive_ || connection_.is_stopping()) return true;
+  if (parser_.is_done()) return false;
+  // A client waiting for 100 Continue has not sent the body: it must not send it now.
+  if (head_.expects_continue && !is_continue_sent_) return true;
+  if (has_body_failed_) return true;
+  if (head_.content_length) {
+    const uint64_t unread = *head_.content_length - std::min(*head_.content_length, body_bytes_read_);
+    return unread > connection_.limits().drain_allowance_bytes;
+  }
+  return false;
+}
+
+template <typename Body>
+void ServerExchange::fill_head(bhttp::response<Body>& response, const ResponseHead& head) {
+  response.result(static_cast<unsigned>(head.status));
+  response.version(version_);
+  detail::copy_headers(head.headers, response);
+  closes_after_response_ = must_close_after_response();
+}
+
+Awaitable<Status> ServerExchange::send(ResponseHead head, std::string body) {
+  if (has_begun()) co_return Status::failed_precondition("response already begun");
+  state_ = ResponseState::kDone;
+  bhttp::response<bhttp::buffer_body> response;
+  fill_head(response, head);
+  response.content_length(body.size());
+  response.keep_alive(!closes_after_response_);
+  response_length_ = body.size();
+  response.body().data = is_head_ || body.empty() ? nullptr : body.data();
+  response.body().size = is_head_ ? 0 : body.size();
+  response.body().more = false;
+  bhttp::response_serializer<bhttp::buffer_body> serializer(response);
+  ErrorCode ec;
+  {
+    ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
+    co_await bhttp::async_write(connection_.socket(), serializer, redirect(ec));
+  }
+  if (ec) {
+    co_return fail_response(io_status(ec, connection_.deadline().has_expired(), "sending response"));
+  }
+  response_written_ = body.size();
+  co_return Status::ok();
+}
+
+Awaitable<Status> ServerExchange::begin(ResponseHead head, std::optional<uint64_t> content_length) {
+  if (has_begun()) co_return Status::failed_precondition("response already begun");
+  state_ = ResponseState::kStreaming;
+  bhttp::response<bhttp::empty_body> response;
+  fill_head(response, head);
+  response_length_ = content_length;
+  if (content_length) {
+    response.content_length(*content_length);
+  } else if (!is_head_ && version_ >= 11) {
+    response.chunked(true);
+    is_chunked_ = true;
+  } else if (!is_head_) {
+    closes_after_response_ = true;  // HTTP/1.0 without a length: the close ends the body
+  }
+  response.keep_alive(!closes_after_response_);
+  bhttp::response_serializer<bhttp::empty_body> serializer(response);
+  ErrorCode ec;
+  {
+    ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
+    co_await bhttp::async_write_header(connection_.socket(), serializer, redirect(ec));
+  }
+  if (ec) {
+    co_return fail_response(
+        io_status(ec, connection_.deadline().has_expired(), "sending response head"));
+  }
+  co_return Status::ok();
+}
+
+Awaitable<Status> ServerExchange::write_buffers(const std::vector<asio::const_buffer>& buffers,
+                                                size_t size) {
+  ErrorCode ec;
+  {
+    ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
+    co_await asio::async_write(connection_.socket(), buffers, redirect(ec));
+  }
+  if (ec) {
+    co_return fail_response(
+        io_status(ec, connection_.deadline().has_expired(), "sending response body"));
+  }
+  response_written_ += size;
+  co_return Status::ok();
+}
+
+Awaitable<Status> ServerExchange::write(std::span<const char> data) {
+  if (state_ != ResponseState::kStreaming) {
+    co_return Status::failed_precondition("write() needs begin() first");
+  }
+  if (has_response_failed_) co_return Status::unavailable("response failed earlier");
+  if (is_head_ || data.empty()) co_return Status::ok();
+  if (response_length_ && response_written_ + data.size() > *response_length_) {
+    co_return Status::invalid_argument("response body longer than the {} bytes announced",
+                                       *response_length_);
+  }
+  if (!is_chunked_) co_return co_await write_buffers({asio::buffer(data.data(), data.size())},
+                                                     data.size());
+  const std::string size_line = detail::chunk_size_line(data.size());
+  co_return co_await write_buffers({asio::buffer(size_line), asio::buffer(data.data(), data.size()),
+                                    asio::buffer("\r\n", 2)},
+                                   data.size());
+}
+
+Awaitable<Status> ServerExchange::send_file(int fd, uint64_t offset, uint64_t length) {
+  if (state_ != ResponseState::kStreaming || !response_length_) {
+    co_return Status::failed_precondition("send_file() needs begin() with a content length");
+  }
+  if (has_response_failed_) co_return Status::unavailable("response failed earlier");
+  if (is_head_) co_return Status::ok();
+  if (response_written_ + length > *response_length_) {
+    co_return Status::invalid_argument("response body longer than the {} bytes announced",
+                                       *response_length_);
+  }
+  tcp::socket& socket = connection_.socket();
+  auto file_offset = static_cast<off_t>(offset);
+  uint64_t remaining = length;
+  while (remaining > 0) {
+    constexpr uint64_t kMaxPerCall = 1ULL << 30;
+    const ssize_t n = ::sendfile(socket.native_handle(), fd, &file_offset,
+                                 static_cast<size_t>(std::min(remaining, kMaxPerCall)));
+    if (n > 0) {
+      remaining -= static_cast<uint64_t>(n);
+      response_written_ += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n == 0) {
+      co_return fail_response(Status::data_loss("file ended {} bytes early", remaining));
+    }
+    const int err = errno;
+    if (err == EINTR) continue;
+    if (err == EAGAIN) {
+      ErrorCode ec;
+      {
+        ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
+        co_await socket.async_wait(tcp::socket::wait_write, redirect(ec));
+      }
+      if (ec) {
+        co_return fail_response(
+            io_status(ec, connection_.deadline().has_expired(), "sending file"));
+      }
+      continue;
+    }
+    if (err == EPIPE || err == ECONNRESET || err == EBADF) {
+      co_return fail_response(Status::unavailable("sending file: {}", std::strerror(err)));
+    }
+    co_return fail_response(Status::from_errno(err, "sendfile"));
+  }
+  co_return Status::ok();
+}
+
+Awaitable<bool> ServerExchange::drain_body() {
+  std::array<char, 16 * 1024> scratch;
+  uint64_t drained = 0;
+  while (!is_body_done_) {
+    Result<size_t> n = co_await read(scratch);
+    if (!n) co_return false;
+    drained += *n;
+    if (drained > connection_.limits().drain_allowance_bytes) co_return false;
+  }
+  co_return true;
+}
+
+Awaitable<bool> ServerExchange::finish() {
+  if (state_ == ResponseState::kNotBegun) {
+    Status sent = co_await send(ResponseHead{.status = 500}, "");
+    if (!sent.is_ok()) co_return false;
+  }
+  if (has_response_failed_) co_return false;
+  if (state_ == ResponseState::kStreaming && !is_head_) {
+    if (is_chunked_) {
+      static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+      Status sent = co_await write_buffers({asio::buffer(kLastChunk)}, 0);
+      if (!sent.is_ok()) co_return false;
+    } else if (!response_length_ || response_written_ < *response_length_) {
+      co_return false;  // the close tells the client the body ended (or was cut short)
+    }
+  }
+  if (closes_after_response_) co_return false;
+  if (!parser_.is_done() && !is_body_done_) {
+    if (!co_await drain_body()) co_return false;
+  }
+  co_return true;
+}
+
+Awaitable<void> Connection::run(std::shared_ptr<Connection> self) {
+  co_await self->serve();
+  self->unregister();
+}
+
+void Connection::unregister() {
+  std::lock_guard lock(server_->mu);
+  server_->connections.erase(id_);
+}
+
+Awaitable<void> Connection::serve() {
+  ErrorCode ec;
+  socket_.set_option(tcp::no_delay(true), ec);
+  // sendfile(2) needs a non-blocking fd so that a slow client parks the coroutine, not
+  // the io thread.
+  socket_.native_non_blocking(true, ec);
+  if (ec) {
+    SILO_LOG_WARN("http: cannot make socket non-blocking: {}", ec.message());
+    close();
+    co_return;
+  }
+  while (!is_closed_ && !is_stopping()) {
+    if (buffer_.size() == 0) {
+      is_idle_ = true;
+      {
+        ArmedDeadline armed(deadline_, limits().idle_timeout);
+        co_await socket_.async_wait(tcp::socket::wait_read, redirect(ec));
+      }
+      is_idle_ = false;
+      if (ec || is_closed_) break;
+    }
+    RequestParser parser;
+    parser.header_limit(static_cast<uint32_t>(
+        std::min<size_t>(limits().max_header_bytes, std::numeric_limits<uint32_t>::max())));
+    parser.body_limit(boost::none);
+    {
+      ArmedDeadline armed(deadline_, limits().header_timeout);
+      co_await bhttp::async_read_header(socket_, buffer_, parser, redirect(ec));
+    }
+    if (ec) {
+      if (is_closed_ || deadline_.has_expired()) break;
+      if (ec == bhttp::error::header_limit) {
+        co_await reply_error(431, "Request Header Fields Too Large");
+      } else if (io_status(ec, false, "").code() == Code::kInvalidArgument) {
+        co_await reply_error(400, "Bad Request");
+      }
+      break;
+    }
+    if (!co_await serve_one(parser)) break;
+  }
+  if (!is_closed_) {
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    close();
+  }
+}
+
+Awaitable<bool> Connection::serve_one(RequestParser& parser) {
+  const auto& message = parser.get();
+  RequestHead head;
+  head.method = detail::to_method(message.method());
+  head.method_text = std::string(message.method_string());
+  head.target = std::string(message.target());
+  const size_t question = head.target.find('?');
+  Result<std::string> path = percent_decode(std::string_view(head.target).substr(0, question));
+  if (!path) {
+    co_await reply_error(400, "Bad Request");
+    co_return false;
+  }
+  head.path = std::move(path).value();
+  if (question != std::string::npos) head.query = head.target.substr(question + 1);
+  head.headers = detail::to_headers(message);
+  if (const auto length = parser.content_length()) head.content_length = *length;
+  head.is_chunked = parser.chunked();
+  const auto expect = message.find(bhttp::field::expect);
+  head.expects_continue = message.version() >= 11 && expect != message.end() &&
+                          beast::iequals(expect->value(), "100-continue");
+  ErrorCode ec;
+  const tcp::endpoint remote = socket_.remote_endpoint(ec);
+  if (!ec) head.remote_address = remote.address().to_string();
+
+  ServerExchange exchange(*this, parser, std::move(head));
+  try {
+    co_await server_->handler(exchange);
+  } catch (const std::exception& e) {
+    // Handlers must not throw; one that does still gets its 500 or a closed connection.
+    SILO_LOG_ERROR("http: handler for {} threw: {}", exchange.request().target, e.what());
+  } catch (...) {
+    SILO_LOG_ERROR("http: handler for {} threw", exchange.request().target);
+  }
+  const bool keep = co_await exchange.finish();
+  if (!keep && !is_closed_ && !parser.is_done()) co_await linger_close();
+  co_return keep;
+}
+
+Awaitable<void> Connection::reply_error(int status, std::string_view reason) {
+  const std::string reply = fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status, reason);
+  ErrorCode ec;
+  {
+    ArmedDeadline armed(deadline_, limits().body_idle_timeout);
+    co_await asio::async_write(socket_, asio::buffer(reply), redirect(ec));
+  }
+  if (!ec) co_await linger_close();
+}
+
+Awaitable<void> Connection::linger_close() {
+  ErrorCode ec;
+  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  is_idle_ = true;  // stop() need not wait for a lingering close
+  std::array<char, 16 * 1024> scratch;
+  size_t total = 0;
+  const auto give_up_at = SteadyClock::now() + kLingerTimeout;
+  while (!ec && !is_closed_ && total < kLingerBytes && SteadyClock::now() < give_up_at) {
+    ArmedDeadline armed(deadline_, give_up_at - SteadyClock::now());
+    total += co_await socket_.async_read_some(asio::buffer(scratch), redirect(ec));
+  }
+  close();
+}
+
+Awaitable<void> accept_loop(std::shared_ptr<ServerState> state) {
+  asio::steady_timer backoff(state->acceptor.get_executor());
+  while (!state->is_stopping) {
+    ErrorCode ec;
+    tcp::socket socket = co_await state->acceptor.async_accept(
+        asio::any_io_executor(asio::make_strand(state->io)), redirect(ec));
+    if (ec) {
+      if (state->is_stopping || ec == asio::error::operation_aborted) break;
+      // Typically EMFILE: pausing keeps a full fd table from spinning this loop.
+      SILO_LOG_WARN("http: accept failed: {}", ec.message());
+      backoff.expires_after(std::chrono::milliseconds(50));
+      co_await backoff.async_wait(redirect(ec));
+      continue;
+    }
+    std::shared_ptr<Connection> connection;
+    {
+      std::lock_guard lock(state->mu);
+      if (state->is_stopping || state->connections.size() >= state->options.limits.max_connections) {
+        socket.close(ec);
+        continue;
+      }
+      const uint64_t id = state->next_connection_id++;
+      connection = std::make_shared<Connection>(state, std::move(socket), id);
+      state->connections.emplace(id, connection);
+    }
+    const auto executor = connection->socket().get_executor();
+    asio::co_spawn(executor, Connection::run(std::move(connection)), asio::detached);
+  }
+}
+
+class ServerImpl final : public Server {
+ public:
+  ServerImpl(std::shared_ptr<ServerState> state, uint16_t port)
+      : state_(std::move(state)), port_(port) {}
+  ~ServerImpl() override {
+    // Without stop() the accept loop would keep serving; the connections unwind on their own.
+    state_->is_stopping = true;
+    asio::post(state_->acceptor.get_executor(), [state = state_] {
+      ErrorCode ec;
+      state->acceptor.close(ec);
+    });
+  }
+
+  uint16_t port() const override { return port_; }
+
+  void start() override {
+    asio::co_spawn(state_->acceptor.get_executor(), accept_loop(state_), asio::detached);
+  }
+
+  Awaitable<void> stop() override {
+    std::shared_ptr<ServerState> state = state_;
+    state->is_stopping = true;
+    asio::post(state->acceptor.get_executor(), [state] {
+      ErrorCode ec;
+      state->acceptor.close(ec);
+    });
+    for_each_connection([](Connection& c) { c.close_if_idle(); });
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    const auto force_at = SteadyClock::now() + state->options.limits.drain_timeout;
+    bool is_forced = false;
+    while (connection_count() > 0) {
+      if (!is_forced && SteadyClock::now() >= force_at) {
+        for_each_connection([](Connection& c) { c.close(); });
+        is_forced = true;
+      }
+      // Connections end on their own strands; polling keeps this free of cross-strand
+      // signalling, and stop() is rare.
+      timer.expires_after(std::chrono::milliseconds(2));
+      ErrorCode ec;
+      co_await timer.async_wait(redirect(ec));
+    }
+  }
+
+  size_t connection_count() const override {
+    std::lock_guard lock(state_->mu);
+    return state_->connections.size();
+  }
+
+ private:
+  template <typename Fn>
+  void for_each_connection(Fn fn) {
+    std::vector<std::shared_ptr<Connection>> live;
+    {
+      std::lock_guard lock(state_->mu);
+      for (const auto& [id, weak] : state_->connections) {
+        if (auto connection = weak.lock()) live.push_back(std::move(connection));
+      }
+    }
+    for (auto& connection : live) {
+      const auto executor = connection->socket().get_executor();
+      asio::post(executor, [connection, fn] { fn(*connection); });
+    }
+  }
+
+  std::shared_ptr<ServerState> state_;
+  const uint16_t port_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::create(boost::asio::io_context& io, ServerOptions options,
+                                               Handler handler) {
+  // sendfile(2) has no MSG_NOSIGNAL: a peer that went away must give EPIPE, not kill us.
+  std::signal(SIGPIPE, SIG_IGN);
+  ErrorCode ec;
+  const auto address = asio::ip::make_address(options.host, ec);
+  if (ec) return Status::invalid_argument("bad listen address '{}': {}", options.host, ec.message());
+  const tcp::endpoint endpoint(address, options.port);
+  auto state = std::make_shared<ServerState>(io, std::move(options), std::move(handler));
+  tcp::acceptor& acceptor = state->acceptor;
+  const std::string where = fmt::format("{}:{}", address.to_string(), endpoint.port());
+  acceptor.open(endpoint.protocol(), ec);
+  if (ec) return Status::unavailable("open socket for {}: {}", where, ec.message());
+  acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (ec) return Status::unavailable("set SO_REUSEADDR on {}: {}", where, ec.message());
+  acceptor.bind(endpoint, ec);
+  if (ec == asio::error::address_in_use) {
+    return Status::already_exists("bind {}: address already in use", where);
+  }
+  if (ec) return Status::unavailable("bind {}: {}", where, ec.message());
+  acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::unavailable("listen on {}: {}", where, ec.message());
+  const uint16_t port = acceptor.local_endpoint(ec).port();
+  if (ec) return Status::unavailable("local address of {}: {}", where, ec.message());
+  return std::unique_ptr<Server>(std::make_unique<ServerImpl>(std::move(state), port));
+}
+
+}  // namespace silo::http

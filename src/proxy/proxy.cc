@@ -1,0 +1,266 @@
+#include "proxy/proxy.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "base/hash.h"
+#include "base/log.h"
+#include "cluster/gather.h"
+#include "cluster/names.h"
+#include "cluster/relay.h"
+#include "cluster/reply.h"
+#include "wire/json.h"
+
+namespace silo::proxy {
+namespace {
+
+constexpr size_t kMaxPropsBody = 64 * 1024;
+constexpr size_t kDefaultListLimit = 1000;
+constexpr size_t kMaxListLimit = 10000;
+constexpr size_t kMaxListPageBytes = 256 * 1024 * 1024;
+
+// The continuation token is the hex of the last name returned: opaque to clients, and
+// safe in a URL without escaping.
+std::string token_of(const std::string& name) {
+  return hash::to_hex({reinterpret_cast<const unsigned char*>(name.data()), name.size()});
+}
+
+Result<std::string> name_of_token(std::string_view token) {
+  if (token.size() % 2 != 0) return Status::invalid_argument("malformed continuation token");
+  std::string out;
+  out.reserve(token.size() / 2);
+  for (size_t i = 0; i < token.size(); i += 2) {
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(token.data() + i, token.data() + i + 2, value, 16);
+    if (ec != std::errc() || end != token.data() + i + 2) return Status::invalid_argument("malformed continuation token");
+    out.push_back(static_cast<char>(value));
+  }
+  return out;
+}
+
+}  // namespace
+
+Proxy::Proxy(ProxyOptions options, cluster::ClusterMaps& maps, std::shared_ptr<http::Client> client,
+             cluster::Primary* primary, stats::Registry& stats)
+    : options_(std::move(options)),
+      maps_(maps),
+      client_(std::move(client)),
+      primary_(primary),
+      object_requests_(stats.counter("silo_proxy_object_requests_total", "Object requests routed by the proxy.")),
+      redirects_(stats.counter("silo_proxy_redirects_total", "Object requests answered with a 307 redirect.")),
+      list_requests_(stats.counter("silo_proxy_list_requests_total", "Object listings merged by the proxy.")),
+      errors_(stats.counter("silo_proxy_errors_total", "Proxy requests that failed.")) {}
+
+http::Awaitable<void> Proxy::handle_buckets(http::Exchange& exchange, std::string rest) {
+  const http::RequestHead& request = exchange.request();
+  Status s;
+  if (rest.empty() || rest == "/") {
+    if (request.method == http::Method::kGet) {
+      co_await cluster::send_json(exchange, 200, wire::bucket_list_json(*maps_.bucket_map()));
+      co_return;
+    }
+    s = Status::invalid_argument("{} /v1/buckets is not supported (use GET)", request.method_text);
+  } else {
+    std::string name = rest.substr(1);
+    std::string suffix;
+    if (const size_t slash = name.find('/'); slash != std::string::npos) {
+      suffix = name.substr(slash);
+      name.resize(slash);
+    }
+    s = cluster::validate_bucket_name(name);
+    if (s.is_ok() && suffix == "/props") {
+      if (request.method == http::Method::kGet) {
+        auto bucket = maps_.find_bucket(name);
+        if (bucket) {
+          co_await cluster::send_json(exchange, 200, wire::bucket_json(*bucket));
+          co_return;
+        }
+        s = Status::not_found("bucket {} does not exist", name);
+      } else if (request.method == http::Method::kPut) {
+        s = co_await set_props(exchange, name);
+      } else {
+        s = Status::invalid_argument("{} is not supported on bucket properties (use GET or PUT)", request.method_text);
+      }
+    } else if (s.is_ok() && !suffix.empty()) {
+      s = Status::not_found("no such endpoint /v1/buckets{}", rest);
+    } else if (s.is_ok()) {
+      switch (request.method) {
+        case http::Method::kPut: s = co_await create_bucket(exchange, name); break;
+        case http::Method::kDelete: s = co_await delete_bucket(exchange, name); break;
+        case http::Method::kGet: s = co_await list_objects(exchange, name); break;
+        case http::Method::kHead: {
+          if (maps_.find_bucket(name)) {
+            std::ignore = co_await exchange.response().send({}, "");  // client gone
+            co_return;
+          }
+          s = Status::not_found("bucket {} does not exist", name);
+          break;
+        }
+        default: s = Status::invalid_argument("{} is not supported on a bucket", request.method_text);
+      }
+    }
+  }
+  if (!s.is_ok()) {
+    errors_.add();
+    co_await cluster::send_error(exchange, s);
+  }
+}
+
+http::Awaitable<Status> Proxy::relay_to_primary(http::Exchange& exchange) {
+  const auto map = maps_.node_map();
+  const auto primary = maps_.find_node(map->primary_id());
+  if (!primary) co_return Status::unavailable("no primary in node map v{}", map->version());
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(primary->url()));
+  http::Headers extra;
+  extra.set(cluster::kForwardedHeader, options_.self.id());
+  CO_RETURN_IF_ERROR(co_await cluster::relay(exchange, *client_, to, extra));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::create_bucket(http::Exchange& exchange, const std::string& name) {
+  if (primary_ == nullptr) co_return co_await relay_to_primary(exchange);
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxPropsBody));
+  CO_ASSIGN_OR_RETURN(const wire::BucketProps props, wire::apply_bucket_props_json(body, wire::BucketProps()));
+  CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await primary_->create_bucket(name, props));
+  SILO_LOG_INFO("bucket {} created (id {})", bucket.name(), bucket.id());
+  co_await cluster::send_json(exchange, 200, wire::bucket_json(bucket));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::set_props(http::Exchange& exchange, const std::string& name) {
+  if (primary_ == nullptr) co_return co_await relay_to_primary(exchange);
+  const auto bucket = maps_.find_bucket(name);
+  if (!bucket) co_return Status::not_found("bucket {} does not exist", name);
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxPropsBody));
+  CO_ASSIGN_OR_RETURN(const wire::BucketProps props, wire::apply_bucket_props_json(body, bucket->props()));
+  CO_ASSIGN_OR_RETURN(const wire::Bucket updated, co_await primary_->set_bucket_props(name, props));
+  co_await cluster::send_json(exchange, 200, wire::bucket_json(updated));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::delete_bucket(http::Exchange& exchange, const std::string& name) {
+  if (primary_ == nullptr) co_return co_await relay_to_primary(exchange);
+  const auto bucket = maps_.find_bucket(name);
+  if (!bucket) co_return Status::not_found("bucket {} does not exist", name);
+  CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(*bucket, "", "", 1));
+  if (!page.first.empty()) {
+    co_return Status::failed_precondition("bucket {} is not empty; delete its objects first", name);
+  }
+  CO_RETURN_IF_ERROR(co_await primary_->delete_bucket(name));
+  SILO_LOG_INFO("bucket {} deleted", name);
+  http::ResponseHead head;
+  head.status = 204;
+  co_return co_await exchange.response().send(std::move(head), "");
+}
+
+http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::merged_page(
+    const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit) {
+  const auto placement = maps_.placement();
+  if (placement->empty()) co_return Status::unavailable("the node map has no targets");
+  const std::string target = fmt::format("/v1/internal/list/{}?prefix={}&start_after={}&limit={}",
+                                         http::percent_encode(bucket.name(), false),
+                                         http::percent_encode(prefix, false),
+                                         http::percent_encode(start_after, false), limit);
+  std::vector<std::function<http::Awaitable<Result<wire::ListPage>>()>> calls;
+  for (const auto& node : placement->targets()) {
+    calls.push_back([this, node, &target]() -> http::Awaitable<Result<wire::ListPage>> {
+      if (node.state() == wire::NODE_STATE_DOWN) {
+        co_return Status::unavailable("target {} is down: the listing would be incomplete", node.id());
+      }
+      CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
+      http::ClientRequest request;
+      request.target = target;
+      request.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+      CO_ASSIGN_OR_RETURN(auto response, co_await client_->call(to, std::move(request), "", kMaxListPageBytes));
+      if (response.status != 200) {
+        co_return Status::unavailable("target {} answered the listing with {}: {}", node.id(), response.status,
+                                      response.body);
+      }
+      co_return wire::decode<wire::ListPage>(response.body, wire::Source::kNetwork);
+    });
+  }
+  auto pages = co_await cluster::gather<Result<wire::ListPage>>(std::move(calls));
+  // k-way merge by name: each page is sorted; the first `limit` names overall are the
+  // page, and there is more whenever any target had more or the merge left some out.
+  std::vector<wire::ListEntry> merged;
+  bool is_truncated = false;
+  for (auto& page : pages) {
+    if (!page) co_return std::move(page).error();
+    is_truncated |= page->is_truncated();
+    for (auto& e : *page->mutable_entries()) merged.push_back(std::move(e));
+  }
+  std::sort(merged.begin(), merged.end(), [](const auto& a, const auto& b) { return a.name() < b.name(); });
+  if (merged.size() > limit) {
+    merged.resize(limit);
+    is_truncated = true;
+  }
+  co_return std::make_pair(std::move(merged), is_truncated);
+}
+
+http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const std::string& name) {
+  list_requests_.add();
+  const http::RequestHead& request = exchange.request();
+  const auto bucket = maps_.find_bucket(name);
+  if (!bucket) co_return Status::not_found("bucket {} does not exist", name);
+  size_t limit = kDefaultListLimit;
+  if (auto text = request.query_param("limit")) {
+    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), limit);
+    if (ec != std::errc() || end != text->data() + text->size() || limit == 0 || limit > kMaxListLimit) {
+      co_return Status::invalid_argument("limit must be an integer in 1..{}", kMaxListLimit);
+    }
+  }
+  std::string start_after;
+  if (auto token = request.query_param("token"); token && !token->empty()) {
+    CO_ASSIGN_OR_RETURN(start_after, name_of_token(*token));
+  }
+  CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(*bucket, request.query_param("prefix").value_or(""),
+                                                      start_after, limit));
+  const std::string next = page.second && !page.first.empty() ? token_of(page.first.back().name()) : "";
+  co_await cluster::send_json(exchange, 200, wire::object_list_json(page.first, next));
+  co_return Status::ok();
+}
+
+http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string bucket_name, std::string name) {
+  object_requests_.add();
+  const http::RequestHead& request = exchange.request();
+  Status s = cluster::validate_object_name(name);
+  const auto bucket = maps_.find_bucket(bucket_name);
+  if (s.is_ok() && !bucket) s = Status::not_found("bucket {} does not exist", bucket_name);
+  const auto placement = maps_.placement();
+  if (s.is_ok() && placement->empty()) s = Status::unavailable("the cluster has no targets yet");
+  if (!s.is_ok()) {
+    errors_.add();
+    co_await cluster::send_error(exchange, s);
+    co_return;
+  }
+  const wire::NodeInfo& owner = placement->owner(ObjectRef{BucketId(bucket->id()), name});
+  if (owner.id() == options_.self.id() && options_.local_target) {
+    co_await options_.local_target(exchange, std::move(bucket_name), std::move(name));
+    co_return;
+  }
+  if (owner.state() == wire::NODE_STATE_DOWN) {
+    s = Status::unavailable("target {} that owns {}/{} is down", owner.id(), bucket_name, name);
+  } else if (options_.cluster.proxy_mode == config::ProxyMode::kRedirect) {
+    redirects_.add();
+    http::ResponseHead head;
+    head.status = 307;
+    head.headers.set("Location", owner.url() + request.target);
+    s = co_await exchange.response().send(std::move(head), "");
+  } else {
+    auto to = http::Endpoint::parse(owner.url());
+    if (!to) {
+      s = to.error();
+    } else {
+      http::Headers extra;
+      extra.set(cluster::kForwardedHeader, options_.self.id());
+      extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+      s = co_await cluster::relay(exchange, *client_, *to, extra);
+    }
+  }
+  if (!s.is_ok()) {
+    errors_.add();
+    co_await cluster::send_error(exchange, s);
+  }
+}
+
+}  // namespace silo::proxy

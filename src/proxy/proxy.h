@@ -1,0 +1,59 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cluster/cluster_maps.h"
+#include "cluster/primary.h"
+#include "config/config.h"
+#include "http/client.h"
+#include "http/server.h"
+#include "stats/registry.h"
+
+namespace silo::proxy {
+
+struct ProxyOptions {
+  wire::NodeInfo self;
+  config::ClusterConfig cluster;
+  // Set when this process is also a target (role all): requests for objects it owns are
+  // handed to it in-process instead of over loopback HTTP.
+  std::function<http::Awaitable<void>(http::Exchange&, std::string bucket, std::string name)> local_target;
+};
+
+// The gateway role of the native API: bucket operations (on the primary, or relayed to
+// it), object requests routed to the owner target (streamed through, or 307 redirected
+// when the cluster's proxy mode says so), and listings merged from every target.
+// Stateless beyond the maps; lives as long as the node.
+class Proxy {
+ public:
+  // `primary` is null unless this proxy is the primary.
+  Proxy(ProxyOptions options, cluster::ClusterMaps& maps, std::shared_ptr<http::Client> client,
+        cluster::Primary* primary, stats::Registry& stats);
+
+  // /v1/buckets and /v1/buckets/{bucket}[/props]; `rest` is the path after /v1/buckets.
+  http::Awaitable<void> handle_buckets(http::Exchange& exchange, std::string rest);
+  // /v1/objects/{bucket}/{name}
+  http::Awaitable<void> handle_object(http::Exchange& exchange, std::string bucket, std::string name);
+
+ private:
+  http::Awaitable<Status> create_bucket(http::Exchange& exchange, const std::string& name);
+  http::Awaitable<Status> delete_bucket(http::Exchange& exchange, const std::string& name);
+  http::Awaitable<Status> set_props(http::Exchange& exchange, const std::string& name);
+  http::Awaitable<Status> list_objects(http::Exchange& exchange, const std::string& name);
+  http::Awaitable<Status> relay_to_primary(http::Exchange& exchange);
+  // One merged page of a bucket's objects from every target.
+  http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> merged_page(
+      const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit);
+
+  const ProxyOptions options_;
+  cluster::ClusterMaps& maps_;
+  std::shared_ptr<http::Client> client_;
+  cluster::Primary* primary_;
+  stats::Counter& object_requests_;
+  stats::Counter& redirects_;
+  stats::Counter& list_requests_;
+  stats::Counter& errors_;
+};
+
+}  // namespace silo::proxy

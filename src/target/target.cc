@@ -1,0 +1,272 @@
+#include "target/target.h"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_set>
+#include <vector>
+
+#include "base/base64.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "cluster/names.h"
+#include "cluster/relay.h"
+#include "cluster/reply.h"
+#include "http/range.h"
+#include "target/object_headers.h"
+#include "wire/json.h"
+
+namespace silo::target {
+namespace {
+
+// Large enough that a PUT costs few disk-executor hops, small enough that a few hundred
+// concurrent PUTs stay well within the memory budget of a node.
+constexpr size_t kPutBufferBytes = 1024 * 1024;
+constexpr size_t kMaxListLimit = 10000;
+
+uint64_t header_version(const http::RequestHead& request, const char* name) {
+  const auto text = request.headers.get(name);
+  uint64_t v = 0;
+  if (text) std::from_chars(text->data(), text->data() + text->size(), v);
+  return v;
+}
+
+store::Durability durability_of(const wire::Bucket& bucket, const config::ClusterConfig& cluster) {
+  switch (bucket.props().durability()) {
+    case wire::DURABILITY_FSYNC: return store::Durability::kFsync;
+    case wire::DURABILITY_PAGE_CACHE: return store::Durability::kPageCache;
+    default: break;
+  }
+  return cluster.durability == config::Durability::kFsync ? store::Durability::kFsync
+                                                          : store::Durability::kPageCache;
+}
+
+Result<store::PutOptions> put_options(const http::RequestHead& request, const wire::Bucket& bucket,
+                                      const config::ClusterConfig& cluster) {
+  store::PutOptions options;
+  options.durability = durability_of(bucket, cluster);
+  options.expected_size = request.content_length;
+  if (auto type = request.headers.get("Content-Type")) options.content_type = std::string(*type);
+  if (auto md5 = request.headers.get("Content-MD5")) {
+    auto raw = base64::decode(*md5);
+    if (!raw || raw->size() != 16) return Status::invalid_argument("Content-MD5 is not the base64 of 16 bytes");
+    options.expected_md5_hex =
+        hash::to_hex({reinterpret_cast<const unsigned char*>(raw->data()), raw->size()});
+  }
+  const size_t prefix = std::string_view(kUserMetadataPrefix).size();
+  for (const auto& [name, value] : request.headers.fields()) {
+    if (name.size() > prefix && ::strncasecmp(name.c_str(), kUserMetadataPrefix, prefix) == 0) {
+      std::string key = name.substr(prefix);
+      std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+      options.user_metadata[key] = value;
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
+Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& store,
+               std::shared_ptr<http::Client> client, cluster::Member* member, stats::Registry& stats)
+    : options_(std::move(options)),
+      maps_(maps),
+      store_(store),
+      client_(std::move(client)),
+      member_(member),
+      bytes_received_(stats.counter("silo_target_bytes_received_total", "Object bytes written by PUTs.")),
+      bytes_sent_(stats.counter("silo_target_bytes_sent_total", "Object bytes sent by GETs.")),
+      puts_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="put")")),
+      gets_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="get")")),
+      deletes_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="delete")")),
+      forwards_(stats.counter("silo_target_forwards_total", "Requests forwarded to the owner target.")),
+      errors_(stats.counter("silo_target_errors_total", "Object requests that failed.")) {}
+
+http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHead& request,
+                                                          const std::string& bucket_name,
+                                                          const std::string& name) {
+  CO_RETURN_IF_ERROR(cluster::validate_object_name(name));
+  // The sender's maps are newer than ours (a push has not arrived yet): catch up first.
+  const bool is_stale = header_version(request, cluster::kNodeMapVersionHeader) > maps_.node_map()->version();
+  if (is_stale && member_ != nullptr) std::ignore = co_await member_->sync();  // best effort
+  auto bucket = maps_.find_bucket(bucket_name);
+  if (!bucket && member_ != nullptr) {
+    std::ignore = co_await member_->sync();  // the bucket may be newer than our bucket map
+    bucket = maps_.find_bucket(bucket_name);
+  }
+  if (!bucket) co_return Status::not_found("bucket {} does not exist", bucket_name);
+  const auto placement = maps_.placement();
+  if (placement->empty()) co_return Status::unavailable("the node map has no targets");
+  Resolved r;
+  r.bucket = *bucket;
+  r.object = ObjectRef{BucketId(bucket->id()), name};
+  r.owner = placement->owner(r.object);
+  r.is_local = r.owner.id() == options_.self.id();
+  co_return r;
+}
+
+http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::string bucket, std::string name) {
+  const http::RequestHead& request = exchange.request();
+  auto resolved = co_await resolve(request, bucket, name);
+  Status s;
+  if (!resolved) {
+    s = std::move(resolved).error();
+  } else if (!resolved->is_local) {
+    s = co_await forward(exchange, *resolved);
+  } else {
+    switch (request.method) {
+      case http::Method::kPut: s = co_await put(exchange, *resolved); break;
+      case http::Method::kGet:
+      case http::Method::kHead: s = co_await get(exchange, *resolved); break;
+      case http::Method::kDelete: s = co_await remove(exchange, *resolved); break;
+      default: s = Status::invalid_argument("method {} is not allowed on an object", request.method_text);
+    }
+  }
+  if (!s.is_ok()) {
+    errors_.add();
+    if (s.code() != Code::kNotFound) SILO_LOG_DEBUG("{} {}: {}", request.method_text, request.path, s);
+    co_await cluster::send_error(exchange, s);
+  }
+}
+
+http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved& r) {
+  if (exchange.request().headers.has(cluster::kForwardedHeader)) {
+    // Two nodes disagree on the owner: their node maps differ. The client retries once
+    // the maps have converged (a keepalive interval at most).
+    co_return Status::unavailable("object {} is owned by {} per node map v{}; node maps are converging, retry",
+                                  r.object.name, r.owner.id(), maps_.node_map()->version());
+  }
+  if (r.owner.state() == wire::NODE_STATE_DOWN) {
+    co_return Status::unavailable("target {} that owns {} is down", r.owner.id(), r.object.name);
+  }
+  forwards_.add();
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(r.owner.url()));
+  http::Headers extra;
+  extra.set(cluster::kForwardedHeader, options_.self.id());
+  extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  co_return co_await cluster::relay(exchange, *client_, to, extra);
+}
+
+http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r) {
+  puts_.add();
+  CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), r.bucket, options_.cluster));
+  CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
+  std::vector<char> buffer(kPutBufferBytes);
+  for (;;) {
+    // Fill the buffer before each disk hop: network reads come in small pieces.
+    size_t filled = 0;
+    bool at_end = false;
+    while (filled < buffer.size()) {
+      CO_ASSIGN_OR_RETURN(const size_t n, co_await exchange.body().read({buffer.data() + filled, buffer.size() - filled}));
+      if (n == 0) {
+        at_end = true;
+        break;
+      }
+      filled += n;
+    }
+    if (filled > 0) CO_RETURN_IF_ERROR(co_await writer->write({buffer.data(), filled}));
+    bytes_received_.add(filled);
+    if (at_end) break;
+  }
+  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
+  http::ResponseHead head;
+  head.headers.set("ETag", "\"" + record.md5_hex() + "\"");
+  head.headers.set("Content-Type", "application/json");
+  co_return co_await exchange.response().send(std::move(head), wire::object_put_json(record));
+}
+
+http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r) {
+  gets_.add();
+  const http::RequestHead& request = exchange.request();
+  CO_ASSIGN_OR_RETURN(store::OpenObject object, co_await store_.open(r.object));
+  const uint64_t size = object.record().size();
+  http::ResponseHead head;
+  add_object_headers(object.record(), head.headers);
+  uint64_t offset = 0;
+  uint64_t length = size;
+  if (auto range_header = request.headers.get("Range")) {
+    auto range = http::parse_range(*range_header, size);
+    if (!range) {
+      head.status = 416;
+      head.headers.set("Content-Range", fmt::format("bytes */{}", size));
+      head.headers.set("Content-Type", "application/json");
+      co_return co_await exchange.response().send(std::move(head), wire::error_json(range.error()));
+    }
+    if (range->has_value()) {
+      offset = (*range)->first;
+      length = (*range)->length;
+      head.status = 206;
+      head.headers.set("Content-Range", fmt::format("bytes {}-{}/{}", offset, offset + length - 1, size));
+    }
+  }
+  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
+  if (request.method == http::Method::kHead || length == 0) co_return Status::ok();
+  CO_RETURN_IF_ERROR(co_await exchange.response().send_file(object.fd(), offset, length));
+  bytes_sent_.add(length);
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Target::remove(http::Exchange& exchange, const Resolved& r) {
+  deletes_.add();
+  CO_RETURN_IF_ERROR(co_await store_.remove(r.object));
+  http::ResponseHead head;
+  head.status = 204;
+  co_return co_await exchange.response().send(std::move(head), "");
+}
+
+http::Awaitable<void> Target::handle_list(http::Exchange& exchange, std::string bucket_name) {
+  const http::RequestHead& request = exchange.request();
+  auto bucket = maps_.find_bucket(bucket_name);
+  if (!bucket && member_ != nullptr) {
+    std::ignore = co_await member_->sync();
+    bucket = maps_.find_bucket(bucket_name);
+  }
+  if (!bucket) {
+    co_await cluster::send_error(exchange, Status::not_found("bucket {} does not exist", bucket_name));
+    co_return;
+  }
+  store::ListOptions options;
+  options.prefix = request.query_param("prefix").value_or("");
+  options.start_after = request.query_param("start_after").value_or("");
+  const std::string limit_text = request.query_param("limit").value_or("1000");
+  size_t limit = 0;
+  const auto [end, ec] = std::from_chars(limit_text.data(), limit_text.data() + limit_text.size(), limit);
+  if (ec != std::errc() || end != limit_text.data() + limit_text.size() || limit == 0 || limit > kMaxListLimit) {
+    co_await cluster::send_error(exchange, Status::invalid_argument("limit must be 1..{}", kMaxListLimit));
+    co_return;
+  }
+  options.limit = limit;
+  auto page = co_await store_.list(BucketId(bucket->id()), std::move(options));
+  if (!page) {
+    co_await cluster::send_error(exchange, page.error());
+    co_return;
+  }
+  wire::ListPage out;
+  out.mutable_entries()->Reserve(static_cast<int>(page->entries.size()));
+  for (auto& e : page->entries) *out.add_entries() = std::move(e);
+  out.set_is_truncated(page->is_truncated);
+  http::ResponseHead head;
+  head.headers.set("Content-Type", "application/x-protobuf");
+  std::ignore = co_await exchange.response().send(std::move(head), wire::encode(std::move(out)));
+}
+
+http::Awaitable<void> Target::collect_deleted_buckets() {
+  const auto buckets = maps_.bucket_map();
+  std::unordered_set<uint64_t> live;
+  for (const auto& b : buckets->buckets()) live.insert(b.id());
+  auto present = co_await store_.bucket_ids();
+  if (!present) {
+    SILO_LOG_WARN("listing bucket ids for cleanup failed: {}", present.error());
+    co_return;
+  }
+  for (const BucketId id : *present) {
+    // Only ids the primary has handed out and since dropped are deleted buckets; an id at
+    // or past next_bucket_id means this node knows more than the map (never delete then).
+    if (live.contains(id.value()) || id.value() >= buckets->next_bucket_id()) continue;
+    SILO_LOG_INFO("removing the objects of deleted bucket id {}", id.value());
+    const Status s = co_await store_.remove_bucket(id);
+    if (!s.is_ok()) SILO_LOG_WARN("removing deleted bucket id {}: {}", id.value(), s);
+  }
+}
+
+}  // namespace silo::target

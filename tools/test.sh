@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Quick start, command 2 (CONTRACT.md): installs what is missing, builds everything with
+# warnings as errors, and runs the whole test suite (unit, then integration).
+#   SILO_TEST_LABEL  run only tests with this ctest label (unit|integration)
+#   SILO_TEST_JOBS   parallel test processes (default: number of cores)
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+tools/setup.sh
+python3 tools/check_deps.py
+cmake --preset ci >/dev/null
+cmake --build --preset ci
+jobs=${SILO_TEST_JOBS:-$(nproc)}
+if [ -n "${SILO_TEST_LABEL:-}" ]; then
+  ctest --preset ci -L "$SILO_TEST_LABEL" -j "$jobs"
+else
+  ctest --preset ci -L unit -j "$jobs"
+  ctest --preset ci -L integration -j "$jobs"
+fi
