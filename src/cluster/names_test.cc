@@ -6,7 +6,8 @@ namespace silo::cluster {
 namespace {
 
 TEST(NamesTest, BucketNames) {
-  for (const char* good : {"abc", "my-bucket.v2", "0ab", std::string(63, 'a').c_str()}) {
+  for (const std::string good : {std::string("abc"), std::string("my-bucket.v2"), std::string("0ab"),
+                                 std::string(63, 'a')}) {
     EXPECT_TRUE(validate_bucket_name(good).is_ok()) << good;
   }
   for (const char* bad : {"ab", "Abc", "a_b", "-ab", "ab-", "a..b", "192.168.0.1", "a b", ""}) {

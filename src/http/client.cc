@@ -146,6 +146,7 @@ class ClientCall final : public Call, public BodyReader {
   const std::optional<std::string> replay_body_;
   std::unique_ptr<ClientConnection> connection_;
   std::optional<ResponseParser> parser_;
+  std::optional<detail::BodyStream<false>> body_stream_;
   bool is_reused_ = false;
   bool has_retried_ = false;
   bool has_failed_ = false;
@@ -211,8 +212,11 @@ Awaitable<ErrorCode> ClientCall::send_body(std::span<const char> data) {
                                redirect(ec));
   } else {
     const std::string size_line = detail::chunk_size_line(data.size());
-    const std::array<asio::const_buffer, 3> buffers = {
-        asio::buffer(size_line), asio::buffer(data.data(), data.size()), asio::buffer("\r\n", 2)};
+    // Assigned one by one: GCC 12 miscompiles braced lists inside coroutines.
+    std::vector<asio::const_buffer> buffers;
+    buffers.push_back(asio::buffer(size_line));
+    buffers.push_back(asio::buffer(data.data(), data.size()));
+    buffers.push_back(asio::buffer("\r\n", 2));
     co_await asio::async_write(connection_->socket, buffers, redirect(ec));
   }
   co_return ec;
@@ -243,7 +247,7 @@ Awaitable<ErrorCode> ClientCall::read_head() {
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(std::min<size_t>(
         client_->options().max_response_header_bytes, std::numeric_limits<uint32_t>::max())));
-    parser_->body_limit(boost::none);
+    parser_->body_limit(detail::kNoBodyLimit);
     if (request_.method == Method::kHead) parser_->skip(true);
     {
       ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
@@ -278,6 +282,7 @@ Awaitable<Result<ClientResponse>> ClientCall::finish() {
     CO_RETURN_IF_ERROR(co_await reopen_fresh());
   }
   if (ec) co_return io_error(ec, "reading response head");
+  body_stream_.emplace(*parser_);
   ClientResponse response;
   const auto& message = parser_->get();
   response.status = static_cast<int>(message.result_int());
@@ -287,12 +292,12 @@ Awaitable<Result<ClientResponse>> ClientCall::finish() {
 }
 
 Awaitable<Result<size_t>> ClientCall::read(std::span<char> buffer) {
-  if (!is_finished_ || !parser_) co_return Status::failed_precondition("read() before finish()");
+  if (!is_finished_ || !body_stream_) co_return Status::failed_precondition("read() before finish()");
   if (is_body_done_) co_return size_t{0};
   if (has_failed_) co_return Status::unavailable("the call failed earlier");
-  Result<size_t> n = co_await detail::read_body_some(connection_->socket, connection_->buffer,
-                                                     *parser_, buffer, connection_->deadline,
-                                                     client_->options().io_timeout);
+  Result<size_t> n = co_await body_stream_->read(connection_->socket, connection_->buffer, buffer,
+                                                 connection_->deadline,
+                                                 client_->options().io_timeout);
   if (!n) {
     has_failed_ = true;
     co_return n;
@@ -325,21 +330,34 @@ Awaitable<Result<std::unique_ptr<Call>>> ClientImpl::start(const Endpoint& endpo
 Awaitable<Result<ClientResponse>> ClientImpl::call(const Endpoint& endpoint, ClientRequest request,
                                                    std::string body, size_t max_body) {
   const uint64_t length = body.size();
+  const bool is_head = request.method == Method::kHead;
   CO_ASSIGN_OR_RETURN(std::unique_ptr<Call> call,
                       co_await start_call(endpoint, std::move(request), length, std::move(body)));
   CO_ASSIGN_OR_RETURN(ClientResponse response, co_await call->finish());
-  constexpr size_t kChunk = 64 * 1024;
+  // A HEAD response announces the length of a body it does not carry.
+  const std::optional<uint64_t> expected =
+      is_head ? std::optional<uint64_t>(0) : response.content_length;
+  if (expected && *expected > max_body) {
+    co_return Status::resource_exhausted("response body of {} bytes is larger than {}",
+                                         *response.content_length, max_body);
+  }
+  // Sized once (to the announced length when there is one) and trimmed at the end:
+  // resize() zero-fills, so growing it per read would cost a memset of the whole tail.
+  constexpr size_t kChunk = 256 * 1024;
+  size_t filled = 0;
+  response.body.resize(expected ? *expected + 1 : kChunk);
   while (true) {
-    const size_t old_size = response.body.size();
-    response.body.resize(old_size + kChunk);
-    Result<size_t> n = co_await call->body().read(std::span(response.body.data() + old_size, kChunk));
+    if (filled == response.body.size()) response.body.resize(2 * filled);
+    Result<size_t> n = co_await call->body().read(
+        std::span(response.body.data() + filled, response.body.size() - filled));
     if (!n) co_return std::move(n).error();
-    response.body.resize(old_size + *n);
     if (*n == 0) break;
-    if (response.body.size() > max_body) {
+    filled += *n;
+    if (filled > max_body) {
       co_return Status::resource_exhausted("response body is larger than {} bytes", max_body);
     }
   }
+  response.body.resize(filled);
   co_return response;
 }
 

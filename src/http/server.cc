@@ -1,6 +1,7 @@
 #include "http/server.h"
 
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <array>
@@ -115,7 +116,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 class ServerExchange final : public Exchange, public BodyReader, public ResponseWriter {
  public:
   ServerExchange(Connection& connection, RequestParser& parser, RequestHead head)
-      : connection_(connection), parser_(parser), head_(std::move(head)) {
+      : connection_(connection), parser_(parser), body_stream_(parser), head_(std::move(head)) {
     is_head_ = head_.method == Method::kHead;
     version_ = parser_.get().version();
     wants_keep_alive_ = parser_.get().keep_alive();
@@ -138,6 +139,8 @@ class ServerExchange final : public Exchange, public BodyReader, public Response
   // Completes the exchange after the handler returned; returns whether the connection can
   // serve another request.
   Awaitable<bool> finish();
+  // True once the whole request body was received (by the handler or by draining).
+  bool is_body_received() const { return body_stream_.is_done(); }
 
  private:
   enum class ResponseState { kNotBegun, kStreaming, kDone };
@@ -155,6 +158,7 @@ class ServerExchange final : public Exchange, public BodyReader, public Response
 
   Connection& connection_;
   RequestParser& parser_;
+  detail::BodyStream<true> body_stream_;
   RequestHead head_;
   bool is_head_ = false;
   unsigned version_ = 11;
@@ -176,7 +180,7 @@ class ServerExchange final : public Exchange, public BodyReader, public Response
 Awaitable<Result<size_t>> ServerExchange::read(std::span<char> buffer) {
   if (is_body_done_) co_return size_t{0};
   if (has_body_failed_) co_return Status::unavailable("request body failed earlier");
-  if (head_.expects_continue && !is_continue_sent_ && !parser_.is_done()) {
+  if (head_.expects_continue && !is_continue_sent_ && !body_stream_.is_done()) {
     // After a final response the client is told to close instead of sending the body.
     if (has_begun()) {
       co_return Status::failed_precondition("request body never sent: response already begun");
@@ -193,10 +197,9 @@ Awaitable<Result<size_t>> ServerExchange::read(std::span<char> buffer) {
       co_return io_status(ec, connection_.deadline().has_expired(), "sending 100 Continue");
     }
   }
-  Result<size_t> n =
-      co_await detail::read_body_some(connection_.socket(), connection_.read_buffer(), parser_,
-                                      buffer, connection_.deadline(),
-                                      connection_.limits().body_idle_timeout);
+  Result<size_t> n = co_await body_stream_.read(connection_.socket(), connection_.read_buffer(),
+                                                buffer, connection_.deadline(),
+                                                connection_.limits().body_idle_timeout);
   if (!n) {
     has_body_failed_ = true;
     co_return n;
@@ -208,7 +211,7 @@ Awaitable<Result<size_t>> ServerExchange::read(std::span<char> buffer) {
 
 bool ServerExchange::must_close_after_response() const {
   if (!wants_keep_alive_ || connection_.is_stopping()) return true;
-  if (parser_.is_done()) return false;
+  if (body_stream_.is_done()) return false;
   // A client waiting for 100 Continue has not sent the body: it must not send it now.
   if (head_.expects_continue && !is_continue_sent_) return true;
   if (has_body_failed_) return true;
@@ -304,12 +307,13 @@ Awaitable<Status> ServerExchange::write(std::span<const char> data) {
     co_return Status::invalid_argument("response body longer than the {} bytes announced",
                                        *response_length_);
   }
-  if (!is_chunked_) co_return co_await write_buffers({asio::buffer(data.data(), data.size())},
-                                                     data.size());
+  // Buffers are assigned one by one: GCC 12 miscompiles braced lists inside coroutines.
+  std::vector<asio::const_buffer> buffers;
   const std::string size_line = detail::chunk_size_line(data.size());
-  co_return co_await write_buffers({asio::buffer(size_line), asio::buffer(data.data(), data.size()),
-                                    asio::buffer("\r\n", 2)},
-                                   data.size());
+  if (is_chunked_) buffers.push_back(asio::buffer(size_line));
+  buffers.push_back(asio::buffer(data.data(), data.size()));
+  if (is_chunked_) buffers.push_back(asio::buffer("\r\n", 2));
+  co_return co_await write_buffers(buffers, data.size());
 }
 
 Awaitable<Status> ServerExchange::send_file(int fd, uint64_t offset, uint64_t length) {
@@ -360,10 +364,10 @@ Awaitable<Status> ServerExchange::send_file(int fd, uint64_t offset, uint64_t le
 }
 
 Awaitable<bool> ServerExchange::drain_body() {
-  std::array<char, 16 * 1024> scratch;
+  std::vector<char> scratch(16 * 1024);
   uint64_t drained = 0;
   while (!is_body_done_) {
-    Result<size_t> n = co_await read(scratch);
+    Result<size_t> n = co_await read(std::span<char>(scratch));
     if (!n) co_return false;
     drained += *n;
     if (drained > connection_.limits().drain_allowance_bytes) co_return false;
@@ -373,21 +377,23 @@ Awaitable<bool> ServerExchange::drain_body() {
 
 Awaitable<bool> ServerExchange::finish() {
   if (state_ == ResponseState::kNotBegun) {
-    Status sent = co_await send(ResponseHead{.status = 500}, "");
+    Status sent = co_await send(ResponseHead{.status = 500, .headers = {}}, "");
     if (!sent.is_ok()) co_return false;
   }
   if (has_response_failed_) co_return false;
   if (state_ == ResponseState::kStreaming && !is_head_) {
     if (is_chunked_) {
       static constexpr std::string_view kLastChunk = "0\r\n\r\n";
-      Status sent = co_await write_buffers({asio::buffer(kLastChunk)}, 0);
+      std::vector<asio::const_buffer> buffers;
+      buffers.push_back(asio::buffer(kLastChunk));
+      Status sent = co_await write_buffers(buffers, 0);
       if (!sent.is_ok()) co_return false;
     } else if (!response_length_ || response_written_ < *response_length_) {
       co_return false;  // the close tells the client the body ended (or was cut short)
     }
   }
   if (closes_after_response_) co_return false;
-  if (!parser_.is_done() && !is_body_done_) {
+  if (!body_stream_.is_done()) {
     if (!co_await drain_body()) co_return false;
   }
   co_return true;
@@ -419,7 +425,17 @@ Awaitable<void> Connection::serve() {
       is_idle_ = true;
       {
         ArmedDeadline armed(deadline_, limits().idle_timeout);
-        co_await socket_.async_wait(tcp::socket::wait_read, redirect(ec));
+        // With several io threads the reactor can report readiness from an event that
+        // predates the wait; only real bytes (or EOF) may end the idle phase, else the
+        // connection would sit in the head read, no longer closable as idle by stop().
+        while (!ec && !is_closed_) {
+          co_await socket_.async_wait(tcp::socket::wait_read, redirect(ec));
+          char byte = 0;
+          if (!ec && ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) {
+            break;
+          }
+          if (!ec && errno != EAGAIN && errno != EWOULDBLOCK) break;  // the read reports it
+        }
       }
       is_idle_ = false;
       if (ec || is_closed_) break;
@@ -427,7 +443,7 @@ Awaitable<void> Connection::serve() {
     RequestParser parser;
     parser.header_limit(static_cast<uint32_t>(
         std::min<size_t>(limits().max_header_bytes, std::numeric_limits<uint32_t>::max())));
-    parser.body_limit(boost::none);
+    parser.body_limit(detail::kNoBodyLimit);
     {
       ArmedDeadline armed(deadline_, limits().header_timeout);
       co_await bhttp::async_read_header(socket_, buffer_, parser, redirect(ec));
@@ -483,7 +499,7 @@ Awaitable<bool> Connection::serve_one(RequestParser& parser) {
     SILO_LOG_ERROR("http: handler for {} threw", exchange.request().target);
   }
   const bool keep = co_await exchange.finish();
-  if (!keep && !is_closed_ && !parser.is_done()) co_await linger_close();
+  if (!keep && !is_closed_ && !exchange.is_body_received()) co_await linger_close();
   co_return keep;
 }
 
@@ -502,7 +518,7 @@ Awaitable<void> Connection::linger_close() {
   ErrorCode ec;
   socket_.shutdown(tcp::socket::shutdown_send, ec);
   is_idle_ = true;  // stop() need not wait for a lingering close
-  std::array<char, 16 * 1024> scratch;
+  std::vector<char> scratch(16 * 1024);
   size_t total = 0;
   const auto give_up_at = SteadyClock::now() + kLingerTimeout;
   while (!ec && !is_closed_ && total < kLingerBytes && SteadyClock::now() < give_up_at) {

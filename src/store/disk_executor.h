@@ -40,6 +40,13 @@ class DiskExecutor {
         boost::asio::use_awaitable, std::move(fn));
   }
 
+  // Runs fn on the pool without waiting for it (clean-up from destructors, which may run
+  // on a network thread and cannot co_await). Requires: fn does not throw.
+  template <typename Fn>
+  void post(Fn fn) {
+    boost::asio::post(pool_, std::move(fn));
+  }
+
  private:
   boost::asio::thread_pool pool_;
 };

@@ -11,7 +11,11 @@
 #include <boost/beast/http.hpp>
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <memory>
+#include <optional>
+#include <algorithm>
 #include <mutex>
 #include <span>
 #include <string>
@@ -26,50 +30,47 @@ namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 using ErrorCode = boost::system::error_code;
 
+// Beast 1.74 compares the body length against an empty optional as "over the limit", so
+// boost::none (documented as "no limit") rejects every body; the largest value does not.
+constexpr uint64_t kNoBodyLimit = std::numeric_limits<uint64_t>::max();
+
 inline auto redirect(ErrorCode& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
 // Cancels the pending operations of one socket when an operation makes no progress
 // within its timeout. Owned by the connection that owns the socket, used from that
-// connection's coroutine. The timer's handler only reaches the socket through `state_`,
-// which the destructor detaches, so a handler already queued when the owner dies is
-// harmless; the generation count keeps a late handler from cancelling the next operation.
+// connection's coroutine. Arming only moves a deadline: the timer is re-armed lazily when
+// it fires early, so a stream of small reads costs no timer syscall each. The timer's
+// handler reaches the socket only through `state_`, which the destructor detaches, and
+// all timer calls happen under the state's mutex, so a handler running on another thread
+// never races the owner.
 class IoDeadline {
  public:
+  using SteadyClock = std::chrono::steady_clock;
+
   IoDeadline(const asio::any_io_executor& executor, tcp::socket& socket)
-      : timer_(executor), state_(std::make_shared<State>()) {
+      : state_(std::make_shared<State>(executor)) {
     state_->socket = &socket;
   }
   ~IoDeadline() {
     std::lock_guard lock(state_->mu);
     state_->socket = nullptr;
+    state_->timer.cancel();
   }
   IoDeadline(const IoDeadline&) = delete;
   IoDeadline& operator=(const IoDeadline&) = delete;
 
-  void arm(std::chrono::steady_clock::duration timeout) {
-    uint64_t generation = 0;
-    {
-      std::lock_guard lock(state_->mu);
-      generation = ++state_->generation;
-      state_->has_expired = false;
-    }
-    timer_.expires_after(timeout);
-    timer_.async_wait([state = state_, generation](const ErrorCode& ec) {
-      if (ec) return;
-      std::lock_guard lock(state->mu);
-      if (state->generation != generation || state->socket == nullptr) return;
-      state->has_expired = true;
-      ErrorCode ignored;
-      state->socket->cancel(ignored);
-    });
+  void arm(SteadyClock::duration timeout) {
+    std::lock_guard lock(state_->mu);
+    state_->deadline = SteadyClock::now() + timeout;
+    state_->has_expired = false;
+    // A pending wait that ends at or before the new deadline re-checks when it fires.
+    if (state_->is_waiting && state_->timer.expiry() <= state_->deadline) return;
+    start_wait(state_);
   }
 
   void disarm() {
-    {
-      std::lock_guard lock(state_->mu);
-      ++state_->generation;
-    }
-    timer_.cancel();
+    std::lock_guard lock(state_->mu);
+    state_->deadline = SteadyClock::time_point::max();
   }
 
   bool has_expired() const {
@@ -79,12 +80,35 @@ class IoDeadline {
 
  private:
   struct State {
+    explicit State(const asio::any_io_executor& executor) : timer(executor) {}
     mutable std::mutex mu;
+    asio::steady_timer timer;
     tcp::socket* socket = nullptr;
-    uint64_t generation = 0;
+    SteadyClock::time_point deadline = SteadyClock::time_point::max();
+    bool is_waiting = false;
     bool has_expired = false;
   };
-  asio::steady_timer timer_;
+
+  // Requires: state->mu is held.
+  static void start_wait(const std::shared_ptr<State>& state) {
+    state->is_waiting = true;
+    state->timer.expires_at(state->deadline);
+    state->timer.async_wait([state](const ErrorCode& ec) {
+      std::lock_guard lock(state->mu);
+      // An aborted wait was replaced by a newer one (or the owner is gone).
+      if (ec == asio::error::operation_aborted) return;
+      state->is_waiting = false;
+      if (state->socket == nullptr || state->deadline == SteadyClock::time_point::max()) return;
+      if (SteadyClock::now() < state->deadline) {
+        start_wait(state);
+        return;
+      }
+      state->has_expired = true;
+      ErrorCode ignored;
+      state->socket->cancel(ignored);
+    });
+  }
+
   std::shared_ptr<State> state_;
 };
 
@@ -139,39 +163,92 @@ inline void copy_headers(const Headers& from, bhttp::fields& to) {
   for (const auto& [name, value] : from.fields()) {
     const bhttp::field known = bhttp::string_to_field(name);
     if (known == bhttp::field::content_length || known == bhttp::field::transfer_encoding ||
-        known == bhttp::field::connection) {
+        known == bhttp::field::connection || known == bhttp::field::host) {
       continue;
     }
     to.insert(name, value);
   }
 }
 
-// Reads some body bytes into `buffer` through a buffer_body parser whose head was read.
-// Returns 0 once the body has ended; keeps reading while the parser only consumes chunk
-// framing.
+// Reads a message body after its head. A Content-Length body is read straight from the
+// socket into the caller's buffer, one copy and one syscall per read whatever its size;
+// chunked and close-delimited bodies go through Beast's parser. The parser is left
+// unfinished in the first case, so completion is asked of this object, not the parser.
 template <bool IsRequest>
-Awaitable<Result<size_t>> read_body_some(tcp::socket& socket, beast::flat_buffer& read_buffer,
-                                         bhttp::parser<IsRequest, bhttp::buffer_body>& parser,
-                                         std::span<char> buffer, IoDeadline& deadline,
-                                         std::chrono::steady_clock::duration timeout) {
-  if (buffer.empty()) co_return size_t{0};
-  while (!parser.is_done()) {
-    parser.get().body().data = buffer.data();
-    parser.get().body().size = buffer.size();
-    ErrorCode ec;
-    {
-      ArmedDeadline armed(deadline, timeout);
-      co_await bhttp::async_read_some(socket, read_buffer, parser, redirect(ec));
+class BodyStream {
+ public:
+  using Parser = bhttp::parser<IsRequest, bhttp::buffer_body>;
+
+  // Requires: `parser` has read the head.
+  explicit BodyStream(Parser& parser) : parser_(parser) {
+    if (parser.is_done()) {
+      is_done_ = true;
+    } else if (!parser.chunked() && parser.content_length()) {
+      remaining_ = *parser.content_length();
     }
-    const size_t n = buffer.size() - parser.get().body().size;
-    parser.get().body().data = nullptr;
-    if (ec && ec != bhttp::error::need_buffer) {
-      co_return io_status(ec, deadline.has_expired(), "reading body");
-    }
-    if (n > 0) co_return n;
   }
-  co_return size_t{0};
-}
+
+  // True once every byte of the body was received.
+  bool is_done() const { return is_done_; }
+
+  // Reads up to buffer.size() bytes; 0 once the body has ended.
+  Awaitable<Result<size_t>> read(tcp::socket& socket, beast::flat_buffer& read_buffer,
+                                 std::span<char> buffer, IoDeadline& deadline,
+                                 std::chrono::steady_clock::duration timeout) {
+    if (is_done_ || buffer.empty()) co_return size_t{0};
+    if (remaining_) co_return co_await read_sized(socket, read_buffer, buffer, deadline, timeout);
+    while (!parser_.is_done()) {
+      parser_.get().body().data = buffer.data();
+      parser_.get().body().size = buffer.size();
+      ErrorCode ec;
+      {
+        ArmedDeadline armed(deadline, timeout);
+        co_await bhttp::async_read_some(socket, read_buffer, parser_, redirect(ec));
+      }
+      const size_t n = buffer.size() - parser_.get().body().size;
+      parser_.get().body().data = nullptr;
+      if (ec && ec != bhttp::error::need_buffer) {
+        co_return io_status(ec, deadline.has_expired(), "reading body");
+      }
+      if (n > 0) co_return n;
+    }
+    is_done_ = true;
+    co_return size_t{0};
+  }
+
+ private:
+  Awaitable<Result<size_t>> read_sized(tcp::socket& socket, beast::flat_buffer& read_buffer,
+                                       std::span<char> buffer, IoDeadline& deadline,
+                                       std::chrono::steady_clock::duration timeout) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), *remaining_));
+    size_t n = 0;
+    if (read_buffer.size() > 0) {
+      // Body bytes that arrived with the head.
+      n = asio::buffer_copy(asio::buffer(buffer.data(), want), read_buffer.data());
+      read_buffer.consume(n);
+    } else {
+      ErrorCode ec;
+      {
+        ArmedDeadline armed(deadline, timeout);
+        n = co_await socket.async_read_some(asio::buffer(buffer.data(), want), redirect(ec));
+      }
+      if (ec) {
+        if (ec == asio::error::eof) {
+          co_return Status::unavailable("reading body: peer closed with {} bytes missing",
+                                        *remaining_);
+        }
+        co_return io_status(ec, deadline.has_expired(), "reading body");
+      }
+    }
+    *remaining_ -= n;
+    if (*remaining_ == 0) is_done_ = true;
+    co_return n;
+  }
+
+  Parser& parser_;
+  std::optional<uint64_t> remaining_;  // set for a Content-Length body
+  bool is_done_ = false;
+};
 
 inline std::string chunk_size_line(size_t size) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -1,0 +1,36 @@
+#include "http/client.h"
+
+#include <gtest/gtest.h>
+
+namespace silo::http {
+namespace {
+
+TEST(EndpointTest, ParsesHostAndPort) {
+  Result<Endpoint> e = Endpoint::parse("http://127.0.0.1:9000");
+  ASSERT_TRUE(e) << e.status();
+  EXPECT_EQ(e->host, "127.0.0.1");
+  EXPECT_EQ(e->port, 9000);
+  EXPECT_EQ(e->to_string(), "127.0.0.1:9000");
+  EXPECT_EQ(Endpoint::parse("http://node-1.local/")->port, 80);
+  EXPECT_EQ(Endpoint::parse("http://[::1]:8080")->to_string(), "[::1]:8080");
+}
+
+TEST(EndpointTest, RejectsHttpsAsUnimplemented) {
+  Result<Endpoint> e = Endpoint::parse("https://127.0.0.1:9000");
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().code(), Code::kUnimplemented);
+  EXPECT_NE(e.error().message().find("https"), std::string::npos);
+}
+
+TEST(EndpointTest, RejectsGarbage) {
+  for (const std::string_view url : {"", "127.0.0.1:9000", "http://", "http://:80", "http://h:",
+                                     "http://h:0", "http://h:70000", "http://h:12x", "ftp://h",
+                                     "http://a b:1", "http://h:1/path", "http://[::1"}) {
+    Result<Endpoint> e = Endpoint::parse(url);
+    ASSERT_FALSE(e) << url;
+    EXPECT_EQ(e.error().code(), Code::kInvalidArgument) << url;
+  }
+}
+
+}  // namespace
+}  // namespace silo::http

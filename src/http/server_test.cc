@@ -1,0 +1,664 @@
+#include "http/server.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <gtest/gtest.h>
+
+#include "base/hash.h"
+#include "http/client.h"
+#include "http/range.h"
+
+namespace silo::http {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+constexpr size_t kBig = 64 * 1024 * 1024;
+
+// Deterministic bytes: a pseudo-random pattern whose length is prime, so chunks of any
+// power-of-two size start at different places in it and misplaced bytes are caught.
+constexpr size_t kPatternSize = 1000003;
+const std::string& pattern() {
+  static const std::string bytes = [] {
+    std::string out(2 * kPatternSize, '\0');
+    uint64_t x = 88172645463325252ULL;
+    for (size_t i = 0; i < kPatternSize; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      out[i] = out[i + kPatternSize] = static_cast<char>(x);
+    }
+    return out;
+  }();
+  return bytes;
+}
+
+void fill(std::span<char> out, uint64_t offset) {
+  for (size_t done = 0; done < out.size();) {
+    const size_t start = (offset + done) % kPatternSize;
+    const size_t n = std::min(out.size() - done, kPatternSize);
+    std::memcpy(out.data() + done, pattern().data() + start, n);
+    done += n;
+  }
+}
+
+uint64_t digest_of_range(uint64_t offset, uint64_t length) {
+  hash::Xxh3Stream stream;
+  std::vector<char> chunk(1 << 20);
+  for (uint64_t done = 0; done < length;) {
+    const size_t n = std::min<uint64_t>(chunk.size(), length - done);
+    fill(std::span(chunk.data(), n), offset + done);
+    stream.update(std::span<const char>(chunk.data(), n));
+    done += n;
+  }
+  return stream.digest();
+}
+
+uint64_t digest_of(std::string_view text) {
+  hash::Xxh3Stream stream;
+  stream.update(std::span<const char>(text.data(), text.size()));
+  return stream.digest();
+}
+
+// Polls `condition` until it holds or `timeout` passes.
+bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 2s) {
+  const auto give_up_at = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > give_up_at) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+ClientRequest request(Method method, std::string target) {
+  ClientRequest r;
+  r.method = method;
+  r.target = std::move(target);
+  return r;
+}
+
+ClientOptions client_options(std::chrono::milliseconds io_timeout) {
+  ClientOptions options;
+  options.io_timeout = io_timeout;
+  options.max_idle_per_endpoint = 4;
+  return options;
+}
+
+Awaitable<void> async_wait_until(const std::atomic<bool>& flag) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!flag) {
+    timer.expires_after(1ms);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+// A blocking socket for the tests that must send what the Client never would.
+class RawClient {
+ public:
+  explicit RawClient(uint16_t port) : socket_(io_) {
+    boost::system::error_code ec;
+    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    EXPECT_FALSE(ec) << ec.message();
+    const timeval timeout{.tv_sec = 3, .tv_usec = 0};
+    ::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  }
+  void send(std::string_view data) {
+    boost::system::error_code ec;
+    asio::write(socket_, asio::buffer(data), ec);
+  }
+  // Reads until the server closes (or 3 s pass without a byte).
+  std::string read_to_end() {
+    std::string out;
+    char buffer[4096];
+    while (true) {
+      const ssize_t n = ::recv(socket_.native_handle(), buffer, sizeof buffer, 0);
+      if (n <= 0) break;
+      out.append(buffer, static_cast<size_t>(n));
+    }
+    return out;
+  }
+  // Reads until `marker` shows up.
+  std::string read_until(std::string_view marker) {
+    std::string out;
+    char byte = 0;
+    while (out.find(marker) == std::string::npos) {
+      if (::recv(socket_.native_handle(), &byte, 1, 0) <= 0) break;
+      out.push_back(byte);
+    }
+    return out;
+  }
+  size_t read_some_bytes(size_t count) {
+    std::vector<char> buffer(count);
+    size_t total = 0;
+    while (total < count) {
+      const ssize_t n = ::recv(socket_.native_handle(), buffer.data() + total, count - total, 0);
+      if (n <= 0) break;
+      total += static_cast<size_t>(n);
+    }
+    return total;
+  }
+  void close() {
+    boost::system::error_code ec;
+    socket_.close(ec);
+  }
+
+ private:
+  asio::io_context io_;
+  tcp::socket socket_;
+};
+
+class ServerTest : public ::testing::Test {
+ protected:
+
+  void start(Handler handler, ServerLimits limits = {}) {
+    Result<std::unique_ptr<Server>> server =
+        Server::create(io_, ServerOptions{.host = "127.0.0.1", .port = 0, .limits = limits},
+                       std::move(handler));
+    ASSERT_TRUE(server) << server.status();
+    server_ = std::move(server).value();
+    server_->start();
+    endpoint_ = *Endpoint::parse(fmt::format("http://127.0.0.1:{}", server_->port()));
+    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
+  }
+
+  // Runs a coroutine on a strand of the test's io_context and waits for its value.
+  template <typename MakeAwaitable>
+  auto run(MakeAwaitable make, std::chrono::seconds timeout = 10s) {
+    using T = typename decltype(make())::value_type;
+    auto promise = std::make_shared<std::promise<T>>();
+    std::future<T> future = promise->get_future();
+    asio::co_spawn(
+        asio::make_strand(io_),
+        [make, promise]() -> Awaitable<void> { promise->set_value(co_await make()); },
+        asio::detached);
+    if (future.wait_for(timeout) != std::future_status::ready) {
+      ADD_FAILURE() << "coroutine did not finish in time";
+      std::abort();
+    }
+    return future.get();
+  }
+
+  void TearDown() override {
+    if (server_) run([&]() -> Awaitable<bool> { co_await server_->stop(); co_return true; });
+    work_.reset();
+    io_.stop();
+    for (auto& thread : threads_) thread.join();
+  }
+
+  Result<ClientResponse> call(ClientRequest request, std::string body = "",
+                              size_t max_body = 1 << 30) {
+    return run([&, request, body]() { return client_->call(endpoint_, request, body, max_body); });
+  }
+
+  asio::io_context io_{2};
+  asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(io_);
+  std::vector<std::thread> threads_;
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<Client> client_ =
+      Client::create(io_.get_executor(), client_options(5000ms));
+  Endpoint endpoint_;
+  std::atomic<bool> release_ = false;
+};
+
+Handler echo_path_handler(std::atomic<int>* calls = nullptr) {
+  return [calls](Exchange& exchange) -> Awaitable<void> {
+    if (calls) ++*calls;
+    Result<std::string> body = co_await read_all(exchange.body(), 1 << 20);
+    ResponseHead head;
+    head.headers.set("X-Body-Size", std::to_string(body ? body->size() : 0));
+    std::ignore = co_await exchange.response().send(std::move(head), exchange.request().path);
+  };
+}
+
+TEST_F(ServerTest, KeepAliveReusesTheConnection) {
+  std::atomic<int> calls = 0;
+  start(echo_path_handler(&calls));
+  for (int i = 0; i < 3; ++i) {
+    Result<ClientResponse> response = call(request(Method::kGet, "/a%20b?x=1"));
+    ASSERT_TRUE(response) << response.status();
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->body, "/a b");
+  }
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(server_->connection_count(), 1u);
+}
+
+TEST_F(ServerTest, LargeRequestBodyIsStreamed) {
+  start([](Exchange& exchange) -> Awaitable<void> {
+    hash::Xxh3Stream stream;
+    std::vector<char> buffer(256 * 1024);
+    uint64_t total = 0;
+    while (true) {
+      Result<size_t> n = co_await exchange.body().read(buffer);
+      if (!n || *n == 0) break;
+      stream.update(std::span<const char>(buffer.data(), *n));
+      total += *n;
+    }
+    std::ignore = co_await exchange.response().send(
+        {}, fmt::format("{} {}", total, hash::u64_hex(stream.digest())));
+  });
+  Result<ClientResponse> response = run([&]() -> Awaitable<Result<ClientResponse>> {
+    CO_ASSIGN_OR_RETURN(std::unique_ptr<Call> call,
+                        co_await client_->start(endpoint_, request(Method::kPut, "/big"),
+                                                kBig));
+    std::vector<char> chunk(1 << 20);
+    for (uint64_t offset = 0; offset < kBig; offset += chunk.size()) {
+      fill(chunk, offset);
+      CO_RETURN_IF_ERROR(co_await call->write(chunk));
+    }
+    CO_ASSIGN_OR_RETURN(ClientResponse head, co_await call->finish());
+    CO_ASSIGN_OR_RETURN(head.body, co_await read_all(call->body(), 1024));
+    co_return head;
+  });
+  ASSERT_TRUE(response) << response.status();
+  EXPECT_EQ(response->body, fmt::format("{} {}", kBig, hash::u64_hex(digest_of_range(0, kBig))));
+}
+
+TEST_F(ServerTest, LargeResponseIsStreamed) {
+  start([](Exchange& exchange) -> Awaitable<void> {
+    if (!(co_await exchange.response().begin({}, kBig)).is_ok()) co_return;
+    std::vector<char> chunk(1 << 20);
+    for (uint64_t offset = 0; offset < kBig; offset += chunk.size()) {
+      fill(chunk, offset);
+      if (!(co_await exchange.response().write(chunk)).is_ok()) co_return;
+    }
+  });
+  Result<ClientResponse> response = call(request(Method::kGet, "/big"));
+  ASSERT_TRUE(response) << response.status();
+  EXPECT_EQ(response->content_length, kBig);
+  ASSERT_EQ(response->body.size(), kBig);
+  EXPECT_EQ(digest_of(response->body), digest_of_range(0, kBig));
+}
+
+TEST_F(ServerTest, ChunkedRequestAndResponse) {
+  start([](Exchange& exchange) -> Awaitable<void> {
+    const bool is_chunked = exchange.request().is_chunked;
+    Result<std::string> body = co_await read_all(exchange.body(), 1 << 20);
+    if (!body || !is_chunked) co_return;  // 500
+    if (!(co_await exchange.response().begin({}, std::nullopt)).is_ok()) co_return;
+    for (size_t i = 0; i < body->size(); i += 1000) {
+      const std::string_view piece = std::string_view(*body).substr(i, 1000);
+      if (!(co_await exchange.response().write(piece)).is_ok()) co_return;
+    }
+  });
+  std::string sent(100 * 1000 + 7, '\0');
+  fill(sent, 0);
+  for (int i = 0; i < 2; ++i) {  // the second call proves the chunked framing ended cleanly
+    Result<ClientResponse> response = run([&]() -> Awaitable<Result<ClientResponse>> {
+      CO_ASSIGN_OR_RETURN(std::unique_ptr<Call> call,
+                          co_await client_->start(endpoint_, request(Method::kPost, "/c"),
+                                                  std::nullopt));
+      for (size_t offset = 0; offset < sent.size(); offset += 4096) {
+        CO_RETURN_IF_ERROR(co_await call->write(std::string_view(sent).substr(offset, 4096)));
+      }
+      CO_ASSIGN_OR_RETURN(ClientResponse head, co_await call->finish());
+      CO_ASSIGN_OR_RETURN(head.body, co_await read_all(call->body(), 1 << 20));
+      co_return head;
+    });
+    ASSERT_TRUE(response) << response.status();
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->content_length, std::nullopt);
+    EXPECT_EQ(response->headers.get("transfer-encoding"), "chunked");
+    EXPECT_TRUE(response->body == sent);
+  }
+  EXPECT_EQ(server_->connection_count(), 1u);
+}
+
+class TempFile {
+ public:
+  explicit TempFile(size_t size) {
+    char name[] = "/tmp/silo_http_test_XXXXXX";
+    fd_ = ::mkstemp(name);
+    ::unlink(name);
+    std::string data(size, '\0');
+    fill(data, 0);
+    EXPECT_EQ(::write(fd_, data.data(), data.size()), static_cast<ssize_t>(size));
+  }
+  ~TempFile() { ::close(fd_); }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+TEST_F(ServerTest, SendFileWholeAndRange) {
+  constexpr uint64_t kFileSize = 3 * 1024 * 1024 + 11;
+  TempFile file(kFileSize);
+  start([&file](Exchange& exchange) -> Awaitable<void> {
+    ByteRange range{0, kFileSize};
+    ResponseHead head;
+    if (auto header = exchange.request().headers.get("Range")) {
+      Result<std::optional<ByteRange>> parsed = parse_range(*header, kFileSize);
+      if (!parsed) {
+        std::ignore = co_await exchange.response().send({.status = 416, .headers = {}}, "");
+        co_return;
+      }
+      if (*parsed) {
+        range = **parsed;
+        head.status = 206;
+      }
+    }
+    if (!(co_await exchange.response().begin(std::move(head), range.length)).is_ok()) co_return;
+    std::ignore = co_await exchange.response().send_file(file.fd(), range.first, range.length);
+  });
+  Result<ClientResponse> whole = call(request(Method::kGet, "/f"));
+  ASSERT_TRUE(whole) << whole.status();
+  ASSERT_EQ(whole->body.size(), kFileSize);
+  EXPECT_EQ(digest_of(whole->body), digest_of_range(0, kFileSize));
+
+  ClientRequest ranged = request(Method::kGet, "/f");
+  ranged.headers.set("Range", "bytes=1000000-1999999");
+  Result<ClientResponse> part = call(ranged);
+  ASSERT_TRUE(part) << part.status();
+  EXPECT_EQ(part->status, 206);
+  ASSERT_EQ(part->body.size(), 1000000u);
+  EXPECT_EQ(digest_of(part->body), digest_of_range(1000000, 1000000));
+
+  ranged.headers.set("Range", "bytes=99999999-");
+  Result<ClientResponse> unsatisfiable = call(ranged);
+  ASSERT_TRUE(unsatisfiable);
+  EXPECT_EQ(unsatisfiable->status, 416);
+  EXPECT_EQ(server_->connection_count(), 1u);
+}
+
+TEST_F(ServerTest, HeadGetsNoBody) {
+  start([](Exchange& exchange) -> Awaitable<void> {
+    if (exchange.request().path == "/streamed") {
+      if (!(co_await exchange.response().begin({}, 5)).is_ok()) co_return;
+      std::ignore = co_await exchange.response().write(std::string_view("hello"));
+    } else {
+      std::ignore = co_await exchange.response().send({}, "hello");
+    }
+  });
+  for (const char* target : {"/sent", "/streamed"}) {
+    Result<ClientResponse> head = call(request(Method::kHead, target));
+    ASSERT_TRUE(head) << head.status();
+    EXPECT_EQ(head->content_length, 5u);
+    EXPECT_EQ(head->body, "");
+    // Stray body bytes after the HEAD response would break this request on the same
+    // connection.
+    Result<ClientResponse> get = call(request(Method::kGet, target));
+    ASSERT_TRUE(get) << get.status();
+    EXPECT_EQ(get->body, "hello");
+  }
+  EXPECT_EQ(server_->connection_count(), 1u);
+
+  RawClient raw(server_->port());
+  raw.send("HEAD /sent HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string reply = raw.read_to_end();
+  EXPECT_TRUE(reply.ends_with("\r\n\r\n")) << reply;
+  EXPECT_NE(reply.find("Content-Length: 5"), std::string::npos) << reply;
+}
+
+TEST_F(ServerTest, UnbegunResponseBecomes500) {
+  start([](Exchange&) -> Awaitable<void> { co_return; });
+  Result<ClientResponse> response = call(request(Method::kGet, "/"));
+  ASSERT_TRUE(response) << response.status();
+  EXPECT_EQ(response->status, 500);
+}
+
+TEST_F(ServerTest, OversizedHeadGets431) {
+  std::atomic<int> calls = 0;
+  ServerLimits limits;
+  limits.max_header_bytes = 4096;
+  start(echo_path_handler(&calls), limits);
+  RawClient raw(server_->port());
+  raw.send("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(8192, 'a') + "\r\n\r\n");
+  EXPECT_TRUE(raw.read_to_end().starts_with("HTTP/1.1 431"));
+  EXPECT_EQ(calls, 0);
+}
+
+TEST_F(ServerTest, MalformedRequestsGet400) {
+  std::atomic<int> calls = 0;
+  start(echo_path_handler(&calls));
+  for (const std::string_view request :
+       {"BLAH\x01 / HTTP/1.1\r\n\r\n", "GET / HTTP/9.x\r\n\r\n", "GET /a%zz HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 12x\r\n\r\n"}) {
+    RawClient raw(server_->port());
+    raw.send(request);
+    const std::string reply = raw.read_to_end();
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 400")) << request << " -> " << reply;
+  }
+  EXPECT_EQ(calls, 0);
+}
+
+TEST_F(ServerTest, Http10AndConnectionCloseAreHonoured) {
+  start(echo_path_handler());
+  {
+    RawClient raw(server_->port());
+    raw.send("GET /old HTTP/1.0\r\n\r\n");
+    const std::string reply = raw.read_to_end();  // ends only if the server closes
+    EXPECT_TRUE(reply.starts_with("HTTP/1.0 200")) << reply;
+    EXPECT_TRUE(reply.ends_with("/old")) << reply;
+  }
+  RawClient raw(server_->port());
+  raw.send("GET /new HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(raw.read_to_end().ends_with("/new"));
+}
+
+TEST_F(ServerTest, ClientThatDropsMidRequestBodyFailsOnlyItsRequest) {
+  std::promise<Status> read_status;
+  start([&](Exchange& exchange) -> Awaitable<void> {
+    if (exchange.request().path != "/upload") co_return co_await echo_path_handler()(exchange);
+    Result<std::string> body = co_await read_all(exchange.body(), 1 << 30);
+    read_status.set_value(body.status());
+    std::ignore = co_await exchange.response().send({}, "");
+  });
+  {
+    RawClient raw(server_->port());
+    raw.send("PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n" +
+             std::string(1000, 'x'));
+    raw.close();
+  }
+  std::future<Status> status = read_status.get_future();
+  ASSERT_EQ(status.wait_for(2s), std::future_status::ready);
+  EXPECT_EQ(status.get().code(), Code::kUnavailable);
+  EXPECT_TRUE(wait_for([&] { return server_->connection_count() == 0; }));
+  Result<ClientResponse> next = call(request(Method::kGet, "/next"));
+  ASSERT_TRUE(next) << next.status();
+  EXPECT_EQ(next->body, "/next");
+}
+
+TEST_F(ServerTest, ClientThatDropsMidResponseFailsOnlyItsRequest) {
+  std::promise<Status> write_status;
+  start([&](Exchange& exchange) -> Awaitable<void> {
+    if (exchange.request().path != "/download") co_return co_await echo_path_handler()(exchange);
+    Status status = co_await exchange.response().begin({}, kBig);
+    std::vector<char> chunk(1 << 20, 'z');
+    for (uint64_t offset = 0; status.is_ok() && offset < kBig; offset += chunk.size()) {
+      status = co_await exchange.response().write(chunk);
+    }
+    write_status.set_value(status);
+  });
+  {
+    RawClient raw(server_->port());
+    raw.send("GET /download HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(raw.read_some_bytes(4 << 20), 4u << 20);
+    raw.close();
+  }
+  std::future<Status> status = write_status.get_future();
+  ASSERT_EQ(status.wait_for(2s), std::future_status::ready);
+  EXPECT_EQ(status.get().code(), Code::kUnavailable);
+  EXPECT_TRUE(wait_for([&] { return server_->connection_count() == 0; }));
+  Result<ClientResponse> next = call(request(Method::kGet, "/next"));
+  ASSERT_TRUE(next) << next.status();
+  EXPECT_EQ(next->body, "/next");
+}
+
+TEST_F(ServerTest, HeaderTimeoutClosesSlowClients) {
+  std::atomic<int> calls = 0;
+  ServerLimits limits;
+  limits.header_timeout = 100ms;
+  start(echo_path_handler(&calls), limits);
+  RawClient raw(server_->port());
+  const auto started = std::chrono::steady_clock::now();
+  raw.send("GET / HTTP/1.1\r\nHost: x\r\n");  // never finishes the head
+  EXPECT_EQ(raw.read_to_end(), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 900ms);
+  EXPECT_EQ(calls, 0);
+}
+
+TEST_F(ServerTest, IdleTimeoutClosesKeepAliveConnections) {
+  ServerLimits limits;
+  limits.idle_timeout = 50ms;
+  start(echo_path_handler(), limits);
+  ASSERT_TRUE(call(request(Method::kGet, "/1")));
+  EXPECT_TRUE(wait_for([&] { return server_->connection_count() == 0; }));
+  // The pooled connection is now dead; the client must notice and use a fresh one.
+  Result<ClientResponse> again = call(request(Method::kGet, "/2"));
+  ASSERT_TRUE(again) << again.status();
+  EXPECT_EQ(again->body, "/2");
+}
+
+TEST_F(ServerTest, ConnectionsBeyondTheLimitAreClosed) {
+  ServerLimits limits;
+  limits.max_connections = 1;
+  start(echo_path_handler(), limits);
+  RawClient first(server_->port());
+  first.send("GET /first HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(first.read_until("/first").ends_with("/first"));
+  RawClient second(server_->port());
+  second.send("GET /second HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(second.read_to_end(), "");
+  first.send("GET /again HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(first.read_until("/again").ends_with("/again"));
+}
+
+TEST_F(ServerTest, ExpectContinueRejectedEarlyNeverAsksForTheBody) {
+  start([](Exchange& exchange) -> Awaitable<void> {
+    if (exchange.request().path == "/accept") {
+      Result<std::string> body = co_await read_all(exchange.body(), 1 << 20);
+      std::string reply = body ? *body : "error";
+      std::ignore = co_await exchange.response().send({}, std::move(reply));
+      co_return;
+    }
+    std::ignore = co_await exchange.response().send({.status = 403, .headers = {}}, "no");
+  });
+  {
+    RawClient raw(server_->port());
+    raw.send("PUT /reject HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n"
+             "Expect: 100-continue\r\n\r\n");
+    const std::string reply = raw.read_to_end();
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 403")) << reply;
+    EXPECT_NE(reply.find("Connection: close"), std::string::npos) << reply;
+    EXPECT_EQ(reply.find("100 Continue"), std::string::npos) << reply;
+  }
+  RawClient raw(server_->port());
+  raw.send("PUT /accept HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  EXPECT_EQ(raw.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  raw.send("hello");
+  const std::string reply = raw.read_until("hello");
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 200")) << reply;
+}
+
+TEST_F(ServerTest, UnreadSmallBodyIsDrainedForKeepAlive) {
+  start([](Exchange& exchange) -> Awaitable<void> {
+    std::ignore = co_await exchange.response().send({}, "ignored your body");
+  });
+  for (int i = 0; i < 2; ++i) {
+    Result<ClientResponse> response =
+        call(request(Method::kPut, "/x"), std::string(100000, 'b'));
+    ASSERT_TRUE(response) << response.status();
+    EXPECT_EQ(response->body, "ignored your body");
+  }
+  EXPECT_EQ(server_->connection_count(), 1u);
+}
+
+TEST_F(ServerTest, StopDrainsInFlightRequests) {
+  std::atomic<bool> entered = false;
+  std::atomic<bool> release = false;
+  ServerLimits limits;
+  limits.drain_timeout = 5s;
+  start(
+      [&](Exchange& exchange) -> Awaitable<void> {
+        if (exchange.request().path == "/slow") {
+          entered = true;
+          co_await async_wait_until(release);
+        }
+        std::ignore = co_await exchange.response().send({}, "done");
+      },
+      limits);
+  ASSERT_TRUE(call(request(Method::kGet, "/warm")));  // leaves an idle connection
+  auto slow = std::async(std::launch::async,
+                         [&] { return call(request(Method::kGet, "/slow")); });
+  ASSERT_TRUE(wait_for([&] { return entered.load(); }));
+  std::promise<void> stopped;
+  asio::co_spawn(
+      io_,
+      [&]() -> Awaitable<void> {
+        co_await server_->stop();
+        stopped.set_value();
+      },
+      asio::detached);
+  // The idle connection goes at once; the in-flight request holds stop() open.
+  EXPECT_TRUE(wait_for([&] { return server_->connection_count() == 1; }));
+  std::future<void> stop_done = stopped.get_future();
+  EXPECT_EQ(stop_done.wait_for(20ms), std::future_status::timeout);
+  release = true;
+  Result<ClientResponse> response = slow.get();
+  ASSERT_TRUE(response) << response.status();
+  EXPECT_EQ(response->body, "done");
+  ASSERT_EQ(stop_done.wait_for(2s), std::future_status::ready);
+  EXPECT_EQ(server_->connection_count(), 0u);
+  Result<ClientResponse> refused = call(request(Method::kGet, "/after"));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), Code::kUnavailable);
+}
+
+TEST_F(ServerTest, ClientTimesOutWithoutProgress) {
+  start([this](Exchange& exchange) -> Awaitable<void> {
+    co_await async_wait_until(release_);  // a member: the handler may outlive the test body
+    std::ignore = co_await exchange.response().send({}, "late");
+  });
+  client_ = Client::create(io_.get_executor(), client_options(100ms));
+  Result<ClientResponse> response = call(request(Method::kGet, "/"));
+  release_ = true;
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().code(), Code::kDeadlineExceeded);
+}
+
+TEST_F(ServerTest, ClientEnforcesMaxBody) {
+  start([](Exchange& exchange) -> Awaitable<void> {
+    std::ignore = co_await exchange.response().send({}, std::string(10000, 'x'));
+  });
+  Result<ClientResponse> response = call(request(Method::kGet, "/"), "", 100);
+  ASSERT_FALSE(response);
+  EXPECT_EQ(response.error().code(), Code::kResourceExhausted);
+}
+
+TEST(ServerCreateTest, AddressInUseIsAStatus) {
+  asio::io_context io;
+  Result<std::unique_ptr<Server>> first =
+      Server::create(io, {}, [](Exchange&) -> Awaitable<void> { co_return; });
+  ASSERT_TRUE(first) << first.status();
+  Result<std::unique_ptr<Server>> second = Server::create(
+      io, ServerOptions{.host = "127.0.0.1", .port = (*first)->port(), .limits = {}},
+      [](Exchange&) -> Awaitable<void> { co_return; });
+  ASSERT_FALSE(second);
+  EXPECT_NE(second.error().message().find("in use"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace silo::http

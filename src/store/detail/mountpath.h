@@ -1,0 +1,62 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "base/strong_id.h"
+#include "store/detail/meta_db.h"
+#include "store/disk_executor.h"
+#include "store/store.h"
+
+namespace silo::store::detail {
+
+// A freshly created work file of a PUT in flight (<mountpath>/work/<random>).
+struct WorkFile {
+  int fd = -1;
+  std::string path;
+};
+
+// One drive a target fully owns (docs/on-disk-format.md):
+//   <path>/.silo-mountpath   format version and the stable mountpath id
+//   <path>/meta/             the MetaDb
+//   <path>/obj/              object files
+//   <path>/work/             work files of PUTs in flight
+//   <path>/.clean            present only while cleanly closed
+// Owned by the Store for the target's lifetime. Its DiskExecutor is joined before its
+// MetaDb closes (member order), so queued work never sees a closed DB.
+class Mountpath {
+ public:
+  // Creates the directory tree and the id file when new, and returns the id. Blocking.
+  static Result<std::string> read_or_create_id(const std::string& path);
+  // Opens the MetaDb, empties work/, and after an unclean shutdown reconciles object files
+  // against the metadata. Blocking. Requires: read_or_create_id(path) returned `id`.
+  static Result<std::unique_ptr<Mountpath>> open(const std::string& path, const std::string& id,
+                                                 const MetaDbResources& resources, size_t threads);
+
+  const std::string& path() const { return path_; }
+  const std::string& id() const { return id_; }
+  DiskExecutor& disk() { return disk_; }
+  MetaDb& meta() { return *meta_; }
+  const std::string& object_dir() const { return object_dir_; }
+  std::string object_file_path(BucketId bucket, std::string_view name, uint64_t generation) const;
+  // Errors: kResourceExhausted, kUnavailable and others from errno.
+  Result<WorkFile> create_work_file();
+  // Syncs the metadata and all file data, then writes .clean. Blocking.
+  Status mark_clean();
+  MountpathInfo info() const;
+
+ private:
+  Mountpath(std::string path, std::string id, size_t threads);
+  Status recover(const MetaDbResources& resources);
+
+  std::string path_;
+  std::string id_;
+  std::string object_dir_;
+  std::string work_dir_;
+  std::unique_ptr<MetaDb> meta_;
+  DiskExecutor disk_;
+};
+
+}  // namespace silo::store::detail

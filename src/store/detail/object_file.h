@@ -1,0 +1,59 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "base/strong_id.h"
+#include "store/store.h"
+
+// Blocking file helpers of the store: object file layout, full writes, fsync of files and
+// directories, and the MD5 stream. Everything here runs on a DiskExecutor thread (or in
+// Store::open), never on a network thread.
+namespace silo::store::detail {
+
+// Where an object's file lives, relative to <mountpath>/obj:
+// "<bucket id>/<h[0:2]>/<h[2:4]>/<h>.<generation as 16 hex>", h = xxh128_hex(name).
+// Object names never become paths (docs/on-disk-format.md).
+std::string object_file_relative_path(BucketId bucket, std::string_view name, uint64_t generation);
+// The same without the ".<generation>" suffix: every generation of one object shares it.
+std::string object_file_relative_stem(BucketId bucket, std::string_view name);
+
+// Writes all of `data` at the fd's offset, retrying short writes and EINTR.
+// Errors: kResourceExhausted (ENOSPC, EDQUOT), kUnavailable (EIO), others from errno.
+Status write_fully(int fd, std::span<const char> data, std::string_view path);
+// fsync of a directory, so that entries created or renamed in it survive a crash.
+Status sync_directory(const std::string& dir);
+// mkdir -p of `relative_dir` below the existing directory `base`. With kFsync every new
+// directory's parent is synced, so the new entry survives a crash.
+Status make_directories(const std::string& base, std::string_view relative_dir,
+                        Durability durability);
+// unlink(); a file that is already gone is ok.
+Status remove_file(const std::string& path);
+// Writes `content` to dir/name through a temporary file, fsync and rename, then syncs dir:
+// readers see the old file or the whole new one.
+Status write_file_durably(const std::string& dir, const std::string& name,
+                          std::string_view content);
+// Reads a small file whole; kNotFound when it does not exist, kDataLoss past max_size.
+Result<std::string> read_small_file(const std::string& path, size_t max_size);
+// 64 random bits from the kernel (ids, generations, work file names).
+uint64_t random_u64();
+
+// Streaming MD5 through OpenSSL's EVP interface (the MD5_* calls are deprecated in 3.0).
+class Md5Stream {
+ public:
+  Md5Stream();
+  ~Md5Stream();
+  Md5Stream(const Md5Stream&) = delete;
+  Md5Stream& operator=(const Md5Stream&) = delete;
+  void update(std::span<const char> data);
+  // 32 lowercase hex digits. Requires: called once, after the last update().
+  std::string finish_hex();
+
+ private:
+  void* context_;  // EVP_MD_CTX, kept opaque so OpenSSL headers stay out of this header
+};
+
+}  // namespace silo::store::detail

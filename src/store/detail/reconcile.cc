@@ -1,0 +1,117 @@
+#include "store/detail/reconcile.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+#include <unordered_set>
+#include <vector>
+
+#include "base/hash.h"
+#include "base/log.h"
+#include "store/detail/object_file.h"
+
+namespace silo::store::detail {
+namespace {
+
+// Hashes of relative paths below obj/ rather than the paths themselves: millions of
+// objects fit in a few tens of MB. A collision only spares one orphan file.
+struct KeptFiles {
+  std::unordered_set<uint64_t> paths;  // files that records name
+  std::unordered_set<uint64_t> stems;  // objects whose record is corrupt: keep every generation
+};
+
+struct Counts {
+  size_t records = 0;
+  size_t dangling_records = 0;
+  size_t corrupt_records = 0;
+  size_t orphan_files = 0;
+};
+
+Status check_records(const std::string& object_dir, MetaDb& meta, KeptFiles& kept, Counts& counts) {
+  std::vector<std::string> dangling;
+  wire::ObjectRecord record;
+  rocksdb::ReadOptions options;
+  options.fill_cache = false;  // one pass over everything: do not evict the hot blocks
+  std::unique_ptr<rocksdb::Iterator> it = meta.new_object_iterator(options);
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    ++counts.records;
+    const rocksdb::Slice key = it->key();
+    if (key.size() < 8) continue;
+    const BucketId bucket = bucket_of_key(key);
+    const std::string_view name(key.data() + 8, key.size() - 8);
+    Result<wire::ObjectRecord> decoded = wire::decode<wire::ObjectRecord>(
+        std::string_view(it->value().data(), it->value().size()), wire::Source::kDisk);
+    if (!decoded || decoded->name() != name) {
+      ++counts.corrupt_records;
+      SILO_LOG_ERROR("metadata of {}/{} does not decode; keeping its files", bucket, name);
+      kept.stems.insert(hash::xxh64(object_file_relative_stem(bucket, name)));
+      continue;
+    }
+    const std::string relative = object_file_relative_path(bucket, name, decoded->generation());
+    const std::string path = object_dir + "/" + relative;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno != ENOENT) return Status::from_errno(errno, fmt::format("stat {}", path));
+      SILO_LOG_WARN("object {}/{}: file {} is missing; removing its metadata", bucket, name, path);
+      dangling.push_back(key.ToString());
+      continue;
+    }
+    if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != decoded->size()) {
+      SILO_LOG_WARN("object {}/{}: file {} has {} bytes, metadata says {}; removing it", bucket,
+                    name, path, st.st_size, decoded->size());
+      dangling.push_back(key.ToString());
+      continue;
+    }
+    kept.paths.insert(hash::xxh64(relative));
+  }
+  RETURN_IF_ERROR(from_rocksdb(it->status(), "iterate metadata"));
+  counts.dangling_records = dangling.size();
+  return meta.remove_keys(dangling, Durability::kFsync);
+}
+
+bool is_kept(const KeptFiles& kept, std::string_view relative) {
+  if (kept.paths.contains(hash::xxh64(relative))) return true;
+  if (kept.stems.empty()) return false;
+  const size_t dot = relative.rfind('.');
+  return dot != std::string_view::npos && kept.stems.contains(hash::xxh64(relative.substr(0, dot)));
+}
+
+Status remove_orphans(const std::string& object_dir, const KeptFiles& kept, Counts& counts) {
+  // Collect first and unlink after the walk: readdir need not be stable under removal.
+  std::vector<std::filesystem::path> orphans;
+  const std::filesystem::path root(object_dir);
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(root, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->is_directory(ec)) continue;
+    const std::string relative = it->path().lexically_relative(root).string();
+    if (!is_kept(kept, relative)) orphans.push_back(it->path());
+  }
+  if (ec) return Status::from_errno(ec.value(), fmt::format("walk {}", object_dir));
+  for (const std::filesystem::path& path : orphans) {
+    SILO_LOG_WARN("removing orphan object file {}", path.string());
+    RETURN_IF_ERROR(remove_file(path.string()));
+  }
+  counts.orphan_files = orphans.size();
+  return Status::ok();
+}
+
+}  // namespace
+
+Status reconcile(const std::string& object_dir, MetaDb& meta) {
+  KeptFiles kept;
+  Counts counts;
+  RETURN_IF_ERROR(check_records(object_dir, meta, kept, counts));
+  RETURN_IF_ERROR(remove_orphans(object_dir, kept, counts));
+  SILO_LOG_INFO(
+      "reconciled {}: {} records, {} dangling records removed, {} corrupt records kept, {} "
+      "orphan files removed",
+      object_dir, counts.records, counts.dangling_records, counts.corrupt_records,
+      counts.orphan_files);
+  return Status::ok();
+}
+
+}  // namespace silo::store::detail

@@ -1,0 +1,132 @@
+#include "store/detail/work_file_writer.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <tuple>
+
+#include "base/clock.h"
+#include "store/detail/store_impl.h"
+
+namespace silo::store::detail {
+namespace {
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+}  // namespace
+
+WorkFileWriter::WorkFileWriter(StoreImpl& store, size_t owner, Mountpath& mountpath,
+                               ObjectRef object, PutOptions options, WorkFile work)
+    : store_(store),
+      owner_(owner),
+      mountpath_(mountpath),
+      object_(std::move(object)),
+      options_(std::move(options)),
+      fd_(work.fd),
+      work_path_(std::move(work.path)) {}
+
+WorkFileWriter::~WorkFileWriter() {
+  if (fd_ < 0 && work_path_.empty()) return;
+  mountpath_.disk().post([fd = fd_, path = std::move(work_path_)] {
+    if (fd >= 0) ::close(fd);
+    if (!path.empty()) std::ignore = remove_file(path);  // open() clears work/ if this fails
+  });
+}
+
+Awaitable<Status> WorkFileWriter::write(std::span<const char> data) {
+  Status status = co_await mountpath_.disk().run([this, data] { return write_blocking(data); });
+  co_return status.annotate("put {}/{}", object_.bucket_id, object_.name);
+}
+
+Awaitable<Result<wire::ObjectRecord>> WorkFileWriter::commit() {
+  Result<wire::ObjectRecord> record =
+      co_await mountpath_.disk().run([this] { return commit_blocking(); });
+  if (!record) {
+    Status status = std::move(record).error();
+    co_return status.annotate("put {}/{}", object_.bucket_id, object_.name);
+  }
+  co_return std::move(record);
+}
+
+Status WorkFileWriter::write_blocking(std::span<const char> data) {
+  if (state_ != State::kWriting) return Status::failed_precondition("writer is not open");
+  xxh3_.update(data);
+  md5_.update(data);
+  Status status = write_fully(fd_, data, work_path_);
+  if (!status.is_ok()) {
+    state_ = State::kFailed;
+    return status;
+  }
+  size_ += data.size();
+  return Status::ok();
+}
+
+Status WorkFileWriter::check_expected(const std::string& md5_hex) const {
+  if (options_.expected_size && *options_.expected_size != size_) {
+    return Status::invalid_argument("expected {} bytes, received {}", *options_.expected_size,
+                                    size_);
+  }
+  if (options_.expected_md5_hex && lowercase(*options_.expected_md5_hex) != md5_hex) {
+    return Status::invalid_argument("expected MD5 {}, the bytes have {}",
+                                    *options_.expected_md5_hex, md5_hex);
+  }
+  return Status::ok();
+}
+
+Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {
+  if (state_ != State::kWriting) return Status::failed_precondition("writer is not open");
+  // Failed until install() succeeds; every early return below leaves no work file.
+  state_ = State::kFailed;
+  const std::string md5_hex = md5_.finish_hex();
+  Status status = check_expected(md5_hex);
+  if (status.is_ok() && options_.durability == Durability::kFsync && ::fdatasync(fd_) != 0) {
+    status = Status::from_errno(errno, fmt::format("fdatasync {}", work_path_));
+  }
+  if (status.is_ok() && ::close(std::exchange(fd_, -1)) != 0) {
+    status = Status::from_errno(errno, fmt::format("close {}", work_path_));
+  }
+  if (!status.is_ok()) {
+    discard_blocking();
+    return status;
+  }
+
+  wire::ObjectRecord record;
+  record.set_name(object_.name);
+  record.set_size(size_);
+  record.set_generation(store_.next_generation());
+  record.set_xxh3(xxh3_.digest());
+  record.set_md5_hex(md5_hex);
+  const int64_t now = Clock::real().unix_nanos();
+  record.set_mtime_unix_nanos(now);
+  record.set_atime_unix_nanos(now);
+  record.set_content_type(options_.content_type);
+  record.mutable_user_metadata()->insert(options_.user_metadata.begin(),
+                                         options_.user_metadata.end());
+  Result<wire::ObjectRecord> installed =
+      store_.install(owner_, object_, work_path_, std::move(record), options_.durability);
+  if (!installed) {
+    discard_blocking();
+    return installed;
+  }
+  work_path_.clear();
+  state_ = State::kCommitted;
+  return installed;
+}
+
+void WorkFileWriter::discard_blocking() {
+  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  if (!work_path_.empty()) {
+    std::ignore = remove_file(work_path_);  // open() clears work/ if this fails
+    work_path_.clear();
+  }
+}
+
+}  // namespace silo::store::detail

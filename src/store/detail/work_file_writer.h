@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "base/hash.h"
+#include "store/detail/mountpath.h"
+#include "store/detail/object_file.h"
+#include "store/store.h"
+
+namespace silo::store::detail {
+
+class StoreImpl;
+
+// The ObjectWriter of the store: a work file on the owner mountpath plus running XXH3 and
+// MD5. All file work runs on that mountpath's DiskExecutor. Callers issue one write() or
+// commit() at a time. Destroyed without a successful commit, it hands closing and
+// unlinking the work file to the executor (it may be destroyed on a network thread).
+class WorkFileWriter final : public ObjectWriter {
+ public:
+  WorkFileWriter(StoreImpl& store, size_t owner, Mountpath& mountpath, ObjectRef object,
+                 PutOptions options, WorkFile work);
+  ~WorkFileWriter() override;
+  WorkFileWriter(const WorkFileWriter&) = delete;
+  WorkFileWriter& operator=(const WorkFileWriter&) = delete;
+
+  Awaitable<Status> write(std::span<const char> data) override;
+  Awaitable<Result<wire::ObjectRecord>> commit() override;
+
+ private:
+  enum class State { kWriting, kFailed, kCommitted };
+
+  Status write_blocking(std::span<const char> data);
+  Result<wire::ObjectRecord> commit_blocking();
+  Status check_expected(const std::string& md5_hex) const;
+  void discard_blocking();
+
+  StoreImpl& store_;
+  size_t owner_;
+  Mountpath& mountpath_;
+  ObjectRef object_;
+  PutOptions options_;
+  int fd_;
+  std::string work_path_;  // empty once the work file is gone (renamed or removed)
+  uint64_t size_ = 0;
+  hash::Xxh3Stream xxh3_;
+  Md5Stream md5_;
+  State state_ = State::kWriting;
+};
+
+}  // namespace silo::store::detail

@@ -1,0 +1,338 @@
+#include "store/store.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <map>
+#include <system_error>
+#include <tuple>
+
+#include "base/log.h"
+#include "store/detail/object_file.h"
+#include "store/detail/object_lister.h"
+#include "store/detail/store_impl.h"
+#include "store/detail/work_file_writer.h"
+
+namespace silo::store {
+
+OpenObject::~OpenObject() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+OpenObject::OpenObject(OpenObject&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), record_(std::move(other.record_)) {}
+
+Result<std::unique_ptr<Store>> Store::open(StoreOptions options) {
+  if (options.mountpaths.empty()) return Status::invalid_argument("store has no mountpaths");
+  if (options.threads_per_mountpath == 0) {
+    return Status::invalid_argument("threads_per_mountpath must be at least 1");
+  }
+  // Ids first: a copied mountpath directory must be refused before anything is modified.
+  std::vector<std::string> ids;
+  std::map<std::string, std::string> path_of_id;
+  for (const std::string& path : options.mountpaths) {
+    Result<std::string> id = detail::Mountpath::read_or_create_id(path);
+    if (!id) {
+      Status status = id.error();
+      return status.annotate("mountpath {}", path);
+    }
+    const auto [it, is_new] = path_of_id.emplace(*id, path);
+    if (!is_new) {
+      return Status::failed_precondition(
+          "mountpaths {} and {} have the same id {} (is one a copy of the other?)", it->second,
+          path, *id);
+    }
+    ids.push_back(*id);
+  }
+  const detail::MetaDbResources resources = detail::MetaDbResources::create();
+  std::vector<std::unique_ptr<detail::Mountpath>> mountpaths;
+  for (size_t i = 0; i < options.mountpaths.size(); ++i) {
+    ASSIGN_OR_RETURN(auto mountpath,
+                     detail::Mountpath::open(options.mountpaths[i], ids[i], resources,
+                                             options.threads_per_mountpath));
+    mountpaths.push_back(std::move(mountpath));
+  }
+  return std::unique_ptr<Store>(new detail::StoreImpl(std::move(mountpaths)));
+}
+
+namespace detail {
+namespace {
+
+// ObjectRecord.name is a proto3 string: protobuf refuses to parse one that is not UTF-8,
+// so such a name must never be stored.
+bool is_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t length = 0;
+    uint32_t code_point = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      length = 2;
+      code_point = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      length = 3;
+      code_point = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      length = 4;
+      code_point = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + length > s.size()) return false;
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(s[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      code_point = (code_point << 6) | (next & 0x3f);
+    }
+    static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code_point < kSmallest[length] || code_point > 0x10ffff ||
+        (code_point >= 0xd800 && code_point <= 0xdfff)) {
+      return false;  // overlong, out of range, or a surrogate
+    }
+    i += length;
+  }
+  return true;
+}
+
+std::vector<std::string> ids_of(const std::vector<std::unique_ptr<Mountpath>>& mountpaths) {
+  std::vector<std::string> ids;
+  for (const auto& mountpath : mountpaths) ids.push_back(mountpath->id());
+  return ids;
+}
+
+}  // namespace
+
+StoreImpl::StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths)
+    : mountpaths_(std::move(mountpaths)),
+      candidates_(ids_of(mountpaths_)),
+      next_generation_(random_u64()) {
+  for (const auto& mountpath : mountpaths_) dbs_.push_back(&mountpath->meta());
+}
+
+uint64_t StoreImpl::next_generation() {
+  uint64_t generation = 0;
+  // 0 is what an unset proto field reads as; never hand it out.
+  while (generation == 0) generation = next_generation_.fetch_add(1, std::memory_order_relaxed);
+  return generation;
+}
+
+Awaitable<Result<std::unique_ptr<ObjectWriter>>> StoreImpl::create(const ObjectRef& object,
+                                                                   PutOptions options) {
+  if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
+  if (object.name.empty()) co_return Status::invalid_argument("object name is empty");
+  if (!is_utf8(object.name)) {
+    co_return Status::invalid_argument("object name in bucket {} is not valid UTF-8",
+                                       object.bucket_id);
+  }
+  const size_t owner = owner_of(object);
+  Mountpath& mountpath = *mountpaths_[owner];
+  Result<WorkFile> work =
+      co_await mountpath.disk().run([&] { return mountpath.create_work_file(); });
+  if (!work) {
+    Status status = std::move(work).error();
+    co_return status.annotate("put {}/{}", object.bucket_id, object.name);
+  }
+  co_return std::unique_ptr<ObjectWriter>(std::make_unique<WorkFileWriter>(
+      *this, owner, mountpath, object, std::move(options), std::move(*work)));
+}
+
+Result<StoreImpl::Found> StoreImpl::find_record(const ObjectRef& object, size_t owner) {
+  // The owner first: after a mountpath change an object may still sit on another one
+  // until resilver moves it.
+  for (size_t k = 0; k < mountpaths_.size(); ++k) {
+    const size_t index = (owner + k) % mountpaths_.size();
+    Result<wire::ObjectRecord> record =
+        mountpaths_[index]->meta().get(object.bucket_id, object.name);
+    if (record) return Found{index, std::move(*record)};
+    if (record.error().code() != Code::kNotFound) return std::move(record).error();
+  }
+  return Status::not_found("object {}/{} not found", object.bucket_id, object.name);
+}
+
+Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& object,
+                                              const std::string& work_path,
+                                              wire::ObjectRecord record, Durability durability) {
+  Mountpath& mountpath = *mountpaths_[owner];
+  const std::string relative =
+      object_file_relative_path(object.bucket_id, object.name, record.generation());
+  const std::string final_path = mountpath.object_dir() + "/" + relative;
+  const std::string parent = final_path.substr(0, final_path.rfind('/'));
+
+  const auto lock = locks_.lock(object);
+  std::optional<uint64_t> previous_generation;
+  Result<wire::ObjectRecord> previous = mountpath.meta().get(object.bucket_id, object.name);
+  if (previous) {
+    previous_generation = previous->generation();
+  } else if (previous.error().code() == Code::kDataLoss) {
+    SILO_LOG_WARN("{}; overwriting it (its file stays until the next reconciliation)",
+                  previous.error().message());
+  } else if (previous.error().code() != Code::kNotFound) {
+    return std::move(previous).error();
+  }
+
+  RETURN_IF_ERROR(make_directories(mountpath.object_dir(),
+                                   std::string_view(relative).substr(0, relative.rfind('/')),
+                                   durability));
+  if (::rename(work_path.c_str(), final_path.c_str()) != 0) {
+    return Status::from_errno(errno, fmt::format("rename {} to {}", work_path, final_path));
+  }
+  // From here a failure must take the new file away again: the old generation and its
+  // record are untouched, so the object stays what it was.
+  Status status;
+  if (durability == Durability::kFsync) status = sync_directory(parent);
+  if (status.is_ok()) status = mountpath.meta().put(object.bucket_id, record, durability);
+  if (!status.is_ok()) {
+    std::ignore = remove_file(final_path);  // if this fails, reconciliation removes it
+    return status;
+  }
+  if (previous_generation && *previous_generation != record.generation()) {
+    Status removed = remove_file(
+        mountpath.object_file_path(object.bucket_id, object.name, *previous_generation));
+    if (!removed.is_ok()) SILO_LOG_WARN("old generation stays until reconciliation: {}", removed);
+  }
+  remove_stale_copies(object, owner, durability);
+  return record;
+}
+
+void StoreImpl::remove_stale_copies(const ObjectRef& object, size_t owner, Durability durability) {
+  // Best effort: the owner's new record already wins every lookup; a copy left here only
+  // costs space until resilver or the next overwrite.
+  for (size_t index = 0; index < mountpaths_.size(); ++index) {
+    if (index == owner) continue;
+    Mountpath& mountpath = *mountpaths_[index];
+    Result<wire::ObjectRecord> stale = mountpath.meta().get(object.bucket_id, object.name);
+    if (!stale && stale.error().code() == Code::kNotFound) continue;
+    Status status = mountpath.meta().remove(object.bucket_id, object.name, durability);
+    if (status.is_ok() && stale) {
+      status = remove_file(
+          mountpath.object_file_path(object.bucket_id, object.name, stale->generation()));
+    }
+    if (!status.is_ok())
+      SILO_LOG_WARN("stale copy of {}/{} stays: {}", object.bucket_id, object.name, status);
+  }
+}
+
+Result<OpenObject> StoreImpl::open_blocking(const ObjectRef& object, size_t owner) {
+  const auto lock = locks_.lock(object);
+  ASSIGN_OR_RETURN(Found found, find_record(object, owner));
+  const std::string path = mountpaths_[found.index]->object_file_path(object.bucket_id, object.name,
+                                                                      found.record.generation());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) {
+      return Status::data_loss("object {}/{}: its metadata names file {}, which is missing",
+                               object.bucket_id, object.name, path);
+    }
+    return Status::from_errno(errno, fmt::format("open {}", path));
+  }
+  return OpenObject(fd, std::move(found.record));
+}
+
+Awaitable<Result<OpenObject>> StoreImpl::open(const ObjectRef& object) {
+  const size_t owner = owner_of(object);
+  co_return co_await mountpaths_[owner]->disk().run(
+      [this, &object, owner] { return open_blocking(object, owner); });
+}
+
+Awaitable<Result<wire::ObjectRecord>> StoreImpl::stat(const ObjectRef& object) {
+  const size_t owner = owner_of(object);
+  co_return co_await mountpaths_[owner]->disk().run(
+      [this, &object, owner]() -> Result<wire::ObjectRecord> {
+        ASSIGN_OR_RETURN(Found found, find_record(object, owner));
+        return std::move(found.record);
+      });
+}
+
+Status StoreImpl::remove_blocking(const ObjectRef& object, size_t owner) {
+  const auto lock = locks_.lock(object);
+  bool is_found = false;
+  for (size_t k = 0; k < mountpaths_.size(); ++k) {
+    Mountpath& mountpath = *mountpaths_[(owner + k) % mountpaths_.size()];
+    Result<wire::ObjectRecord> record = mountpath.meta().get(object.bucket_id, object.name);
+    if (!record && record.error().code() == Code::kNotFound) continue;
+    // A record that does not decode is removed too: DELETE is how a client gets rid of it.
+    if (!record && record.error().code() != Code::kDataLoss) return std::move(record).error();
+    is_found = true;
+    // Record first, then file: a crash in between leaves an orphan file, never a record
+    // without its bytes.
+    RETURN_IF_ERROR(mountpath.meta().remove(object.bucket_id, object.name, Durability::kFsync));
+    if (!record) continue;
+    Status removed = remove_file(
+        mountpath.object_file_path(object.bucket_id, object.name, record->generation()));
+    if (!removed.is_ok()) SILO_LOG_WARN("file stays until reconciliation: {}", removed);
+  }
+  if (!is_found) return Status::not_found("object {}/{} not found", object.bucket_id, object.name);
+  return Status::ok();
+}
+
+Awaitable<Status> StoreImpl::remove(const ObjectRef& object) {
+  if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
+  const size_t owner = owner_of(object);
+  co_return co_await mountpaths_[owner]->disk().run(
+      [this, &object, owner] { return remove_blocking(object, owner); });
+}
+
+Awaitable<Result<ListResult>> StoreImpl::list(BucketId bucket, ListOptions options) {
+  // One disk thread merges all mountpaths' iterators; spread buckets over the executors.
+  Mountpath& mountpath = *mountpaths_[bucket.value() % mountpaths_.size()];
+  co_return co_await mountpath.disk().run(
+      [this, bucket, &options] { return list_objects(dbs_, bucket, options); });
+}
+
+Awaitable<Status> StoreImpl::remove_bucket(BucketId bucket) {
+  if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
+  for (const auto& mountpath_ptr : mountpaths_) {
+    Mountpath& mountpath = *mountpath_ptr;
+    Status status = co_await mountpath.disk().run([&mountpath, bucket]() -> Status {
+      // Metadata first: a crash before the files are gone leaves only orphans, which the
+      // reconciliation at the next start removes.
+      RETURN_IF_ERROR(mountpath.meta().remove_bucket(bucket));
+      const std::string dir = fmt::format("{}/{}", mountpath.object_dir(), bucket.value());
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", dir));
+      return Status::ok();
+    });
+    CO_RETURN_IF_ERROR(status.annotate("remove bucket {} on {}", bucket, mountpath.path()));
+  }
+  co_return Status::ok();
+}
+
+Awaitable<Result<std::vector<BucketId>>> StoreImpl::bucket_ids() {
+  std::vector<BucketId> ids;
+  for (const auto& mountpath_ptr : mountpaths_) {
+    Mountpath& mountpath = *mountpath_ptr;
+    CO_RETURN_IF_ERROR(co_await mountpath.disk().run(
+        [&mountpath, &ids] { return mountpath.meta().append_bucket_ids(ids); }));
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  co_return std::move(ids);
+}
+
+std::vector<MountpathInfo> StoreImpl::mountpaths() const {
+  std::vector<MountpathInfo> infos;
+  for (const auto& mountpath : mountpaths_) infos.push_back(mountpath->info());
+  return infos;
+}
+
+void StoreImpl::close() {
+  if (is_closed_.exchange(true)) return;
+  for (const auto& mountpath : mountpaths_) {
+    Status status = mountpath->mark_clean();
+    if (!status.is_ok()) {
+      SILO_LOG_ERROR("mountpath {} not marked clean (full reconciliation at next start): {}",
+                     mountpath->path(), status);
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace silo::store

@@ -1,0 +1,252 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <set>
+#include <thread>
+
+#include "store/store_test_util.h"
+
+namespace silo::store {
+namespace {
+
+using testing::files_under;
+using testing::get;
+using testing::put;
+using testing::run;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { store_ = testing::open_store({dir_.sub("mp1")}); }
+  std::string obj_dir() const { return dir_.sub("mp1/obj"); }
+  std::string work_dir() const { return dir_.sub("mp1/work"); }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+  const BucketId bucket_{7};
+};
+
+TEST_F(StoreTest, PutThenOpenAndStat) {
+  const ObjectRef object{bucket_, "photos/cat.jpg"};
+  PutOptions options;  // kFsync: the default path a PUT takes
+  options.content_type = "image/jpeg";
+  options.user_metadata["owner"] = "alice";
+  Result<wire::ObjectRecord> put_record = put(*store_, object, "meow meow", options);
+  ASSERT_TRUE(put_record) << put_record.status();
+  EXPECT_EQ(put_record->size(), 9u);
+  EXPECT_NE(put_record->generation(), 0u);
+
+  Result<std::string> bytes = get(*store_, object);
+  ASSERT_TRUE(bytes) << bytes.status();
+  EXPECT_EQ(*bytes, "meow meow");
+
+  Result<wire::ObjectRecord> record = run(store_->stat(object));
+  ASSERT_TRUE(record) << record.status();
+  EXPECT_EQ(record->name(), "photos/cat.jpg");
+  EXPECT_EQ(record->size(), 9u);
+  EXPECT_EQ(record->content_type(), "image/jpeg");
+  EXPECT_EQ(record->user_metadata().at("owner"), "alice");
+  EXPECT_EQ(record->generation(), put_record->generation());
+  EXPECT_GT(record->mtime_unix_nanos(), 0);
+  EXPECT_EQ(files_under(obj_dir()).size(), 1u);
+  EXPECT_TRUE(files_under(work_dir()).empty());
+}
+
+TEST_F(StoreTest, Md5IsTheEtagOfTheBytes) {
+  Result<wire::ObjectRecord> record = put(*store_, {bucket_, "a"}, "hello");
+  ASSERT_TRUE(record) << record.status();
+  EXPECT_EQ(record->md5_hex(), "5d41402abc4b2a76b9719d911017c592");
+  Result<wire::ObjectRecord> empty = put(*store_, {bucket_, "empty"}, "");
+  ASSERT_TRUE(empty) << empty.status();
+  EXPECT_EQ(empty->size(), 0u);
+  EXPECT_EQ(empty->md5_hex(), "d41d8cd98f00b204e9800998ecf8427e");
+}
+
+TEST_F(StoreTest, MissingObjectIsNotFound) {
+  EXPECT_EQ(run(store_->stat({bucket_, "nope"})).status().code(), Code::kNotFound);
+  EXPECT_EQ(run(store_->open({bucket_, "nope"})).status().code(), Code::kNotFound);
+  EXPECT_EQ(run(store_->remove({bucket_, "nope"})).code(), Code::kNotFound);
+}
+
+TEST_F(StoreTest, OverwriteKeepsOneFileWithTheNewBytes) {
+  const ObjectRef object{bucket_, "doc"};
+  ASSERT_TRUE(put(*store_, object, "version one"));
+  Result<wire::ObjectRecord> second = put(*store_, object, "version two, longer");
+  ASSERT_TRUE(second) << second.status();
+  EXPECT_EQ(*get(*store_, object), "version two, longer");
+  const std::vector<std::string> files = files_under(obj_dir());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(files[0].ends_with(fmt::format(".{:016x}", second->generation()))) << files[0];
+}
+
+TEST_F(StoreTest, OpenFdKeepsOldBytesAcrossOverwriteAndRemove) {
+  const ObjectRef object{bucket_, "doc"};
+  ASSERT_TRUE(put(*store_, object, "old bytes"));
+  Result<OpenObject> before_overwrite = run(store_->open(object));
+  ASSERT_TRUE(before_overwrite) << before_overwrite.status();
+  ASSERT_TRUE(put(*store_, object, "new bytes!"));
+  Result<OpenObject> before_remove = run(store_->open(object));
+  ASSERT_TRUE(before_remove) << before_remove.status();
+  ASSERT_TRUE(run(store_->remove(object)).is_ok());
+
+  EXPECT_EQ(testing::read_all(before_overwrite->fd()), "old bytes");
+  EXPECT_EQ(before_overwrite->record().size(), 9u);
+  EXPECT_EQ(testing::read_all(before_remove->fd()), "new bytes!");
+  EXPECT_EQ(run(store_->open(object)).status().code(), Code::kNotFound);
+}
+
+TEST_F(StoreTest, RemoveDeletesRecordAndFile) {
+  const ObjectRef object{bucket_, "x"};
+  ASSERT_TRUE(put(*store_, object, "bytes"));
+  ASSERT_TRUE(run(store_->remove(object)).is_ok());
+  EXPECT_EQ(run(store_->stat(object)).status().code(), Code::kNotFound);
+  EXPECT_TRUE(files_under(obj_dir()).empty());
+  EXPECT_EQ(run(store_->remove(object)).code(), Code::kNotFound);
+}
+
+TEST_F(StoreTest, ExpectedMd5OrSizeMismatchLeavesNothing) {
+  const ObjectRef object{bucket_, "checked"};
+  PutOptions bad_md5 = testing::fast();
+  bad_md5.expected_md5_hex = "00000000000000000000000000000000";
+  EXPECT_EQ(put(*store_, object, "hello", bad_md5).status().code(), Code::kInvalidArgument);
+  PutOptions bad_size = testing::fast();
+  bad_size.expected_size = 4;
+  EXPECT_EQ(put(*store_, object, "hello", bad_size).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(run(store_->stat(object)).status().code(), Code::kNotFound);
+  EXPECT_TRUE(files_under(obj_dir()).empty());
+  EXPECT_TRUE(files_under(work_dir()).empty());
+
+  PutOptions good = testing::fast();
+  good.expected_md5_hex = "5D41402ABC4B2A76B9719D911017C592";  // case does not matter
+  good.expected_size = 5;
+  EXPECT_TRUE(put(*store_, object, "hello", good));
+}
+
+TEST_F(StoreTest, WriterDestroyedWithoutCommitLeavesNoWorkFile) {
+  {
+    Result<std::unique_ptr<ObjectWriter>> writer =
+        run(store_->create({bucket_, "abandoned"}, testing::fast()));
+    ASSERT_TRUE(writer) << writer.status();
+    const std::string data = "partial";
+    ASSERT_TRUE(run((*writer)->write(data)).is_ok());
+    EXPECT_EQ(files_under(work_dir()).size(), 1u);
+  }
+  // The unlink was handed to the disk executor: wait for it with a deadline.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!files_under(work_dir()).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(files_under(work_dir()).empty());
+  EXPECT_EQ(run(store_->stat({bucket_, "abandoned"})).status().code(), Code::kNotFound);
+}
+
+TEST_F(StoreTest, AwkwardNamesAreDistinctObjects) {
+  const std::vector<std::string> names = {
+      "a",          "a/b",          "a/b/",
+      "with space", "percent%2F",   "../../etc/passwd",
+      "..",         "ünïcødé/日本", std::string(1024, 'n'),
+      "/leading",   "trailing/",    std::string("nul\0inside", 10)};
+  for (const std::string& name : names) {
+    Result<wire::ObjectRecord> record = put(*store_, {bucket_, name}, "data:" + name);
+    ASSERT_TRUE(record) << name << ": " << record.status();
+  }
+  for (const std::string& name : names) {
+    Result<std::string> bytes = get(*store_, {bucket_, name});
+    ASSERT_TRUE(bytes) << name << ": " << bytes.status();
+    EXPECT_EQ(*bytes, "data:" + name);
+  }
+  EXPECT_EQ(files_under(obj_dir()).size(), names.size());
+  for (const std::string& file : files_under(dir_.path())) {
+    EXPECT_EQ(file.find("passwd"), std::string::npos) << file;
+  }
+  Result<ListResult> listed = run(store_->list(bucket_, {}));
+  ASSERT_TRUE(listed) << listed.status();
+  EXPECT_EQ(listed->entries.size(), names.size());
+}
+
+TEST_F(StoreTest, CorruptRecordIsDataLoss) {
+  const ObjectRef object{bucket_, "victim"};
+  ASSERT_TRUE(put(*store_, object, "bytes"));
+  ASSERT_TRUE(put(*store_, {bucket_, "neighbor"}, "fine"));
+  store_->close();
+  store_.reset();
+  ASSERT_TRUE(testing::write_raw_record(dir_.sub("mp1"), bucket_, "victim", "\xff\xfegarbage"));
+  store_ = testing::open_store({dir_.sub("mp1")});
+  ASSERT_TRUE(store_);
+  EXPECT_EQ(run(store_->stat(object)).status().code(), Code::kDataLoss);
+  EXPECT_EQ(run(store_->open(object)).status().code(), Code::kDataLoss);
+  // Listing skips it; the neighbor is still served; DELETE gets rid of it.
+  Result<ListResult> listed = run(store_->list(bucket_, {}));
+  ASSERT_TRUE(listed) << listed.status();
+  ASSERT_EQ(listed->entries.size(), 1u);
+  EXPECT_EQ(listed->entries[0].name(), "neighbor");
+  EXPECT_TRUE(run(store_->remove(object)).is_ok());
+  EXPECT_EQ(run(store_->stat(object)).status().code(), Code::kNotFound);
+}
+
+TEST_F(StoreTest, RecordWithoutFileIsDataLossOnOpen) {
+  const ObjectRef object{bucket_, "lost"};
+  ASSERT_TRUE(put(*store_, object, "bytes"));
+  for (const std::string& file : files_under(obj_dir())) {
+    std::filesystem::remove(obj_dir() + "/" + file);
+  }
+  Result<OpenObject> open = run(store_->open(object));
+  EXPECT_EQ(open.status().code(), Code::kDataLoss);
+  EXPECT_NE(open.status().message().find("missing"), std::string::npos) << open.status();
+}
+
+TEST_F(StoreTest, ConcurrentOverwritesEndWithOneConsistentObject) {
+  const ObjectRef object{bucket_, "hot"};
+  boost::asio::io_context io;
+  constexpr int kWriters = 24;
+  int done = 0;
+  for (int i = 0; i < kWriters; ++i) {
+    boost::asio::co_spawn(
+        io,
+        [&, i]() -> Awaitable<void> {
+          // Different sizes, so a mix of bytes and metadata would show.
+          const std::string data(static_cast<size_t>(100 + i * 37), static_cast<char>('a' + i));
+          Result<wire::ObjectRecord> record =
+              co_await testing::put_object(*store_, object, data, testing::fast());
+          EXPECT_TRUE(record) << record.status();
+          ++done;
+        },
+        boost::asio::detached);
+  }
+  std::thread second([&io] { io.run(); });
+  io.run();
+  second.join();
+  EXPECT_EQ(done, kWriters);
+
+  Result<OpenObject> open = run(store_->open(object));
+  ASSERT_TRUE(open) << open.status();
+  const std::string bytes = testing::read_all(open->fd());
+  ASSERT_FALSE(bytes.empty());
+  EXPECT_EQ(bytes.size(), open->record().size());
+  EXPECT_EQ(bytes, std::string(bytes.size(), bytes[0]));
+  EXPECT_EQ(bytes.size(), static_cast<size_t>(100 + (bytes[0] - 'a') * 37));
+  EXPECT_EQ(files_under(obj_dir()).size(), 1u);
+  EXPECT_TRUE(files_under(work_dir()).empty());
+}
+
+TEST_F(StoreTest, ClosedStoreRefusesWrites) {
+  store_->close();
+  EXPECT_EQ(run(store_->create({bucket_, "late"}, testing::fast())).status().code(),
+            Code::kFailedPrecondition);
+}
+
+TEST_F(StoreTest, MountpathInfoHasIdAndCapacity) {
+  const std::vector<MountpathInfo> infos = store_->mountpaths();
+  ASSERT_EQ(infos.size(), 1u);
+  EXPECT_EQ(infos[0].path, dir_.sub("mp1"));
+  EXPECT_EQ(infos[0].id.size(), 16u);
+  EXPECT_GT(infos[0].capacity_bytes, 0u);
+  EXPECT_LE(infos[0].available_bytes, infos[0].capacity_bytes);
+}
+
+}  // namespace
+}  // namespace silo::store
