@@ -54,6 +54,13 @@ bool split_object_path(std::string_view rest, std::string& bucket, std::string& 
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
+// Reads an intra-cluster protobuf request body.
+template <typename Message>
+http::Awaitable<Result<Message>> read_message(http::Exchange& exchange) {
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxControlBody));
+  co_return wire::decode<Message>(body, wire::Source::kNetwork);
+}
+
 }  // namespace
 
 Node::Node(config::Config config) : config_(std::move(config)) {}
@@ -221,12 +228,7 @@ http::Awaitable<void> Node::handle_keepalive(http::Exchange& exchange) {
     co_await cluster::send_error(exchange, Status::failed_precondition("node {} is not the primary", self_.id()));
     co_return;
   }
-  auto body = co_await http::read_all(exchange.body(), kMaxControlBody);
-  if (!body) {
-    co_await cluster::send_error(exchange, body.error());
-    co_return;
-  }
-  auto request = wire::decode<wire::KeepaliveRequest>(*body, wire::Source::kNetwork);
+  auto request = co_await read_message<wire::KeepaliveRequest>(exchange);
   if (!request) {
     co_await cluster::send_error(exchange, request.error());
     co_return;
@@ -248,12 +250,7 @@ http::Awaitable<void> Node::handle_metasync(http::Exchange& exchange) {
                                                self_.id()));
     co_return;
   }
-  auto body = co_await http::read_all(exchange.body(), kMaxControlBody);
-  if (!body) {
-    co_await cluster::send_error(exchange, body.error());
-    co_return;
-  }
-  auto request = wire::decode<wire::MetasyncRequest>(*body, wire::Source::kNetwork);
+  auto request = co_await read_message<wire::MetasyncRequest>(exchange);
   if (!request) {
     co_await cluster::send_error(exchange, request.error());
     co_return;

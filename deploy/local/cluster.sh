@@ -62,7 +62,10 @@ node_dir() { echo "$dir/nodes/$1"; }
 node_ids() { [ -d "$dir/nodes" ] && ls "$dir/nodes" | sort -V || true; }
 node_role() { cat "$(node_dir "$1")/role"; }
 node_pid() { cat "$(node_dir "$1")/pid" 2>/dev/null || true; }
-is_alive() { local pid; pid=$(node_pid "$1"); [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
+# Alive: the process exists and is not a zombie (an init that does not reap orphans
+# leaves exited nodes as zombies, which kill -0 still finds).
+pid_alive() { [ -n "$1" ] && [ -r "/proc/$1/stat" ] && [ "$(cut -d')' -f2 "/proc/$1/stat" | cut -c2)" != Z ]; }
+is_alive() { pid_alive "$(node_pid "$1")"; }
 node_port() { sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$(node_dir "$1")/config.json"; }
 primary_url() { cat "$dir/primary_url"; }
 
@@ -185,8 +188,8 @@ case "$cmd" in
     [ -n "$node_id" ] && [ -d "$(node_dir "$node_id")" ] || die "$cmd needs the id of a node in $dir"
     if is_alive "$node_id"; then
       pid=$(node_pid "$node_id"); kill -TERM "$pid"
-      for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+      for _ in $(seq 1 200); do pid_alive "$pid" || break; sleep 0.1; done
+      if pid_alive "$pid"; then kill -KILL "$pid"; fi
     fi
     if [ "$cmd" = restart ]; then launch "$node_id"; wait_ready "$node_id"; wait_online; echo "node $node_id restarted"; fi
     ;;
@@ -219,10 +222,10 @@ case "$cmd" in
     pids=()
     for id in $(node_ids); do if is_alive "$id"; then pid=$(node_pid "$id"); kill -TERM "$pid"; pids+=("$pid"); fi; done
     for _ in $(seq 1 200); do
-      left=0; for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=1; done
+      left=0; for pid in "${pids[@]}"; do if pid_alive "$pid"; then left=1; fi; done
       [ $left = 0 ] && break; sleep 0.1
     done
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"; done
+    for pid in "${pids[@]}"; do if pid_alive "$pid"; then kill -KILL "$pid"; fi; done
     echo "cluster in $dir stopped (data kept; remove $dir to delete it)"
     ;;
   *) die "unknown command '$cmd' (up|status|down|add|stop|restart)";;

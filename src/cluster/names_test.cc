@@ -6,7 +6,7 @@ namespace silo::cluster {
 namespace {
 
 TEST(NamesTest, BucketNames) {
-  for (const std::string good : {std::string("abc"), std::string("my-bucket.v2"), std::string("0ab"),
+  for (const std::string& good : {std::string("abc"), std::string("my-bucket.v2"), std::string("0ab"),
                                  std::string(63, 'a')}) {
     EXPECT_TRUE(validate_bucket_name(good).is_ok()) << good;
   }

@@ -1,0 +1,461 @@
+#include "client/client.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <exception>
+#include <future>
+
+#include "client/detail/json_reader.h"
+
+namespace silo::client {
+namespace {
+
+namespace asio = boost::asio;
+using detail::JsonValue;
+
+constexpr size_t kStreamBufferBytes = 1024 * 1024;
+constexpr size_t kMaxSmallBody = 1024 * 1024;  // JSON answers of streamed calls
+constexpr size_t kMaxMessageSnippet = 300;
+
+Code code_of_http_status(int status) {
+  switch (status) {
+    case 400: return Code::kInvalidArgument;
+    case 401: return Code::kUnauthenticated;
+    case 403: return Code::kPermissionDenied;
+    case 404: return Code::kNotFound;
+    case 408: return Code::kDeadlineExceeded;
+    case 409: return Code::kAlreadyExists;
+    case 412: return Code::kFailedPrecondition;
+    case 416: return Code::kOutOfRange;
+    case 429: return Code::kResourceExhausted;
+    case 499: return Code::kCancelled;
+    case 501: return Code::kUnimplemented;
+    case 502:
+    case 503: return Code::kUnavailable;
+    case 504: return Code::kDeadlineExceeded;
+    case 507: return Code::kResourceExhausted;
+    default: break;
+  }
+  if (status >= 400 && status < 500) return Code::kInvalidArgument;
+  return status >= 500 ? Code::kInternal : Code::kUnknown;
+}
+
+std::optional<Code> code_of_name(std::string_view name) {
+  for (int i = 0; i <= static_cast<int>(Code::kUnauthenticated); ++i) {
+    if (code_name(static_cast<Code>(i)) == name) return static_cast<Code>(i);
+  }
+  return std::nullopt;
+}
+
+std::string unquote(std::string_view etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  return std::string(etag);
+}
+
+Status with_context(Status s, std::string_view what) {
+  s.annotate("{}", what);
+  return s;
+}
+
+bool is_redirect(int status) { return status == 301 || status == 302 || status == 307 || status == 308; }
+
+Response to_response(http::ClientResponse r) {
+  return Response{r.status, std::move(r.headers), r.content_length, std::move(r.body)};
+}
+
+Result<JsonValue> parse_answer(const Response& response, std::string_view what) {
+  auto doc = detail::parse_json(response.body);
+  if (!doc) return with_context(doc.error(), fmt::format("{}: answer", what));
+  if (!doc->is_object()) return Status::internal("{}: the answer is not a JSON object", what);
+  return doc;
+}
+
+Result<PutResult> put_result_of(const Response& response, std::string_view what) {
+  PutResult out;
+  auto doc = detail::parse_json(response.body);
+  if (doc && doc->is_object()) {
+    out.name = (*doc)["name"].str();
+    if (auto size = (*doc)["size"].to_u64()) out.size = *size;
+    out.etag = (*doc)["etag"].str();
+  }
+  if (out.etag.empty()) {
+    auto etag = response.headers.get("ETag");
+    if (!etag) return Status::internal("{}: the answer has neither an etag field nor an ETag header", what);
+    out.etag = unquote(*etag);
+  }
+  return out;
+}
+
+ObjectInfo object_info_of(const Response& response) {
+  ObjectInfo info;
+  info.status = response.status;
+  info.size = response.content_length.value_or(0);
+  if (auto etag = response.headers.get("ETag")) info.etag = unquote(*etag);
+  info.headers = response.headers;
+  return info;
+}
+
+}  // namespace
+
+const NodeEntry* NodeMap::find(std::string_view id) const {
+  for (const auto& n : nodes) {
+    if (n.id == id) return &n;
+  }
+  return nullptr;
+}
+
+ByteRange ByteRange::first_last(uint64_t first, uint64_t last) {
+  return ByteRange{fmt::format("bytes={}-{}", first, last)};
+}
+ByteRange ByteRange::from(uint64_t first) { return ByteRange{fmt::format("bytes={}-", first)}; }
+ByteRange ByteRange::suffix(uint64_t length) { return ByteRange{fmt::format("bytes=-{}", length)}; }
+
+Client::Client(std::string endpoint_url, http::Endpoint endpoint, ClientOptions options)
+    : endpoint_url_(std::move(endpoint_url)),
+      endpoint_(std::move(endpoint)),
+      options_(options),
+      work_(io_.get_executor()) {}
+
+Result<std::unique_ptr<Client>> Client::create(std::string_view endpoint_url, ClientOptions options) {
+  std::string url(endpoint_url);
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  ASSIGN_OR_RETURN(http::Endpoint endpoint, http::Endpoint::parse(url));
+  std::unique_ptr<Client> client(new Client(url, std::move(endpoint), options));
+  http::ClientOptions http_options;
+  http_options.connect_timeout = options.connect_timeout;
+  http_options.io_timeout = options.io_timeout;
+  client->http_ = http::Client::create(client->io_.get_executor(), http_options);
+  client->thread_ = std::thread([io = &client->io_] { io->run(); });
+  return client;
+}
+
+Client::~Client() {
+  work_.reset();
+  io_.stop();
+  if (thread_.joinable()) thread_.join();
+  // Pooled connections hold sockets of io_: close them before io_ goes away.
+  http_.reset();
+}
+
+template <typename T, typename MakeFn>
+Result<T> Client::run(MakeFn make) {
+  // The slot is shared with the completion handler, which may still be returning on the
+  // io thread when the caller wakes up.
+  struct Slot {
+    std::optional<Result<T>> result;
+    std::promise<void> done;
+  };
+  auto slot = std::make_shared<Slot>();
+  std::future<void> done = slot->done.get_future();
+  asio::co_spawn(
+      io_,
+      [slot, make = std::move(make)]() mutable -> http::Awaitable<void> { slot->result.emplace(co_await make()); },
+      [slot](std::exception_ptr e) {
+        if (!slot->result) {
+          std::string what = "unknown exception";
+          try {
+            if (e) std::rethrow_exception(e);
+          } catch (const std::exception& ex) {
+            what = ex.what();
+          } catch (...) {
+          }
+          slot->result.emplace(Status::internal("client call failed: {}", what));
+        }
+        slot->done.set_value();
+      });
+  done.wait();
+  return std::move(*slot->result);
+}
+
+Result<std::pair<http::Endpoint, std::string>> Client::resolve(std::string_view target) const {
+  constexpr std::string_view kScheme = "http://";
+  if (target.substr(0, kScheme.size()) != kScheme) {
+    if (target.empty() || target.front() != '/') {
+      return Status::invalid_argument("request target '{}' is neither a path nor an http:// URL", target);
+    }
+    return std::make_pair(endpoint_, std::string(target));
+  }
+  const size_t slash = target.find('/', kScheme.size());
+  const std::string_view base = target.substr(0, slash);
+  ASSIGN_OR_RETURN(http::Endpoint endpoint, http::Endpoint::parse(base));
+  return std::make_pair(std::move(endpoint),
+                        slash == std::string_view::npos ? std::string("/") : std::string(target.substr(slash)));
+}
+
+std::string Client::object_target(std::string_view bucket, std::string_view name) {
+  return fmt::format("/v1/objects/{}/{}", http::percent_encode(bucket, false),
+                     http::percent_encode(name, /*keep_slash=*/true));
+}
+
+Status Client::status_of(const Response& response, std::string_view what) {
+  if (response.status < 400) return Status::ok();
+  Code code = code_of_http_status(response.status);
+  std::string message;
+  if (auto doc = detail::parse_json(response.body); doc && doc->is_object() && (*doc)["error"].is_object()) {
+    const JsonValue& error = (*doc)["error"];
+    if (auto named = code_of_name(error["code"].str()); named && *named != Code::kOk) code = *named;
+    message = error["message"].str();
+  } else {
+    message = response.body.substr(0, kMaxMessageSnippet);
+  }
+  return Status(code, fmt::format("{}: HTTP {}: {}", what, response.status, message));
+}
+
+Result<Response> Client::request(http::Method method, std::string_view target, std::string body,
+                                 http::Headers headers) {
+  ASSIGN_OR_RETURN(auto resolved, resolve(target));
+  return run<Response>([&]() -> http::Awaitable<Result<Response>> {
+    http::ClientRequest request;
+    request.method = method;
+    request.target = std::move(resolved.second);
+    request.headers = std::move(headers);
+    CO_ASSIGN_OR_RETURN(http::ClientResponse r, co_await http_->call(resolved.first, std::move(request),
+                                                                      std::move(body), options_.max_body_bytes));
+    co_return to_response(std::move(r));
+  });
+}
+
+Result<Response> Client::request_following(http::Method method, std::string target, std::string_view body,
+                                           const http::Headers& headers) {
+  for (int hops = 0;; ++hops) {
+    ASSIGN_OR_RETURN(Response r, request(method, target, std::string(body), headers));
+    const auto location = r.headers.get("Location");
+    if (!is_redirect(r.status) || !location || hops >= options_.max_redirects) return r;
+    target = std::string(*location);
+  }
+}
+
+Status Client::health() {
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, "/v1/health"));
+  if (r.status != 200) return Status::unavailable("GET /v1/health: HTTP {}: {}", r.status, r.body);
+  return Status::ok();
+}
+
+Result<NodeMap> Client::node_map() {
+  constexpr std::string_view kWhat = "GET /v1/cluster/map";
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, "/v1/cluster/map"));
+  RETURN_IF_ERROR(status_of(r, kWhat));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, kWhat));
+  NodeMap map;
+  ASSIGN_OR_RETURN(map.version, doc["version"].to_u64());
+  map.primary = doc["primary"].str();
+  for (const JsonValue& n : doc["nodes"].items()) {
+    map.nodes.push_back(NodeEntry{n["id"].str(), n["role"].str(), n["url"].str(), n["state"].str()});
+  }
+  return map;
+}
+
+Status Client::create_bucket(std::string_view bucket, std::string props_json) {
+  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false);
+  http::Headers headers;
+  if (!props_json.empty()) headers.set("Content-Type", "application/json");
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kPut, target, std::move(props_json), headers));
+  return status_of(r, "PUT " + target);
+}
+
+Status Client::delete_bucket(std::string_view bucket) {
+  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false);
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kDelete, target));
+  return status_of(r, "DELETE " + target);
+}
+
+Status Client::head_bucket(std::string_view bucket) {
+  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false);
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kHead, target));
+  return status_of(r, "HEAD " + target);
+}
+
+namespace {
+
+BucketEntry bucket_entry_of(const JsonValue& b) {
+  BucketEntry entry;
+  entry.name = b["name"].str();
+  if (auto id = b["id"].to_u64()) entry.id = *id;
+  entry.durability = b["props"]["durability"].str();
+  return entry;
+}
+
+}  // namespace
+
+Result<std::vector<BucketEntry>> Client::list_buckets() {
+  constexpr std::string_view kWhat = "GET /v1/buckets";
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, "/v1/buckets"));
+  RETURN_IF_ERROR(status_of(r, kWhat));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, kWhat));
+  std::vector<BucketEntry> out;
+  for (const JsonValue& b : doc["buckets"].items()) out.push_back(bucket_entry_of(b));
+  return out;
+}
+
+Result<BucketEntry> Client::bucket_props(std::string_view bucket) {
+  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false) + "/props";
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
+  RETURN_IF_ERROR(status_of(r, "GET " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
+  return bucket_entry_of(doc);
+}
+
+Status Client::set_bucket_props(std::string_view bucket, std::string props_json) {
+  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false) + "/props";
+  http::Headers headers;
+  headers.set("Content-Type", "application/json");
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kPut, target, std::move(props_json), headers));
+  return status_of(r, "PUT " + target);
+}
+
+Result<PutResult> Client::put(std::string_view bucket, std::string_view name, std::string_view bytes,
+                              http::Headers headers) {
+  const std::string target = object_target(bucket, name);
+  ASSIGN_OR_RETURN(const Response r, request_following(http::Method::kPut, target, bytes, headers));
+  RETURN_IF_ERROR(status_of(r, "PUT " + target));
+  return put_result_of(r, "PUT " + target);
+}
+
+Result<std::string> Client::get(std::string_view bucket, std::string_view name, std::optional<ByteRange> range) {
+  const std::string target = object_target(bucket, name);
+  http::Headers headers;
+  if (range) headers.set("Range", range->header);
+  ASSIGN_OR_RETURN(Response r, request_following(http::Method::kGet, target, {}, headers));
+  RETURN_IF_ERROR(status_of(r, "GET " + target));
+  return std::move(r.body);
+}
+
+Result<ObjectInfo> Client::head(std::string_view bucket, std::string_view name) {
+  const std::string target = object_target(bucket, name);
+  ASSIGN_OR_RETURN(const Response r, request_following(http::Method::kHead, target, {}, {}));
+  RETURN_IF_ERROR(status_of(r, "HEAD " + target));
+  return object_info_of(r);
+}
+
+Status Client::remove(std::string_view bucket, std::string_view name) {
+  const std::string target = object_target(bucket, name);
+  ASSIGN_OR_RETURN(const Response r, request_following(http::Method::kDelete, target, {}, {}));
+  return status_of(r, "DELETE " + target);
+}
+
+Result<ListPage> Client::list(std::string_view bucket, std::string_view prefix, size_t limit, std::string_view token) {
+  std::string target = "/v1/buckets/" + http::percent_encode(bucket, false);
+  char sep = '?';
+  auto add = [&](std::string_view key, std::string_view value) {
+    target += sep;
+    target += key;
+    target += '=';
+    target += http::percent_encode(value, false);
+    sep = '&';
+  };
+  if (!prefix.empty()) add("prefix", prefix);
+  if (limit != 0) add("limit", std::to_string(limit));
+  if (!token.empty()) add("token", token);
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
+  RETURN_IF_ERROR(status_of(r, "GET " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
+  ListPage page;
+  for (const JsonValue& o : doc["objects"].items()) {
+    ObjectEntry entry;
+    entry.name = o["name"].str();
+    ASSIGN_OR_RETURN(entry.size, o["size"].to_u64());
+    if (auto mtime = o["mtime"].to_i64()) entry.mtime_unix_nanos = *mtime;
+    entry.etag = o["etag"].str();
+    page.objects.push_back(std::move(entry));
+  }
+  page.next_token = doc["next_token"].str();
+  return page;
+}
+
+Result<std::vector<ObjectEntry>> Client::list_all(std::string_view bucket, std::string_view prefix,
+                                                  size_t page_limit) {
+  std::vector<ObjectEntry> out;
+  std::string token;
+  for (;;) {
+    ASSIGN_OR_RETURN(ListPage page, list(bucket, prefix, page_limit, token));
+    for (auto& o : page.objects) out.push_back(std::move(o));
+    if (page.next_token.empty()) return out;
+    if (page.next_token == token) return Status::internal("listing {}: the next token did not advance", bucket);
+    token = std::move(page.next_token);
+  }
+}
+
+Result<PutResult> Client::put_stream(std::string_view bucket, std::string_view name, uint64_t size,
+                                     const FillFn& fill, http::Headers headers) {
+  const std::string target = object_target(bucket, name);
+  const std::string what = "PUT " + target;
+  return run<PutResult>([&]() -> http::Awaitable<Result<PutResult>> {
+    http::ClientRequest request;
+    request.method = http::Method::kPut;
+    request.target = target;
+    request.headers = std::move(headers);
+    CO_ASSIGN_OR_RETURN(std::unique_ptr<http::Call> call, co_await http_->start(endpoint_, std::move(request), size));
+    std::vector<char> buffer(kStreamBufferBytes);
+    for (uint64_t left = size; left > 0;) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), left));
+      const size_t n = fill({buffer.data(), want});
+      if (n == 0 || n > want) {
+        co_return Status::invalid_argument("{}: the fill callback gave {} bytes with {} of {} left", what, n, left,
+                                           size);
+      }
+      Status written = co_await call->write({buffer.data(), n});
+      if (!written.is_ok()) co_return with_context(std::move(written), what);
+      left -= n;
+    }
+    auto head = co_await call->finish();
+    if (!head) co_return with_context(head.error(), what);
+    auto body = co_await http::read_all(call->body(), kMaxSmallBody);
+    if (!body) co_return with_context(body.error(), what + ": answer");
+    head->body = std::move(*body);
+    const Response r = to_response(std::move(*head));
+    CO_RETURN_IF_ERROR(status_of(r, what));
+    co_return put_result_of(r, what);
+  });
+}
+
+Result<ObjectInfo> Client::get_stream(std::string_view bucket, std::string_view name, const SinkFn& sink,
+                                      std::optional<ByteRange> range) {
+  std::string target = object_target(bucket, name);
+  const std::string what = "GET " + target;
+  http::Headers headers;
+  if (range) headers.set("Range", range->header);
+  for (int hops = 0;; ++hops) {
+    ASSIGN_OR_RETURN(auto resolved, resolve(target));
+    std::optional<std::string> location;
+    auto info = run<ObjectInfo>([&]() -> http::Awaitable<Result<ObjectInfo>> {
+      http::ClientRequest request;
+      request.method = http::Method::kGet;
+      request.target = resolved.second;
+      request.headers = headers;
+      CO_ASSIGN_OR_RETURN(std::unique_ptr<http::Call> call,
+                          co_await http_->start(resolved.first, std::move(request), uint64_t{0}));
+      auto head = co_await call->finish();
+      if (!head) co_return with_context(head.error(), what);
+      if (head->status < 200 || head->status >= 300) {
+        auto body = co_await http::read_all(call->body(), kMaxSmallBody);
+        if (body) head->body = std::move(*body);
+        Response r = to_response(std::move(*head));
+        if (auto l = r.headers.get("Location"); is_redirect(r.status) && l) {
+          location = std::string(*l);
+          co_return object_info_of(r);
+        }
+        co_return status_of(r, what);
+      }
+      std::vector<char> buffer(kStreamBufferBytes);
+      uint64_t received = 0;
+      for (;;) {
+        auto n = co_await call->body().read(buffer);
+        if (!n) co_return with_context(n.error(), fmt::format("{}: after {} bytes", what, received));
+        if (*n == 0) break;
+        CO_RETURN_IF_ERROR(sink({buffer.data(), *n}));
+        received += *n;
+      }
+      if (head->content_length && received != *head->content_length) {
+        co_return Status::unavailable("{}: the body ended after {} of {} bytes", what, received,
+                                      *head->content_length);
+      }
+      co_return object_info_of(to_response(std::move(*head)));
+    });
+    if (!info || !location || hops >= options_.max_redirects) return info;
+    target = std::move(*location);
+  }
+}
+
+}  // namespace silo::client

@@ -1,0 +1,186 @@
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "http/client.h"
+#include "http/message.h"
+
+namespace silo::client {
+
+// One HTTP answer as it came: status, headers and the whole body.
+struct Response {
+  int status = 0;
+  http::Headers headers;
+  std::optional<uint64_t> content_length;
+  std::string body;
+};
+
+struct NodeEntry {
+  std::string id;
+  std::string role;   // "proxy" | "target" | "all"
+  std::string url;    // "http://127.0.0.1:PORT"
+  std::string state;  // "online" | "down" | ...
+};
+
+// GET /v1/cluster/map
+struct NodeMap {
+  uint64_t version = 0;
+  std::string primary;
+  std::vector<NodeEntry> nodes;
+  const NodeEntry* find(std::string_view id) const;
+};
+
+struct BucketEntry {
+  std::string name;
+  uint64_t id = 0;
+  std::string durability;  // "fsync" | "page_cache" | "default"
+};
+
+struct ObjectEntry {
+  std::string name;
+  uint64_t size = 0;
+  int64_t mtime_unix_nanos = 0;
+  std::string etag;  // MD5 hex, no quotes
+};
+
+struct ListPage {
+  std::vector<ObjectEntry> objects;
+  std::string next_token;  // empty on the last page
+};
+
+struct PutResult {
+  std::string name;
+  uint64_t size = 0;
+  std::string etag;  // MD5 hex, no quotes
+};
+
+// What HEAD and get_stream() report about an object.
+struct ObjectInfo {
+  int status = 0;  // 200, or 206 for a range
+  uint64_t size = 0;  // Content-Length of the answer
+  std::string etag;   // without quotes
+  http::Headers headers;
+};
+
+// A byte range of a GET, written as the Range header wants it.
+struct ByteRange {
+  std::string header;  // "bytes=0-99"
+  static ByteRange first_last(uint64_t first, uint64_t last);  // bytes=first-last
+  static ByteRange from(uint64_t first);                       // bytes=first-
+  static ByteRange suffix(uint64_t length);                    // bytes=-length
+};
+
+struct ClientOptions {
+  std::chrono::milliseconds connect_timeout{3000};
+  std::chrono::milliseconds io_timeout{30000};
+  size_t max_body_bytes = 1024ull * 1024 * 1024;  // request()/get() answers past this fail
+  int max_redirects = 3;  // 307s followed by the object calls (never by request())
+};
+
+// Fills `buffer` with the next bytes of a streamed PUT and returns how many it wrote
+// (0 ends the body early, which fails the PUT). Runs on the client's io thread.
+using FillFn = std::function<size_t(std::span<char> buffer)>;
+// Takes the next bytes of a streamed GET; a non-ok Status aborts the transfer.
+using SinkFn = std::function<Status(std::span<const char> data)>;
+
+// A blocking client of Silo's native API (CONTRACT.md "HTTP endpoints") for tests, the
+// CLI and silo-bench. Owns an io_context run by its own thread(s) and an http::Client
+// with a keep-alive pool. Every method blocks the caller until the answer is in, and
+// may be called from several threads at once. Must not be destroyed while a call is in
+// flight.
+//
+// Non-2xx answers become a Status: the code comes from the server's error JSON
+// ({"error":{"code","message"}}) when there is one, otherwise from the HTTP status
+// (404 kNotFound, 409 kAlreadyExists, 400 kInvalidArgument, 416 kOutOfRange,
+// 503 kUnavailable, ...); the message names the request, the HTTP status and the
+// server's message. Transport failures are kUnavailable or kDeadlineExceeded.
+class Client {
+ public:
+  // `endpoint_url` is "http://host:port" of the node to talk to (normally a proxy).
+  static Result<std::unique_ptr<Client>> create(std::string_view endpoint_url, ClientOptions options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const std::string& endpoint_url() const { return endpoint_url_; }
+
+  // One raw request; the answer whatever its status (only transport errors fail).
+  // `target` is a percent-encoded path with query ("/v1/buckets?x=1") sent to the
+  // endpoint, or an absolute "http://host:port/..." URL (e.g. a Location header).
+  // Redirects are not followed.
+  Result<Response> request(http::Method method, std::string_view target, std::string body = {},
+                           http::Headers headers = {});
+
+  Status health();
+  Result<NodeMap> node_map();
+
+  // PUT /v1/buckets/{bucket}; `props_json` is the optional properties body.
+  Status create_bucket(std::string_view bucket, std::string props_json = {});
+  Status delete_bucket(std::string_view bucket);
+  Status head_bucket(std::string_view bucket);
+  Result<std::vector<BucketEntry>> list_buckets();
+  Result<BucketEntry> bucket_props(std::string_view bucket);
+  Status set_bucket_props(std::string_view bucket, std::string props_json);
+
+  // Object calls follow up to max_redirects 307s (redirect mode) to the owner target.
+  Result<PutResult> put(std::string_view bucket, std::string_view name, std::string_view bytes,
+                        http::Headers headers = {});
+  Result<std::string> get(std::string_view bucket, std::string_view name,
+                          std::optional<ByteRange> range = std::nullopt);
+  Result<ObjectInfo> head(std::string_view bucket, std::string_view name);
+  Status remove(std::string_view bucket, std::string_view name);
+
+  // One page of a bucket listing; limit 0 lets the server pick (1000).
+  Result<ListPage> list(std::string_view bucket, std::string_view prefix = {}, size_t limit = 0,
+                        std::string_view token = {});
+  // Every page until next_token is empty.
+  Result<std::vector<ObjectEntry>> list_all(std::string_view bucket, std::string_view prefix = {},
+                                            size_t page_limit = 0);
+
+  // Streams `size` bytes produced by `fill` (never held in memory all at once).
+  // Follows no redirect: the body would have to be produced twice.
+  Result<PutResult> put_stream(std::string_view bucket, std::string_view name, uint64_t size, const FillFn& fill,
+                               http::Headers headers = {});
+  // Streams the object (or a range of it) into `sink`; follows redirects.
+  Result<ObjectInfo> get_stream(std::string_view bucket, std::string_view name, const SinkFn& sink,
+                                std::optional<ByteRange> range = std::nullopt);
+
+  // "/v1/objects/{bucket}/{percent-encoded name, slashes kept}"
+  static std::string object_target(std::string_view bucket, std::string_view name);
+  // The Status a non-2xx answer stands for (ok for 1xx-3xx); `what` names the request.
+  static Status status_of(const Response& response, std::string_view what);
+
+ private:
+  Client(std::string endpoint_url, http::Endpoint endpoint, ClientOptions options);
+
+  // Runs `make()` (returning Awaitable<Result<T>>) on the io thread and waits for it.
+  template <typename T, typename MakeFn>
+  Result<T> run(MakeFn make);
+  // request() plus following 307s, with the body re-sent each time.
+  Result<Response> request_following(http::Method method, std::string target, std::string_view body,
+                                     const http::Headers& headers);
+  Result<std::pair<http::Endpoint, std::string>> resolve(std::string_view target) const;
+
+  const std::string endpoint_url_;
+  const http::Endpoint endpoint_;
+  const ClientOptions options_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::shared_ptr<http::Client> http_;
+  std::thread thread_;
+};
+
+}  // namespace silo::client

@@ -1,0 +1,101 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "client/client.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
+
+namespace silo::testing {
+
+struct ClusterOptions {
+  int proxies = 1;
+  int targets = 3;
+  int mountpaths = 2;
+  // Variables for deploy/local/cluster.sh, e.g. {"SILO_PROXY_MODE", "redirect"} or
+  // {"SILO_KEEPALIVE_TIMEOUT_MS", "1000"}. Inherited SILO_* variables are dropped so a
+  // developer's shell cannot change a test.
+  EnvVars env{};
+};
+
+// One node as its files under <dir>/nodes/<id>/ describe it right now.
+struct NodeInfo {
+  std::string id;
+  std::string role;  // "proxy" | "target"
+  std::string dir;   // <cluster dir>/nodes/<id>
+  std::string url;   // "http://127.0.0.1:PORT"
+  uint16_t port = 0;
+  pid_t pid = 0;     // the last one started (it may have exited since)
+  std::vector<std::string> mountpaths;  // <dir>/mp1.. on targets
+  std::string log_path;
+};
+
+// A real multi-process cluster on 127.0.0.1 driven through deploy/local/cluster.sh (the
+// one launcher; never a second one), in a fresh /tmp directory with kernel-picked ports,
+// so tests may run in parallel. Uses the silod of this build (SILO_BIN_DIR, overridable
+// with SILO_TEST_BIN_DIR). Blocking; use from the test's thread. The destructor stops
+// every node and deletes the directory, except when the current test failed (or
+// SILO_KEEP_CLUSTER=1): then it prints where the logs are.
+class LocalCluster {
+ public:
+  // Runs `cluster.sh up` and returns once every node is online.
+  static Result<std::unique_ptr<LocalCluster>> start(ClusterOptions options);
+  ~LocalCluster();
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+
+  const std::string& dir() const { return dir_.path(); }
+  // The primary proxy's URL (the cluster's endpoint).
+  const std::string& endpoint() const { return endpoint_; }
+  // A client of endpoint(), made at start.
+  client::Client& client() { return *client_; }
+  Result<std::unique_ptr<client::Client>> client_of(std::string_view id) const;
+
+  std::vector<std::string> node_ids() const;  // sorted: p1.., t1..
+  std::vector<std::string> proxy_ids() const;
+  std::vector<std::string> target_ids() const;
+  Result<NodeInfo> node(std::string_view id) const;
+
+  // SIGKILL, then waits until the process is gone.
+  Status kill(std::string_view id);
+  // `cluster.sh stop ID` / `cluster.sh restart ID` (restart waits until all are online).
+  Status stop(std::string_view id);
+  Status restart(std::string_view id);
+  // `cluster.sh down`: every node stopped with SIGTERM; data kept.
+  Status down();
+  // down(), then restarts every node, the primary first.
+  Status restart_all();
+
+  // Polls the primary's node map until node `id` has `state` ("online", "down").
+  Status wait_for_node_state(std::string_view id, std::string_view state, std::chrono::milliseconds timeout);
+
+ private:
+  LocalCluster(ClusterOptions options, TempDir dir) : options_(std::move(options)), dir_(std::move(dir)) {}
+  // Runs cluster.sh with `args` and --dir; the error carries the end of its output.
+  Status script(std::vector<std::string> args, std::chrono::milliseconds timeout);
+
+  const ClusterOptions options_;
+  TempDir dir_;
+  std::string endpoint_;
+  std::unique_ptr<client::Client> client_;
+};
+
+// Calls `predicate` every `poll` until it returns true; kDeadlineExceeded naming `what`
+// after `timeout`. The way to wait in tests (never a fixed sleep).
+Status wait_until(const std::function<bool()>& predicate, std::chrono::milliseconds timeout,
+                  std::string_view what, std::chrono::milliseconds poll = std::chrono::milliseconds(20));
+
+// The value of `"key": <value>` in a small flat JSON document (a node file): the string
+// without quotes, or the number's text; "" when absent. No JSON library: see README.
+std::string json_field(std::string_view text, std::string_view key);
+
+}  // namespace silo::testing

@@ -1,0 +1,134 @@
+// kill -9 of a target while many PUTs stream through the proxy: nothing acknowledged is
+// lost, nothing partial becomes visible, and no work file or orphan object file remains.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "test_util.h"
+#include "testing/random.h"
+#include "wire/codec.h"
+
+namespace silo::integration {
+namespace {
+
+struct Attempt {
+  uint64_t seed = 0;  // the bytes are Random(seed).bytes(size): no need to keep them
+  size_t size = 0;
+  bool is_acknowledged = false;  // the PUT answered 200
+  std::string error;
+};
+
+std::string bytes_of(const Attempt& a) { return silo::testing::Random(a.seed).bytes(a.size); }
+
+// The names target `id` lists for `bucket` (its own objects only), from its internal
+// listing endpoint.
+Result<size_t> objects_listed_by(LocalCluster& cluster, const std::string& id, std::string_view bucket) {
+  ASSIGN_OR_RETURN(auto direct, cluster.client_of(id));
+  size_t count = 0;
+  std::string start_after;
+  for (;;) {
+    const std::string target = fmt::format("/v1/internal/list/{}?limit=10000&start_after={}", bucket,
+                                           http::percent_encode(start_after, false));
+    ASSIGN_OR_RETURN(const client::Response r, direct->request(http::Method::kGet, target));
+    RETURN_IF_ERROR(client::Client::status_of(r, "GET " + target));
+    ASSIGN_OR_RETURN(const wire::ListPage page, wire::decode<wire::ListPage>(r.body, wire::Source::kNetwork));
+    count += static_cast<size_t>(page.entries_size());
+    if (!page.is_truncated() || page.entries_size() == 0) return count;
+    start_after = page.entries(page.entries_size() - 1).name();
+  }
+}
+
+TEST(CrashTest, KillTargetDuringConcurrentPutsLosesNothingAcknowledged) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1,
+                                                          .targets = 3,
+                                                          .env = {{"SILO_KEEPALIVE_INTERVAL_MS", "200"},
+                                                                  {"SILO_KEEPALIVE_TIMEOUT_MS", "1000"}}}));
+  ASSERT_OK(cluster->client().create_bucket("crash"));
+  silo::testing::Random random;
+
+  constexpr int kThreads = 4;
+  std::mutex mutex;
+  std::map<std::string, Attempt> attempts;  // GUARDED_BY(mutex)
+  std::atomic<int> acknowledged{0};
+  std::atomic<int> finished{0};
+  std::atomic<bool> is_stopping{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t, rng = random.fork()]() mutable {
+      auto c = client::Client::create(cluster->endpoint(), {.io_timeout = milliseconds(15000)});
+      if (!c) return;
+      for (int i = 0; !is_stopping; ++i) {
+        Attempt a;
+        a.seed = rng.next();
+        a.size = rng.uniform(64 * 1024, 4 * 1024 * 1024);
+        const std::string name = fmt::format("w{}/obj-{:04}", t, i);
+        auto put = (*c)->put("crash", name, bytes_of(a));
+        a.is_acknowledged = put.has_value();
+        if (!put) a.error = put.error().to_string();
+        acknowledged += a.is_acknowledged;
+        ++finished;
+        std::lock_guard lock(mutex);
+        attempts.emplace(name, std::move(a));
+      }
+    });
+  }
+  auto join = [&] {
+    is_stopping = true;
+    for (auto& th : threads) th.join();
+    threads.clear();
+  };
+  Status warmed = silo::testing::wait_until([&] { return acknowledged >= 24; }, seconds(20), "24 acknowledged PUTs");
+  if (!warmed.is_ok()) join();
+  ASSERT_OK(warmed);
+
+  ASSERT_OK(cluster->kill("t2"));
+  const int finished_at_kill = finished;
+  // Keep the load on while the dead target is noticed and its PUTs fail.
+  Status loaded = silo::testing::wait_until([&] { return finished >= finished_at_kill + 24; }, seconds(20),
+                                            "24 more PUT attempts after the kill");
+  join();
+  ASSERT_OK(loaded);
+  ASSERT_OK(cluster->restart("t2"));
+  ASSERT_OK(cluster->wait_for_node_state("t2", "online", seconds(10)));
+
+  client::Client& c = cluster->client();
+  size_t failed = 0;
+  for (const auto& [name, a] : attempts) {
+    auto got = c.get("crash", name);
+    if (a.is_acknowledged) {
+      ASSERT_TRUE(got.has_value()) << "acknowledged PUT of " << name << " is lost: " << got.error();
+      EXPECT_EQ(difference(bytes_of(a), *got), "") << "acknowledged object " << name;
+      continue;
+    }
+    ++failed;
+    if (got) {
+      EXPECT_EQ(difference(bytes_of(a), *got), "") << "failed PUT of " << name << " (" << a.error
+                                                   << ") left a different object";
+    } else {
+      EXPECT_EQ(got.error().code(), Code::kNotFound) << "failed PUT of " << name << ": " << got.error();
+    }
+  }
+  EXPECT_GT(failed, 0u) << "no PUT failed: the kill did not hit any PUT in flight (attempts: " << attempts.size()
+                        << ")";
+
+  const std::vector<std::string> leftovers = work_files(*cluster);
+  EXPECT_TRUE(leftovers.empty()) << leftovers.size() << " work files left, e.g. " << leftovers.front();
+
+  ASSERT_OK_AND_ASSIGN(const NodeInfo t2, cluster->node("t2"));
+  ASSERT_OK_AND_ASSIGN(const size_t listed_by_t2, objects_listed_by(*cluster, "t2", "crash"));
+  EXPECT_EQ(object_file_count(t2), listed_by_t2) << "object files on t2 vs objects t2 lists (orphans?)";
+  size_t files = 0;
+  for (const auto& id : cluster->target_ids()) {
+    ASSERT_OK_AND_ASSIGN(const NodeInfo n, cluster->node(id));
+    files += object_file_count(n);
+  }
+  ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all("crash"));
+  EXPECT_EQ(files, listed.size()) << "object files on all targets vs objects listed by the proxy";
+  EXPECT_GE(listed.size(), static_cast<size_t>(acknowledged.load()));
+}
+
+}  // namespace
+}  // namespace silo::integration
