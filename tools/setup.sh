@@ -6,7 +6,7 @@ set -euo pipefail
 build_packages=(
   libboost-dev librocksdb-dev libisal-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev libssl-dev liburing-dev
-  libprotobuf-dev protobuf-compiler libarchive-dev libcli11-dev
+  libprotobuf-dev protobuf-compiler libarchive-dev libcli11-dev libexpat1-dev
   pkg-config ninja-build ccache cmake g++ curl python3
 )
 # Tools the tests and bench scripts drive (integration tests use curl and python3).
