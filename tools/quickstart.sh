@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start, command 1 (CONTRACT.md): installs what is missing, builds, and starts Silo
-# as one process (`silod --role all`) serving the S3 and native API on
+# as one process (`silod --role all`) serving the native API (S3: issue #3) on
 # http://127.0.0.1:8080. Returns once it is ready; the node keeps running in the background.
 #   SILO_DATA_DIR  data directory (default /var/lib/silo)
 #   SILO_PORT      port (default 8080)
@@ -25,7 +25,7 @@ echo $! >"$pid_file"
 for _ in $(seq 1 300); do
   if curl -fsS "http://127.0.0.1:$port/v1/health" >/dev/null 2>&1; then
     cat <<MSG
-Silo is ready on http://127.0.0.1:$port (S3 and native API /v1/...)
+Silo is ready on http://127.0.0.1:$port (native API /v1/...; the S3 API arrives with issue #3)
   data:    $data_dir      log: $data_dir/silod.log
   try:     curl -X PUT http://127.0.0.1:$port/v1/buckets/demo
   stop:    kill \$(cat $pid_file)

@@ -147,7 +147,7 @@ add_node() {  # role mountpaths port -> prints the new id
 print_endpoint() {
   cat <<MSG
 Silo is up: $(node_ids | wc -l) nodes in $dir
-  endpoint:     $(primary_url)   (S3 and native API /v1/...)
+  endpoint:     $(primary_url)   (native API /v1/...; S3 API: issue #3)
   credentials:  SILO_ACCESS_KEY=$access_key SILO_SECRET_KEY=$secret_key
   status:       $0 status --dir $dir
   stop:         $0 down --dir $dir
