@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 
 #include "base/log.h"
 #include "config/config.h"
@@ -52,6 +53,13 @@ int main(int argc, char** argv) {
   if (!primary.empty()) node.primary_url = primary;
   if (!log_level.empty()) node.log_level = log_level;
   if (!ready_file.empty()) node.ready_file = ready_file;
+  // The admin S3 credentials (CONTRACT.md "Credentials").
+  if (const char* key = std::getenv("SILO_ACCESS_KEY"); key != nullptr && *key != '\0') {
+    config.cluster.auth.admin_access_key = key;
+  }
+  if (const char* secret = std::getenv("SILO_SECRET_KEY"); secret != nullptr && *secret != '\0') {
+    config.cluster.auth.admin_secret_key = secret;
+  }
   if (const silo::Status s = silo::config::finalize(config); !s.is_ok()) {
     std::fprintf(stderr, "silod: %s\n", s.message().c_str());
     return 2;

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "cluster/reply.h"
 #include "wire/json.h"
@@ -75,10 +76,23 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
     store::StoreOptions options;
     options.mountpaths = nc.mountpaths;
     options.threads_per_mountpath = nc.disk_threads_per_mountpath;
+    options.min_part_size = node->config_.cluster.s3.min_part_size;
     ASSIGN_OR_RETURN(node->store_, store::Store::open(std::move(options)));
   }
-  node->data_client_ = http::Client::create(node->io_.get_executor(), http::ClientOptions{});
+  node->cluster_auth_ = std::make_unique<cluster::ClusterAuth>(node->config_.cluster.auth);
+  node->users_ = std::make_unique<cluster::Users>(node->config_.cluster.auth, *node->maps_);
+  // Every request a node sends to another is signed with the cluster secret.
+  Node* signer = node.get();
+  const auto sign = [signer](const http::Endpoint&, http::ClientRequest& request) {
+    request.headers.set(cluster::kClusterAuthHeader,
+                        signer->cluster_auth_->sign(signer->config_.node.id, http::method_name(request.method),
+                                                    request.target, Clock::real().unix_nanos() / 1'000'000'000));
+  };
+  http::ClientOptions data;
+  data.decorate = sign;
+  node->data_client_ = http::Client::create(node->io_.get_executor(), data);
   http::ClientOptions control;
+  control.decorate = sign;
   control.connect_timeout = std::chrono::milliseconds(1000);
   control.io_timeout = std::chrono::milliseconds(5000);
   node->control_client_ = http::Client::create(node->io_.get_executor(), control);
@@ -124,12 +138,15 @@ http::Awaitable<void> Node::start() {
                                                data_client_, member_.get(), stats_);
     maps_->on_change([this] { asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached); });
   }
-  if (config::is_proxy(nc.role)) {
-    proxy::ProxyOptions options{self_, config_.cluster, nullptr};
+  // Every node is a gateway (DESIGN.md: every node answers the S3 and native API); the
+  // proxy role only means it stores nothing.
+  {
+    proxy::ProxyOptions options{self_, config_.cluster, nullptr, nullptr};
     if (target_) {
       options.local_target = [this](http::Exchange& e, std::string b, std::string n) {
         return target_->handle_object(e, std::move(b), std::move(n));
       };
+      options.local_s3 = [this](http::Exchange& e, const cluster::S3Request& r) { return target_->handle_s3(e, r); };
     }
     proxy_ = std::make_unique<proxy::Proxy>(std::move(options), *maps_, data_client_, primary_.get(), stats_);
   }
@@ -161,7 +178,10 @@ http::Awaitable<void> Node::start() {
     if (is_stopping_) co_return;
     asio::co_spawn(io_, member_->run(), asio::detached);
   }
-  if (target_) asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
+  if (target_) {
+    asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
+    asio::co_spawn(io_, target_->sweep_uploads(std::chrono::hours(1)), asio::detached);
+  }
   is_ready_ = true;
   if (const Status s = write_ready_file(); !s.is_ok()) SILO_LOG_ERROR("ready file: {}", s);
   SILO_LOG_INFO("node {} ready (node map v{}, bucket map v{})", nc.id, maps_->node_map()->version(),
@@ -190,16 +210,78 @@ http::Awaitable<void> Node::shutdown() {
 http::Awaitable<void> Node::dispatch(http::Exchange& exchange) {
   const http::RequestHead& request = exchange.request();
   const std::string& path = request.path;
-  std::string bucket;
-  std::string name;
+  const bool is_signed = request.headers.has("Authorization") || request.query.find("X-Amz-Signature=") != std::string::npos;
   if (path == "/v1/health") {
     co_await cluster::send_json(exchange, is_ready_ ? 200 : 503,
                                 is_ready_ ? R"({"status":"ready"})" : R"({"status":"starting"})");
-  } else if (path == "/metrics") {
+    co_return;
+  }
+  // Prometheus scrapes unsigned; a signed request for /metrics is S3 (a bucket "metrics").
+  if (path == "/metrics" && !is_signed) {
     http::ResponseHead head;
     head.headers.set("Content-Type", "text/plain; version=0.0.4");
     std::ignore = co_await exchange.response().send(std::move(head), stats_.render());  // client gone
-  } else if (path == "/v1/cluster/map") {
+    co_return;
+  }
+  bool is_intra_cluster = false;
+  if (auto value = request.headers.get(cluster::kClusterAuthHeader)) {
+    const Status s = cluster_auth_->verify(*value, request.method_text, request.target,
+                                           Clock::real().unix_nanos() / 1'000'000'000);
+    if (!s.is_ok()) {
+      SILO_LOG_WARN("refused {} {} from {}: {}", request.method_text, request.target, request.remote_address, s);
+      co_await cluster::send_error(exchange, Status::permission_denied("{}", s.message()));
+      co_return;
+    }
+    is_intra_cluster = true;
+  }
+  // Bucket names are at least 3 characters, so "/v1/..." is never S3.
+  if (starts_with(path, "/v1/")) {
+    co_await dispatch_native(exchange, is_intra_cluster);
+  } else {
+    co_await dispatch_s3(exchange, is_intra_cluster && request.headers.has(cluster::kForwardedHeader));
+  }
+}
+
+http::Awaitable<void> Node::dispatch_s3(http::Exchange& exchange, bool is_forwarded) {
+  auto request = cluster::parse_s3_request(exchange.request(), *users_, config_.cluster.s3,
+                                           Clock::real().unix_nanos() / 1'000'000'000);
+  if (!request) {
+    co_await cluster::send_s3_error(exchange, request.error(), s3::Subject::kService, nullptr);
+    co_return;
+  }
+  // Relayed here by another node because this one owns the object: run it (the target
+  // refuses to forward a second time, so differing maps cannot make a loop).
+  if (is_forwarded && target_) {
+    co_await target_->handle_s3(exchange, *request);
+    co_return;
+  }
+  co_await proxy_->handle_s3(exchange, *request);
+}
+
+http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_intra_cluster) {
+  const http::RequestHead& request = exchange.request();
+  const std::string& path = request.path;
+  std::string bucket;
+  std::string name;
+  const bool is_internal = starts_with(path, "/v1/internal/");
+  bool is_admin = is_intra_cluster;
+  if (is_internal && !is_intra_cluster) {
+    co_await cluster::send_error(exchange, Status::permission_denied("{} is for the nodes of the cluster only", path));
+    co_return;
+  }
+  if (!is_intra_cluster) {
+    // The native API takes the S3 keys: SigV4 in the header or the query.
+    auto auth = cluster::authenticate(request, *users_, Clock::real().unix_nanos() / 1'000'000'000);
+    if (!auth || !*auth) {
+      // Named, not a ternary temporary inside co_await (docs/adr/0003).
+      Status denied = Status::permission_denied("the native API needs a SigV4 signature with the cluster's keys");
+      if (!auth) denied = Status::permission_denied("{}", auth.error().message());
+      co_await cluster::send_error(exchange, denied);
+      co_return;
+    }
+    is_admin = users_->is_admin((*auth)->access_key);
+  }
+  if (path == "/v1/cluster/map") {
     co_await cluster::send_json(exchange, 200, wire::node_map_json(*maps_->node_map()));
   } else if (path == cluster::kKeepalivePath && request.method == http::Method::kPost) {
     co_await handle_keepalive(exchange);
@@ -207,15 +289,19 @@ http::Awaitable<void> Node::dispatch(http::Exchange& exchange) {
     co_await handle_metasync(exchange);
   } else if (starts_with(path, "/v1/internal/list/") && target_) {
     co_await target_->handle_list(exchange, path.substr(std::string_view("/v1/internal/list/").size()));
+  } else if (starts_with(path, "/v1/internal/uploads/") && target_) {
+    co_await target_->handle_list_uploads(exchange, path.substr(std::string_view("/v1/internal/uploads/").size()));
   } else if (starts_with(path, "/v1/objects/") &&
              split_object_path(std::string_view(path).substr(12), bucket, name)) {
-    if (proxy_) {
-      co_await proxy_->handle_object(exchange, std::move(bucket), std::move(name));
-    } else {
+    if (request.headers.has(cluster::kForwardedHeader) && target_) {
       co_await target_->handle_object(exchange, std::move(bucket), std::move(name));
+    } else {
+      co_await proxy_->handle_object(exchange, std::move(bucket), std::move(name));
     }
-  } else if ((path == "/v1/buckets" || starts_with(path, "/v1/buckets/")) && proxy_) {
+  } else if (path == "/v1/buckets" || starts_with(path, "/v1/buckets/")) {
     co_await proxy_->handle_buckets(exchange, path.substr(std::string_view("/v1/buckets").size()));
+  } else if (path == "/v1/users" || starts_with(path, "/v1/users/")) {
+    co_await proxy_->handle_users(exchange, path.substr(std::string_view("/v1/users").size()), is_admin);
   } else {
     co_await cluster::send_error(exchange, Status::not_found("no such endpoint: {} {} on a {} node",
                                                              request.method_text, path,

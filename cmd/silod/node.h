@@ -6,7 +6,9 @@
 #include <memory>
 
 #include "cluster/cluster_maps.h"
+#include "cluster/intra_auth.h"
 #include "cluster/primary.h"
+#include "cluster/s3_request.h"
 #include "config/config.h"
 #include "http/client.h"
 #include "http/server.h"
@@ -32,11 +34,16 @@ class Node {
   http::Awaitable<void> start();
   http::Awaitable<void> shutdown();
   http::Awaitable<void> dispatch(http::Exchange& exchange);
+  http::Awaitable<void> dispatch_native(http::Exchange& exchange, bool is_intra_cluster);
+  http::Awaitable<void> dispatch_s3(http::Exchange& exchange, bool is_forwarded);
+
   http::Awaitable<void> handle_metasync(http::Exchange& exchange);
   http::Awaitable<void> handle_keepalive(http::Exchange& exchange);
   Status write_ready_file() const;
 
   config::Config config_;
+  std::unique_ptr<cluster::ClusterAuth> cluster_auth_;
+  std::unique_ptr<cluster::Users> users_;
   boost::asio::io_context io_;
   stats::Registry stats_;
   store::DiskExecutor state_disk_{1};

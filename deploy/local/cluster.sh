@@ -92,7 +92,8 @@ write_config() {  # id role port mountpath-count primary-url
     "keepalive_interval_ms": ${SILO_KEEPALIVE_INTERVAL_MS:-1000},
     "keepalive_timeout_ms": ${SILO_KEEPALIVE_TIMEOUT_MS:-5000},
     "durability": "${SILO_DURABILITY:-fsync}",
-    "proxy_mode": "${SILO_PROXY_MODE:-stream}"
+    "proxy_mode": "${SILO_PROXY_MODE:-stream}",
+    "auth": {"admin_access_key": "$access_key", "admin_secret_key": "$secret_key"}
   }
 }
 JSON
@@ -101,7 +102,7 @@ JSON
 launch() {  # id: start the node in the background; returns at once
   local id=$1 nd; nd=$(node_dir "$id")
   rm -f "$nd/ready.json"
-  setsid "$(silod_bin)" --config "$nd/config.json" >>"$nd/silod.log" 2>&1 </dev/null &
+  SILO_ACCESS_KEY=$access_key SILO_SECRET_KEY=$secret_key setsid "$(silod_bin)" --config "$nd/config.json" >>"$nd/silod.log" 2>&1 </dev/null &
   echo $! >"$nd/pid"
 }
 
@@ -124,7 +125,8 @@ wait_ready() {  # id: until its ready file appears; pins a kernel-picked port
 wait_online() {  # every node of DIR online in the primary's node map
   local want; want=$(node_ids | wc -l) deadline=$((SECONDS + ready_timeout))
   while :; do
-    local map; map=$(curl -fsS "$(primary_url)/v1/cluster/map" 2>/dev/null || true)
+    local map; map=$(curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$access_key:$secret_key" \
+      "$(primary_url)/v1/cluster/map" 2>/dev/null || true)
     local online; online=$(grep -o '"state":"online"' <<<"$map" | wc -l)
     [ "$online" -ge "$want" ] && return 0
     [ $SECONDS -lt $deadline ] || die "only $online of $want nodes online after ${ready_timeout}s"
@@ -147,7 +149,7 @@ add_node() {  # role mountpaths port -> prints the new id
 print_endpoint() {
   cat <<MSG
 Silo is up: $(node_ids | wc -l) nodes in $dir
-  endpoint:     $(primary_url)   (native API /v1/...; S3 API: issue #3)
+  endpoint:     $(primary_url)   (S3 API, path-style or http://BUCKET.localhost:PORT; native API /v1/...)
   credentials:  SILO_ACCESS_KEY=$access_key SILO_SECRET_KEY=$secret_key
   status:       $0 status --dir $dir
   stop:         $0 down --dir $dir

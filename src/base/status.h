@@ -70,6 +70,19 @@ class [[nodiscard]] Status {
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
 
+  // A machine-readable reason that refines the code for API layers that need more than
+  // it says (S3 names: "NoSuchUpload", "PreconditionFailed", "InvalidPart"...). Empty
+  // when the code alone is enough. Kept through annotate().
+  const std::string& reason() const { return reason_; }
+  Status& with_reason(std::string reason) & {
+    reason_ = std::move(reason);
+    return *this;
+  }
+  Status&& with_reason(std::string reason) && {
+    reason_ = std::move(reason);
+    return std::move(*this);
+  }
+
   // Prefixes the message with context; a layer adds its context once.
   template <typename... Args>
   Status& annotate(fmt::format_string<Args...> format, Args&&... args) {
@@ -85,6 +98,7 @@ class [[nodiscard]] Status {
  private:
   Code code_ = Code::kOk;
   std::string message_;
+  std::string reason_;
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Status& s) { return os << s.to_string(); }

@@ -88,3 +88,18 @@ TEST(Base64Test, RoundTripsAndRejectsGarbage) {
 }
 }  // namespace
 }  // namespace silo
+
+namespace silo {
+namespace {
+
+TEST(StatusTest, ReasonRefinesTheCodeAndSurvivesAnnotation) {
+  Status s = Status::not_found("upload u1 of a/b").with_reason("NoSuchUpload");
+  s.annotate("complete");
+  EXPECT_EQ(s.code(), Code::kNotFound);
+  EXPECT_EQ(s.reason(), "NoSuchUpload");
+  EXPECT_EQ(s.message(), "complete: upload u1 of a/b");
+  EXPECT_TRUE(Status::not_found("x").reason().empty());
+}
+
+}  // namespace
+}  // namespace silo

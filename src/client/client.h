@@ -88,6 +88,11 @@ struct ClientOptions {
   std::chrono::milliseconds io_timeout{30000};
   size_t max_body_bytes = 1024ull * 1024 * 1024;  // request()/get() answers past this fail
   int max_redirects = 3;  // 307s followed by the object calls (never by request())
+  // Every request is signed with SigV4 (UNSIGNED-PAYLOAD) with these keys. Defaults:
+  // SILO_ACCESS_KEY / SILO_SECRET_KEY from the environment, else the cluster defaults.
+  std::string access_key{};
+  std::string secret_key{};
+  std::string region = "us-east-1";
 };
 
 // Fills `buffer` with the next bytes of a streamed PUT and returns how many it wrote

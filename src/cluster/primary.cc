@@ -206,6 +206,33 @@ http::Awaitable<Result<wire::Bucket>> Primary::create_bucket(std::string name, w
   co_return *bucket;
 }
 
+http::Awaitable<Status> Primary::put_user(wire::User user) {
+  user.set_created_unix_nanos(clock_.unix_nanos());
+  co_return co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
+    auto* list = buckets.mutable_users();
+    auto it = std::find_if(list->begin(), list->end(), [&](const auto& u) { return u.access_key() == user.access_key(); });
+    if (it != list->end()) {
+      *it = user;
+    } else {
+      *list->Add() = user;
+      std::sort(list->begin(), list->end(), [](const auto& x, const auto& y) { return x.access_key() < y.access_key(); });
+    }
+    changed.bucket_map = true;
+    return Status::ok();
+  });
+}
+
+http::Awaitable<Status> Primary::delete_user(std::string access_key) {
+  co_return co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
+    auto* list = buckets.mutable_users();
+    auto it = std::find_if(list->begin(), list->end(), [&](const auto& u) { return u.access_key() == access_key; });
+    if (it == list->end()) return Status::not_found("user {} does not exist", access_key);
+    list->erase(it);
+    changed.bucket_map = true;
+    return Status::ok();
+  });
+}
+
 http::Awaitable<Status> Primary::delete_bucket(std::string name) {
   co_return co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
     auto* list = buckets.mutable_buckets();

@@ -40,6 +40,10 @@ class Primary {
   http::Awaitable<Result<wire::Bucket>> create_bucket(std::string name, wire::BucketProps props);
   // Errors: kNotFound. The caller checked that the bucket is empty.
   http::Awaitable<Status> delete_bucket(std::string name);
+  // Adds or replaces a user (bucket map `users`).
+  http::Awaitable<Status> put_user(wire::User user);
+  // Errors: kNotFound.
+  http::Awaitable<Status> delete_user(std::string access_key);
   // Errors: kNotFound.
   http::Awaitable<Result<wire::Bucket>> set_bucket_props(std::string name, wire::BucketProps props);
 

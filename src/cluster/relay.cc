@@ -21,6 +21,7 @@ http::Awaitable<Status> relay(http::Exchange& exchange, http::Client& client, co
     if (!is_hop_by_hop(name)) request.headers.add(name, value);
   }
   for (const auto& [name, value] : extra.fields()) request.headers.set(name, value);
+  if (auto host = in.headers.get("Host")) request.host = std::string(*host);
   std::optional<uint64_t> length = in.content_length;
   if (!length && !in.is_chunked) length = 0;
 

@@ -113,17 +113,43 @@ Status read_http(const json& j, HttpLimits& h) {
   return r.finish();
 }
 
+Status read_auth(const json& j, AuthConfig& a) {
+  Reader r(j, "cluster.auth");
+  r.field("admin_access_key", a.admin_access_key);
+  r.field("admin_secret_key", a.admin_secret_key);
+  r.field("cluster_secret", a.cluster_secret);
+  return r.finish();
+}
+
+Status read_s3(const json& j, S3Config& s) {
+  Reader r(j, "cluster.s3");
+  r.field("domains", s.domains);
+  r.field("region", s.region);
+  r.duration("multipart_upload_ttl_h", s.multipart_upload_ttl);
+  r.field("min_part_size", s.min_part_size);
+  r.field("max_object_size", s.max_object_size);
+  return r.finish();
+}
+
+// Reads the optional sub-object `key` of `j` with `read`.
+template <typename Section, typename ReadFn>
+Status read_section(Reader& r, const json& j, const char* key, Section& out, ReadFn read) {
+  r.known(key);
+  const auto it = j.find(key);
+  if (it == j.end()) return Status::ok();
+  if (!it->is_object()) return Status::invalid_argument("config: cluster.{} must be an object", key);
+  return read(*it, out);
+}
+
 Status read_cluster(const json& j, ClusterConfig& c) {
   Reader r(j, "cluster");
   r.duration("keepalive_interval_ms", c.keepalive_interval);
   r.duration("keepalive_timeout_ms", c.keepalive_timeout);
   r.choice("durability", c.durability, {{"fsync", Durability::kFsync}, {"page_cache", Durability::kPageCache}});
   r.choice("proxy_mode", c.proxy_mode, {{"stream", ProxyMode::kStream}, {"redirect", ProxyMode::kRedirect}});
-  const auto http = j.find("http");
-  bool has_http = http != j.end();
-  if (has_http && !http->is_object()) return Status::invalid_argument("config: cluster.http must be an object");
-  r.known("http");
-  if (has_http) RETURN_IF_ERROR(read_http(*http, c.http));
+  RETURN_IF_ERROR(read_section(r, j, "http", c.http, read_http));
+  RETURN_IF_ERROR(read_section(r, j, "auth", c.auth, read_auth));
+  RETURN_IF_ERROR(read_section(r, j, "s3", c.s3, read_s3));
   return r.finish();
 }
 
@@ -200,6 +226,16 @@ Status finalize(Config& config) {
   if (c.http.max_connections == 0) return Status::invalid_argument("config: cluster.http.max_connections must be > 0");
   for (auto t : {c.http.idle_timeout, c.http.header_timeout, c.http.body_idle_timeout}) {
     if (t.count() == 0) return Status::invalid_argument("config: cluster.http timeouts must be > 0 s");
+  }
+  if (c.auth.admin_access_key.size() < 3 || c.auth.admin_access_key.size() > 128) {
+    return Status::invalid_argument("config: cluster.auth.admin_access_key must be 3..128 characters");
+  }
+  if (c.auth.admin_secret_key.size() < 8) {
+    return Status::invalid_argument("config: cluster.auth.admin_secret_key must be at least 8 characters");
+  }
+  if (c.s3.region.empty()) return Status::invalid_argument("config: cluster.s3.region must not be empty");
+  if (c.s3.multipart_upload_ttl.count() == 0) {
+    return Status::invalid_argument("config: cluster.s3.multipart_upload_ttl_h must be > 0");
   }
   return Status::ok();
 }

@@ -29,6 +29,29 @@ struct HttpLimits {
   std::chrono::seconds drain_timeout{20};
 };
 
+// Who may use the cluster. Every node checks every request itself (SigV4 for clients, the
+// cluster secret for intra-cluster calls), so no node can be used to bypass another's checks.
+struct AuthConfig {
+  // The admin user; silod takes SILO_ACCESS_KEY / SILO_SECRET_KEY from the environment
+  // when they are set. More users are added through the native API (bucket map).
+  std::string admin_access_key = "silo-admin";
+  std::string admin_secret_key = "silo-secret-key";
+  // Signs intra-cluster requests. Empty: derived from the admin secret, so the nodes of a
+  // cluster agree without one more setting (set it to rotate the admin key independently).
+  std::string cluster_secret;
+};
+
+// The S3 surface.
+struct S3Config {
+  // Virtual-host style: a Host of "<bucket>.<domain>[:port]" names the bucket.
+  std::vector<std::string> domains = {"localhost"};
+  std::string region = "us-east-1";  // GetBucketLocation's answer; any signed region is accepted
+  // Multipart uploads not completed or aborted within this time are removed.
+  std::chrono::hours multipart_upload_ttl{7 * 24};
+  uint64_t min_part_size = 5 * 1024 * 1024;  // EntityTooSmall below this (all parts but the last)
+  uint64_t max_object_size = 5ULL * 1024 * 1024 * 1024 * 1024;  // EntityTooLarge past this
+};
+
 // Settings every node of a cluster shares. The primary's copy is the cluster's.
 struct ClusterConfig {
   std::chrono::milliseconds keepalive_interval{1000};
@@ -37,6 +60,8 @@ struct ClusterConfig {
   Durability durability = Durability::kFsync;
   ProxyMode proxy_mode = ProxyMode::kStream;
   HttpLimits http;
+  AuthConfig auth;
+  S3Config s3;
 };
 
 // Settings of one node.

@@ -100,6 +100,12 @@ class ClientImpl final : public Client, public std::enable_shared_from_this<Clie
       GUARDED_BY(mu_);
 };
 
+// `request` as ClientOptions::decorate makes it (signed).
+ClientRequest decorated(const ClientImpl& client, const Endpoint& endpoint, ClientRequest request) {
+  if (client.options().decorate) client.options().decorate(endpoint, request);
+  return request;
+}
+
 // A request in flight on one connection. It may replace a stale pooled connection once,
 // as long as no body byte was sent (or the body is kept in memory to be sent again).
 class ClientCall final : public Call, public BodyReader {
@@ -108,7 +114,7 @@ class ClientCall final : public Call, public BodyReader {
              std::optional<uint64_t> content_length, std::optional<std::string> replay_body)
       : client_(std::move(client)),
         endpoint_(std::move(endpoint)),
-        request_(std::move(request)),
+        request_(decorated(*client_, endpoint_, std::move(request))),
         content_length_(content_length),
         replay_body_(std::move(replay_body)) {}
 
@@ -160,7 +166,7 @@ Awaitable<ErrorCode> ClientCall::send_head() {
   Result<bhttp::verb> verb = to_verb(request_.method);
   if (!verb) co_return bhttp::error::bad_method;
   bhttp::request<bhttp::empty_body> head(*verb, request_.target, 11);
-  head.set(bhttp::field::host, endpoint_.to_string());
+  head.set(bhttp::field::host, request_.host.value_or(endpoint_.to_string()));
   detail::copy_headers(request_.headers, head);
   if (content_length_) {
     head.content_length(*content_length_);

@@ -3,6 +3,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,9 @@ struct ClientRequest {
   Method method = Method::kGet;
   std::string target;  // already percent-encoded path and query
   Headers headers;     // Host, Content-Length and Connection are set by the client
+  // The Host header to send instead of the endpoint's "host:port" (a relay keeps the
+  // client's, which its SigV4 signature covers).
+  std::optional<std::string> host;
 };
 
 struct ClientResponse {
@@ -49,6 +53,9 @@ struct ClientOptions {
   std::chrono::milliseconds io_timeout{30000};  // no progress for this long fails the call
   size_t max_idle_per_endpoint = 32;
   size_t max_response_header_bytes = 64 * 1024;
+  // Called on every request, with the endpoint it goes to, before its head is sent (to
+  // sign it). Must be thread-safe.
+  std::function<void(const Endpoint&, ClientRequest&)> decorate;
 };
 
 // HTTP/1.1 client with a keep-alive connection pool per endpoint. Thread-safe: calls may

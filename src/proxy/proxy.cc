@@ -106,6 +106,56 @@ http::Awaitable<void> Proxy::handle_buckets(http::Exchange& exchange, std::strin
   }
 }
 
+http::Awaitable<void> Proxy::handle_users(http::Exchange& exchange, std::string rest, bool is_admin) {
+  const http::RequestHead& request = exchange.request();
+  Status s;
+  if (!is_admin) {
+    s = Status::permission_denied("only admin users may manage users");
+  } else if (rest.empty() || rest == "/") {
+    if (request.method == http::Method::kGet) {
+      co_await cluster::send_json(exchange, 200, wire::users_json(*maps_.bucket_map(), options_.cluster.auth.admin_access_key));
+      co_return;
+    }
+    s = Status::invalid_argument("{} /v1/users is not supported (use GET)", request.method_text);
+  } else if (primary_ == nullptr) {
+    s = co_await relay_to_primary(exchange);
+  } else {
+    const std::string access_key = rest.substr(1);
+    const bool is_valid_key = access_key.size() >= 3 && access_key.size() <= 128 &&
+                              std::all_of(access_key.begin(), access_key.end(), [](unsigned char c) {
+                                return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+                              });
+    if (!is_valid_key) {
+      s = Status::invalid_argument("an access key is 3..128 letters, digits, '-', '_' or '.'");
+    } else if (access_key == options_.cluster.auth.admin_access_key) {
+      s = Status::failed_precondition("{} is the admin of the config; change it there", access_key);
+    } else if (request.method == http::Method::kPut) {
+      auto body = co_await http::read_all(exchange.body(), kMaxPropsBody);
+      auto user = body ? wire::parse_user_json(*body, access_key) : Result<wire::User>(body.error());
+      s = user ? co_await primary_->put_user(std::move(*user)) : user.error();
+      if (s.is_ok()) {
+        SILO_LOG_INFO("user {} added", access_key);
+        co_await cluster::send_json(exchange, 200, "{}");
+        co_return;
+      }
+    } else if (request.method == http::Method::kDelete) {
+      s = co_await primary_->delete_user(access_key);
+      if (s.is_ok()) {
+        http::ResponseHead head;
+        head.status = 204;
+        std::ignore = co_await exchange.response().send(std::move(head), "");
+        co_return;
+      }
+    } else {
+      s = Status::invalid_argument("{} is not supported on a user (use PUT or DELETE)", request.method_text);
+    }
+  }
+  if (!s.is_ok()) {
+    errors_.add();
+    co_await cluster::send_error(exchange, s);
+  }
+}
+
 http::Awaitable<Status> Proxy::relay_to_primary(http::Exchange& exchange) {
   const auto map = maps_.node_map();
   const auto primary = maps_.find_node(map->primary_id());

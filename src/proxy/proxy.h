@@ -6,6 +6,7 @@
 
 #include "cluster/cluster_maps.h"
 #include "cluster/primary.h"
+#include "cluster/s3_request.h"
 #include "config/config.h"
 #include "http/client.h"
 #include "http/server.h"
@@ -19,6 +20,8 @@ struct ProxyOptions {
   // Set when this process is also a target (role all): requests for objects it owns are
   // handed to it in-process instead of over loopback HTTP.
   std::function<http::Awaitable<void>(http::Exchange&, std::string bucket, std::string name)> local_target;
+  // The same for S3 object operations.
+  std::function<http::Awaitable<void>(http::Exchange&, const cluster::S3Request&)> local_s3;
 };
 
 // The gateway role of the native API: bucket operations (on the primary, or relayed to
@@ -35,6 +38,12 @@ class Proxy {
   http::Awaitable<void> handle_buckets(http::Exchange& exchange, std::string rest);
   // /v1/objects/{bucket}/{name}
   http::Awaitable<void> handle_object(http::Exchange& exchange, std::string bucket, std::string name);
+  // /v1/users[/{access_key}]: GET lists keys (never secrets), PUT adds or replaces a user
+  // ({"secret_key", "admin"}), DELETE removes one. Only for admins.
+  http::Awaitable<void> handle_users(http::Exchange& exchange, std::string rest, bool is_admin);
+  // Every S3 request (s3_gateway.cc): object operations go to the owner target, bucket
+  // changes to the primary, the rest (listings, DeleteObjects...) run here.
+  http::Awaitable<void> handle_s3(http::Exchange& exchange, const cluster::S3Request& request);
 
  private:
   http::Awaitable<Status> create_bucket(http::Exchange& exchange, const std::string& name);
@@ -45,6 +54,19 @@ class Proxy {
   // One merged page of a bucket's objects from every target.
   http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> merged_page(
       const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit);
+
+  // S3 (s3_gateway.cc).
+  http::Awaitable<void> route_object(http::Exchange& exchange, const cluster::S3Request& request,
+                                     const wire::Bucket& bucket);
+  http::Awaitable<Status> run_s3(http::Exchange& exchange, const cluster::S3Request& request,
+                                 const std::optional<wire::Bucket>& bucket);
+  http::Awaitable<Status> s3_create_bucket(http::Exchange& exchange, const cluster::S3Request& request);
+  http::Awaitable<Status> s3_list(http::Exchange& exchange, const cluster::S3Request& request,
+                                  const wire::Bucket& bucket);
+  http::Awaitable<Status> s3_list_uploads(http::Exchange& exchange, const cluster::S3Request& request,
+                                          const wire::Bucket& bucket);
+  http::Awaitable<Status> s3_delete_objects(http::Exchange& exchange, const cluster::S3Request& request,
+                                            const wire::Bucket& bucket);
 
   const ProxyOptions options_;
   cluster::ClusterMaps& maps_;

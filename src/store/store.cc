@@ -56,7 +56,8 @@ Result<std::unique_ptr<Store>> Store::open(StoreOptions options) {
                                              options.threads_per_mountpath));
     mountpaths.push_back(std::move(mountpath));
   }
-  return std::unique_ptr<Store>(new detail::StoreImpl(std::move(mountpaths)));
+  return std::unique_ptr<Store>(
+      new detail::StoreImpl(std::move(mountpaths), options.min_part_size));
 }
 
 namespace detail {
@@ -109,10 +110,32 @@ std::vector<std::string> ids_of(const std::vector<std::unique_ptr<Mountpath>>& m
 
 }  // namespace
 
-StoreImpl::StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths)
+Status check_object_name(const ObjectRef& object) {
+  if (object.name.empty()) return Status::invalid_argument("object name is empty");
+  if (!is_utf8(object.name)) {
+    return Status::invalid_argument("object name in bucket {} is not valid UTF-8",
+                                    object.bucket_id);
+  }
+  return Status::ok();
+}
+
+void copy_descriptive_fields(const wire::ObjectRecord& from, wire::ObjectRecord& to) {
+  to.set_content_type(from.content_type());
+  to.set_content_encoding(from.content_encoding());
+  to.set_content_disposition(from.content_disposition());
+  to.set_content_language(from.content_language());
+  to.set_cache_control(from.cache_control());
+  to.set_expires(from.expires());
+  *to.mutable_user_metadata() = from.user_metadata();
+  *to.mutable_tags() = from.tags();
+  *to.mutable_checksums() = from.checksums();
+}
+
+StoreImpl::StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths, uint64_t min_part_size)
     : mountpaths_(std::move(mountpaths)),
       candidates_(ids_of(mountpaths_)),
-      next_generation_(random_u64()) {
+      next_generation_(random_u64()),
+      min_part_size_(min_part_size) {
   for (const auto& mountpath : mountpaths_) dbs_.push_back(&mountpath->meta());
 }
 
@@ -126,11 +149,7 @@ uint64_t StoreImpl::next_generation() {
 Awaitable<Result<std::unique_ptr<ObjectWriter>>> StoreImpl::create(const ObjectRef& object,
                                                                    PutOptions options) {
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
-  if (object.name.empty()) co_return Status::invalid_argument("object name is empty");
-  if (!is_utf8(object.name)) {
-    co_return Status::invalid_argument("object name in bucket {} is not valid UTF-8",
-                                       object.bucket_id);
-  }
+  CO_RETURN_IF_ERROR(check_object_name(object));
   const size_t owner = owner_of(object);
   Mountpath& mountpath = *mountpaths_[owner];
   Result<WorkFile> work =
@@ -153,12 +172,15 @@ Result<StoreImpl::Found> StoreImpl::find_record(const ObjectRef& object, size_t 
     if (record) return Found{index, std::move(*record)};
     if (record.error().code() != Code::kNotFound) return std::move(record).error();
   }
-  return Status::not_found("object {}/{} not found", object.bucket_id, object.name);
+  return Status::not_found("object {}/{} not found", object.bucket_id, object.name)
+      .with_reason("NoSuchKey");
 }
 
 Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& object,
                                               const std::string& work_path,
-                                              wire::ObjectRecord record, Durability durability) {
+                                              wire::ObjectRecord record, Durability durability,
+                                              const Precondition& precondition,
+                                              const FinishedUpload* finished) {
   Mountpath& mountpath = *mountpaths_[owner];
   const std::string relative =
       object_file_relative_path(object.bucket_id, object.name, record.generation());
@@ -176,6 +198,15 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
   } else if (previous.error().code() != Code::kNotFound) {
     return std::move(previous).error();
   }
+  if (precondition) {
+    // What a GET sees now: the owner's record, else a copy on another mountpath.
+    Result<Found> current = find_record(object, owner);
+    if (!current && current.error().code() != Code::kNotFound &&
+        current.error().code() != Code::kDataLoss) {
+      return std::move(current).error();
+    }
+    RETURN_IF_ERROR(precondition(current ? &current->record : nullptr));
+  }
 
   RETURN_IF_ERROR(make_directories(mountpath.object_dir(),
                                    std::string_view(relative).substr(0, relative.rfind('/')),
@@ -187,7 +218,9 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
   // record are untouched, so the object stays what it was.
   Status status;
   if (durability == Durability::kFsync) status = sync_directory(parent);
-  if (status.is_ok()) status = mountpath.meta().put(object.bucket_id, record, durability);
+  if (status.is_ok()) {
+    status = mountpath.meta().put(object.bucket_id, record, durability, finished);
+  }
   if (!status.is_ok()) {
     std::ignore = remove_file(final_path);  // if this fails, reconciliation removes it
     return status;
@@ -268,8 +301,47 @@ Status StoreImpl::remove_blocking(const ObjectRef& object, size_t owner) {
         mountpath.object_file_path(object.bucket_id, object.name, record->generation()));
     if (!removed.is_ok()) SILO_LOG_WARN("file stays until reconciliation: {}", removed);
   }
-  if (!is_found) return Status::not_found("object {}/{} not found", object.bucket_id, object.name);
+  if (!is_found) {
+    return Status::not_found("object {}/{} not found", object.bucket_id, object.name)
+        .with_reason("NoSuchKey");
+  }
   return Status::ok();
+}
+
+Result<wire::ObjectRecord> StoreImpl::update_blocking(
+    const ObjectRef& object, const std::function<Status(wire::ObjectRecord&)>& mutate,
+    Durability durability, size_t owner) {
+  const auto lock = locks_.lock(object);
+  ASSIGN_OR_RETURN(Found found, find_record(object, owner));
+  wire::ObjectRecord updated = found.record;
+  RETURN_IF_ERROR(mutate(updated));
+  // The bytes did not change, so neither may what describes them (the file's name is
+  // derived from the generation).
+  updated.set_name(found.record.name());
+  updated.set_size(found.record.size());
+  updated.set_generation(found.record.generation());
+  updated.set_xxh3(found.record.xxh3());
+  updated.set_md5_hex(found.record.md5_hex());
+  updated.set_etag(found.record.etag());
+  *updated.mutable_parts() = found.record.parts();
+  RETURN_IF_ERROR(mountpaths_[found.index]->meta().put(object.bucket_id, updated, durability));
+  return updated;
+}
+
+Awaitable<Result<wire::ObjectRecord>> StoreImpl::update(
+    const ObjectRef& object, std::function<Status(wire::ObjectRecord&)> mutate,
+    Durability durability) {
+  if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
+  const size_t owner = owner_of(object);
+  Result<wire::ObjectRecord> updated = co_await mountpaths_[owner]->disk().run(
+      [this, &object, &mutate, durability, owner] {
+        return update_blocking(object, mutate, durability, owner);
+      });
+  if (!updated) {
+    Status status = std::move(updated).error();
+    co_return status.annotate("update {}/{}", object.bucket_id, object.name);
+  }
+  co_return updated;
 }
 
 Awaitable<Status> StoreImpl::remove(const ObjectRef& object) {
@@ -294,10 +366,12 @@ Awaitable<Status> StoreImpl::remove_bucket(BucketId bucket) {
       // Metadata first: a crash before the files are gone leaves only orphans, which the
       // reconciliation at the next start removes.
       RETURN_IF_ERROR(mountpath.meta().remove_bucket(bucket));
-      const std::string dir = fmt::format("{}/{}", mountpath.object_dir(), bucket.value());
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-      if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", dir));
+      for (const std::string& base : {mountpath.object_dir(), mountpath.parts_dir()}) {
+        const std::string dir = fmt::format("{}/{}", base, bucket.value());
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+        if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", dir));
+      }
       return Status::ok();
     });
     CO_RETURN_IF_ERROR(status.annotate("remove bucket {} on {}", bucket, mountpath.path()));

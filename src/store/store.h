@@ -2,6 +2,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,14 +21,27 @@ using Awaitable = boost::asio::awaitable<T>;
 
 enum class Durability { kFsync, kPageCache };
 
+// Decides under the object's lock whether a write may replace what is there now
+// (`current`, nullptr when the object does not exist): S3's If-Match / If-None-Match.
+// An error is returned to the writer as is, and nothing becomes visible.
+using Precondition = std::function<Status(const wire::ObjectRecord* current)>;
+
 struct PutOptions {
   Durability durability = Durability::kFsync;
-  std::string content_type;
-  std::map<std::string, std::string> user_metadata;
-  // When set, commit() fails with kInvalidArgument if the bytes' MD5 (hex) differs.
+  // Only the descriptive fields are used: content_type, content_encoding,
+  // content_disposition, content_language, cache_control, expires, user_metadata, tags
+  // and checksums are copied into the committed record. The store fills the rest (size,
+  // generation, xxh3, md5_hex, mtime...).
+  wire::ObjectRecord attributes;
+  // When set, commit() fails with kInvalidArgument, reason "BadDigest", if the bytes' MD5
+  // (hex, any case) differs.
   std::optional<std::string> expected_md5_hex;
-  // When set, commit() fails with kInvalidArgument unless exactly this many bytes came.
+  // When set, commit() fails with kInvalidArgument, reason "IncompleteBody", unless
+  // exactly this many bytes came.
   std::optional<uint64_t> expected_size;
+  // Evaluated in commit (and complete_upload) just before the new object is renamed into
+  // place. Not used for parts.
+  Precondition precondition;
 };
 
 // One PUT in flight: bytes go to a work file on the object's mountpath while XXH3 and
@@ -37,6 +51,10 @@ class ObjectWriter {
  public:
   virtual ~ObjectWriter() = default;
   virtual Awaitable<Status> write(std::span<const char> data) = 0;
+  // Records an `x-amz-checksum-*` value (algorithm "CRC32", "SHA256"...; base64) that the
+  // caller verified itself, e.g. from a trailer that arrives after the body. Overrides
+  // the same algorithm in PutOptions::attributes. Call before commit().
+  virtual void set_checksum(std::string algorithm, std::string base64_value) = 0;
   // fsync per durability, rename into place, commit the metadata record, then remove the
   // previous generation's file. Only after this returns ok may the PUT be acknowledged.
   virtual Awaitable<Result<wire::ObjectRecord>> commit() = 0;
@@ -80,6 +98,46 @@ struct MountpathInfo {
 struct StoreOptions {
   std::vector<std::string> mountpaths;  // directories, created if missing
   size_t threads_per_mountpath = 4;
+  // complete_upload refuses a part below this size unless it is the last (S3: 5 MiB).
+  uint64_t min_part_size = uint64_t{5} << 20;
+};
+
+// A multipart upload in flight.
+struct UploadInfo {
+  std::string upload_id;  // 32 lowercase hex digits, sortable by initiation time
+  std::string name;
+  int64_t initiated_unix_nanos = 0;
+  wire::ObjectRecord attributes;  // descriptive fields the object will get
+};
+
+// One uploaded part of an upload.
+struct PartInfo {
+  int part_number = 0;
+  uint64_t size = 0;
+  std::string etag_hex;  // MD5 of the part, 32 lowercase hex digits
+  int64_t mtime_unix_nanos = 0;
+  std::map<std::string, std::string> checksums;  // algorithm ("CRC32") -> base64
+};
+
+// One entry of CompleteMultipartUpload's list.
+struct CompletePart {
+  int part_number = 0;
+  std::string etag_hex;  // without quotes; compared case-insensitively
+};
+
+// S3 ListMultipartUploads paging: with only key_marker, uploads of names after it; with
+// both, also the uploads of key_marker whose id sorts after upload_id_marker.
+// upload_id_marker without key_marker is ignored.
+struct UploadListOptions {
+  std::string prefix;
+  std::string key_marker;
+  std::string upload_id_marker;
+  size_t limit = 1000;
+};
+
+struct UploadList {
+  std::vector<UploadInfo> uploads;  // sorted by (name, upload_id), at most `limit`
+  bool is_truncated = false;
 };
 
 // One target's objects on its mountpaths (DESIGN.md "Storage on a target"). Thread-safe;
@@ -88,7 +146,8 @@ struct StoreOptions {
 class Store {
  public:
   // Opens (creating when new) every mountpath and its RocksDB, removes leftover work
-  // files, and after an unclean shutdown reconciles object files against metadata.
+  // files and part files of uploads that no longer exist, and after an unclean shutdown
+  // reconciles object and part files against metadata.
   // Blocking; call at startup. Errors name the mountpath.
   static Result<std::unique_ptr<Store>> open(StoreOptions options);
   virtual ~Store() = default;
@@ -103,8 +162,61 @@ class Store {
   virtual Awaitable<Status> remove(const ObjectRef& object) = 0;
   // One page of a bucket's objects, merged across mountpaths, from the metadata only.
   virtual Awaitable<Result<ListResult>> list(BucketId bucket, ListOptions options) = 0;
-  // Removes every object of `bucket` (after the bucket was deleted). Idempotent.
+  // Removes every object and multipart upload of `bucket` (after the bucket was
+  // deleted). Idempotent.
   virtual Awaitable<Status> remove_bucket(BucketId bucket) = 0;
+  // Rewrites the object's metadata record without touching its bytes (tagging, copy onto
+  // itself with new metadata), under the object lock. `mutate` may change descriptive
+  // fields and times; fields that describe the bytes (name, size, generation, xxh3,
+  // md5_hex, etag, parts) are kept whatever it does. Errors: kNotFound reason "NoSuchKey";
+  // mutate's error as is (then nothing changed).
+  virtual Awaitable<Result<wire::ObjectRecord>> update(
+      const ObjectRef& object, std::function<Status(wire::ObjectRecord&)> mutate,
+      Durability durability) = 0;
+
+  // Multipart uploads (docs/on-disk-format.md "Multipart uploads"). An upload and its
+  // parts live on the mountpath that owns the object when the upload is created. An
+  // unknown or malformed upload id gives kNotFound with reason "NoSuchUpload".
+
+  // Starts an upload; only the descriptive fields of `attributes` are kept (see PutOptions).
+  virtual Awaitable<Result<UploadInfo>> create_upload(const ObjectRef& object,
+                                                      wire::ObjectRecord attributes) = 0;
+  // A writer for one part (1..10000, else kInvalidArgument reason "InvalidArgument").
+  // Its commit() returns a record whose size, md5_hex, xxh3 and checksums describe the
+  // part; it replaces an earlier part with the same number. Uses options' durability,
+  // expected size/MD5 and attributes.checksums; not its precondition.
+  virtual Awaitable<Result<std::unique_ptr<ObjectWriter>>> create_part(const ObjectRef& object,
+                                                                       std::string upload_id,
+                                                                       int part_number,
+                                                                       PutOptions options) = 0;
+  virtual Awaitable<Result<UploadInfo>> get_upload(const ObjectRef& object,
+                                                   const std::string& upload_id) = 0;
+  // Ascending part number.
+  virtual Awaitable<Result<std::vector<PartInfo>>> list_parts(const ObjectRef& object,
+                                                              const std::string& upload_id) = 0;
+  // Builds the object from `parts` and installs it like a PUT, then forgets the upload and
+  // all its part files (listed or not). Of `options` only durability and precondition are
+  // used; the object gets the attributes given to create_upload.
+  // The record gets etag "<md5 of the parts' MD5s>-<N>", an empty md5_hex and `parts`.
+  // Errors (kInvalidArgument with reason): "MalformedXML" (no parts), "InvalidPartOrder",
+  // "InvalidPart" (missing, or another ETag), "EntityTooSmall" (a part but the last under
+  // StoreOptions::min_part_size); "NoSuchUpload"; the precondition's error. On any error
+  // the upload stays as it was. Of concurrent complete/abort calls exactly one wins; the
+  // others get NoSuchUpload.
+  virtual Awaitable<Result<wire::ObjectRecord>> complete_upload(const ObjectRef& object,
+                                                                const std::string& upload_id,
+                                                                std::vector<CompletePart> parts,
+                                                                PutOptions options) = 0;
+  // Forgets the upload and removes its parts. kNotFound "NoSuchUpload" when absent.
+  virtual Awaitable<Status> abort_upload(const ObjectRef& object,
+                                         const std::string& upload_id) = 0;
+  // One page of a bucket's uploads, merged over mountpaths, by (name, upload_id).
+  virtual Awaitable<Result<UploadList>> list_uploads(BucketId bucket,
+                                                     UploadListOptions options) = 0;
+  // Aborts every upload initiated before `unix_nanos` (abandoned-upload sweep) and
+  // returns how many. Uploads being completed right now are skipped.
+  virtual Awaitable<Result<size_t>> remove_uploads_initiated_before(int64_t unix_nanos) = 0;
+
   // Bucket ids that have at least one object here (to collect deleted buckets).
   virtual Awaitable<Result<std::vector<BucketId>>> bucket_ids() = 0;
 

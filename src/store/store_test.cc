@@ -33,8 +33,8 @@ class StoreTest : public ::testing::Test {
 TEST_F(StoreTest, PutThenOpenAndStat) {
   const ObjectRef object{bucket_, "photos/cat.jpg"};
   PutOptions options;  // kFsync: the default path a PUT takes
-  options.content_type = "image/jpeg";
-  options.user_metadata["owner"] = "alice";
+  options.attributes.set_content_type("image/jpeg");
+  (*options.attributes.mutable_user_metadata())["owner"] = "alice";
   Result<wire::ObjectRecord> put_record = put(*store_, object, "meow meow", options);
   ASSERT_TRUE(put_record) << put_record.status();
   EXPECT_EQ(put_record->size(), 9u);
@@ -112,10 +112,14 @@ TEST_F(StoreTest, ExpectedMd5OrSizeMismatchLeavesNothing) {
   const ObjectRef object{bucket_, "checked"};
   PutOptions bad_md5 = testing::fast();
   bad_md5.expected_md5_hex = "00000000000000000000000000000000";
-  EXPECT_EQ(put(*store_, object, "hello", bad_md5).status().code(), Code::kInvalidArgument);
+  Status status = put(*store_, object, "hello", bad_md5).status();
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_EQ(status.reason(), "BadDigest");
   PutOptions bad_size = testing::fast();
   bad_size.expected_size = 4;
-  EXPECT_EQ(put(*store_, object, "hello", bad_size).status().code(), Code::kInvalidArgument);
+  status = put(*store_, object, "hello", bad_size).status();
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_EQ(status.reason(), "IncompleteBody");
   EXPECT_EQ(run(store_->stat(object)).status().code(), Code::kNotFound);
   EXPECT_TRUE(files_under(obj_dir()).empty());
   EXPECT_TRUE(files_under(work_dir()).empty());
@@ -231,6 +235,167 @@ TEST_F(StoreTest, ConcurrentOverwritesEndWithOneConsistentObject) {
   EXPECT_EQ(bytes.size(), static_cast<size_t>(100 + (bytes[0] - 'a') * 37));
   EXPECT_EQ(files_under(obj_dir()).size(), 1u);
   EXPECT_TRUE(files_under(work_dir()).empty());
+}
+
+TEST_F(StoreTest, AttributesRoundTripAndOnlyDescriptiveFieldsAreTaken) {
+  const ObjectRef object{bucket_, "described"};
+  PutOptions options = testing::fast();
+  wire::ObjectRecord& a = options.attributes;
+  a.set_content_type("text/plain");
+  a.set_content_encoding("gzip");
+  a.set_content_disposition("attachment; filename=\"a.txt\"");
+  a.set_content_language("en");
+  a.set_cache_control("max-age=60");
+  a.set_expires("Wed, 21 Oct 2015 07:28:00 GMT");
+  (*a.mutable_user_metadata())["owner"] = "alice";
+  (*a.mutable_tags())["team"] = "storage";
+  (*a.mutable_checksums())["CRC32"] = "AAAAAA==";
+  // Fields the store owns must be ignored.
+  a.set_size(12345);
+  a.set_generation(7);
+  a.set_md5_hex("bogus");
+  a.set_etag("bogus-2");
+  a.add_parts()->set_size(1);
+  a.set_name("other");
+  Result<wire::ObjectRecord> put_record = put(*store_, object, "hello", options);
+  ASSERT_TRUE(put_record) << put_record.status();
+
+  Result<wire::ObjectRecord> record = run(store_->stat(object));
+  ASSERT_TRUE(record) << record.status();
+  EXPECT_EQ(record->name(), "described");
+  EXPECT_EQ(record->size(), 5u);
+  EXPECT_NE(record->generation(), 7u);
+  EXPECT_EQ(record->md5_hex(), "5d41402abc4b2a76b9719d911017c592");
+  EXPECT_TRUE(record->etag().empty());
+  EXPECT_TRUE(record->parts().empty());
+  EXPECT_EQ(record->content_type(), "text/plain");
+  EXPECT_EQ(record->content_encoding(), "gzip");
+  EXPECT_EQ(record->content_disposition(), "attachment; filename=\"a.txt\"");
+  EXPECT_EQ(record->content_language(), "en");
+  EXPECT_EQ(record->cache_control(), "max-age=60");
+  EXPECT_EQ(record->expires(), "Wed, 21 Oct 2015 07:28:00 GMT");
+  EXPECT_EQ(record->user_metadata().at("owner"), "alice");
+  EXPECT_EQ(record->tags().at("team"), "storage");
+  EXPECT_EQ(record->checksums().at("CRC32"), "AAAAAA==");
+}
+
+TEST_F(StoreTest, OldRecordWithoutNewFieldsStillDecodes) {
+  // A format-1 record as written before fields 12-19 existed: only the old fields.
+  wire::ObjectRecord old;
+  old.set_format_version(1);
+  old.set_name("old");
+  old.set_size(3);
+  old.set_md5_hex("abc");
+  Result<wire::ObjectRecord> decoded =
+      wire::decode<wire::ObjectRecord>(old.SerializeAsString(), wire::Source::kDisk);
+  ASSERT_TRUE(decoded) << decoded.status();
+  EXPECT_TRUE(decoded->etag().empty());
+  EXPECT_TRUE(decoded->tags().empty());
+  EXPECT_TRUE(decoded->parts().empty());
+  old.set_format_version(2);
+  EXPECT_EQ(wire::decode<wire::ObjectRecord>(old.SerializeAsString(), wire::Source::kDisk)
+                .status()
+                .code(),
+            Code::kDataLoss);
+}
+
+TEST_F(StoreTest, SetChecksumOverridesAttributes) {
+  const ObjectRef object{bucket_, "trailer"};
+  PutOptions options = testing::fast();
+  (*options.attributes.mutable_checksums())["CRC32"] = "from-header";
+  Result<std::unique_ptr<ObjectWriter>> writer = run(store_->create(object, options));
+  ASSERT_TRUE(writer) << writer.status();
+  ASSERT_TRUE(run((*writer)->write(std::string_view("abc"))).is_ok());
+  (*writer)->set_checksum("CRC32", "from-trailer");
+  (*writer)->set_checksum("SHA256", "sha");
+  Result<wire::ObjectRecord> record = run((*writer)->commit());
+  ASSERT_TRUE(record) << record.status();
+  EXPECT_EQ(record->checksums().at("CRC32"), "from-trailer");
+  EXPECT_EQ(run(store_->stat(object))->checksums().at("SHA256"), "sha");
+}
+
+TEST_F(StoreTest, PreconditionSeesCurrentRecordAndFailureLeavesNothing) {
+  const ObjectRef object{bucket_, "guarded"};
+  // If-None-Match: * on a new object passes and sees nullptr.
+  PutOptions create_only = testing::fast();
+  int calls = 0;
+  create_only.precondition = [&calls](const wire::ObjectRecord* current) {
+    ++calls;
+    if (current != nullptr) {
+      return Status::failed_precondition("exists").with_reason("PreconditionFailed");
+    }
+    return Status::ok();
+  };
+  Result<wire::ObjectRecord> first = put(*store_, object, "first", create_only);
+  ASSERT_TRUE(first) << first.status();
+  EXPECT_EQ(calls, 1);
+
+  // The second one fails: its error comes back as is and nothing changes.
+  Result<wire::ObjectRecord> second = put(*store_, object, "second", create_only);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(second.status().reason(), "PreconditionFailed");
+  EXPECT_EQ(*get(*store_, object), "first");
+  EXPECT_EQ(files_under(obj_dir()).size(), 1u);
+  EXPECT_TRUE(files_under(work_dir()).empty());
+
+  // If-Match on the current ETag passes.
+  PutOptions if_match = testing::fast();
+  if_match.precondition = [md5 = first->md5_hex()](const wire::ObjectRecord* current) {
+    if (current == nullptr || current->md5_hex() != md5) {
+      return Status::failed_precondition("etag differs").with_reason("PreconditionFailed");
+    }
+    return Status::ok();
+  };
+  ASSERT_TRUE(put(*store_, object, "third", if_match));
+  EXPECT_EQ(*get(*store_, object), "third");
+  EXPECT_FALSE(put(*store_, object, "fourth", if_match));  // the ETag changed meanwhile
+  EXPECT_EQ(*get(*store_, object), "third");
+}
+
+TEST_F(StoreTest, UpdateRewritesMetadataOnly) {
+  const ObjectRef object{bucket_, "tagged"};
+  PutOptions options = testing::fast();
+  options.attributes.set_content_type("text/plain");
+  Result<wire::ObjectRecord> put_record = put(*store_, object, "bytes", options);
+  ASSERT_TRUE(put_record) << put_record.status();
+
+  Result<wire::ObjectRecord> updated = run(store_->update(
+      object,
+      [](wire::ObjectRecord& record) {
+        (*record.mutable_tags())["k"] = "v";
+        record.set_content_type("application/json");
+        record.set_size(999);  // ignored: describes the bytes
+        record.set_generation(1);
+        return Status::ok();
+      },
+      Durability::kFsync));
+  ASSERT_TRUE(updated) << updated.status();
+  Result<wire::ObjectRecord> record = run(store_->stat(object));
+  ASSERT_TRUE(record) << record.status();
+  EXPECT_EQ(record->tags().at("k"), "v");
+  EXPECT_EQ(record->content_type(), "application/json");
+  EXPECT_EQ(record->size(), 5u);
+  EXPECT_EQ(record->generation(), put_record->generation());
+  EXPECT_EQ(record->md5_hex(), put_record->md5_hex());
+  EXPECT_EQ(*get(*store_, object), "bytes");
+
+  // A failing mutation changes nothing.
+  Result<wire::ObjectRecord> failed = run(store_->update(
+      object,
+      [](wire::ObjectRecord& r) {
+        r.mutable_tags()->clear();
+        return Status::invalid_argument("bad tags").with_reason("InvalidTag");
+      },
+      Durability::kFsync));
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.status().reason(), "InvalidTag");
+  EXPECT_EQ(run(store_->stat(object))->tags().at("k"), "v");
+
+  Result<wire::ObjectRecord> missing = run(store_->update(
+      {bucket_, "missing"}, [](wire::ObjectRecord&) { return Status::ok(); }, Durability::kFsync));
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+  EXPECT_EQ(missing.status().reason(), "NoSuchKey");
 }
 
 TEST_F(StoreTest, ClosedStoreRefusesWrites) {

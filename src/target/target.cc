@@ -2,12 +2,18 @@
 
 #include <strings.h>
 
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <unordered_set>
 #include <vector>
 
 #include "base/base64.h"
+#include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
 #include "cluster/names.h"
@@ -32,40 +38,53 @@ uint64_t header_version(const http::RequestHead& request, const char* name) {
   return v;
 }
 
-store::Durability durability_of(const wire::Bucket& bucket, const config::ClusterConfig& cluster) {
+Result<store::PutOptions> put_options(const http::RequestHead& request, store::Durability durability) {
+  store::PutOptions options;
+  options.durability = durability;
+  options.expected_size = request.content_length;
+  ASSIGN_OR_RETURN(options.attributes, attributes_from_headers(request.headers, kTagsHeader));
+  ASSIGN_OR_RETURN(options.expected_md5_hex, content_md5_hex(request.headers));
+  return options;
+}
+
+}  // namespace
+
+store::Durability Target::durability_of(const wire::Bucket& bucket) const {
   switch (bucket.props().durability()) {
     case wire::DURABILITY_FSYNC: return store::Durability::kFsync;
     case wire::DURABILITY_PAGE_CACHE: return store::Durability::kPageCache;
     default: break;
   }
-  return cluster.durability == config::Durability::kFsync ? store::Durability::kFsync
-                                                          : store::Durability::kPageCache;
+  return options_.cluster.durability == config::Durability::kFsync ? store::Durability::kFsync
+                                                                   : store::Durability::kPageCache;
 }
 
-Result<store::PutOptions> put_options(const http::RequestHead& request, const wire::Bucket& bucket,
-                                      const config::ClusterConfig& cluster) {
-  store::PutOptions options;
-  options.durability = durability_of(bucket, cluster);
-  options.expected_size = request.content_length;
-  if (auto type = request.headers.get("Content-Type")) options.content_type = std::string(*type);
-  if (auto md5 = request.headers.get("Content-MD5")) {
-    auto raw = base64::decode(*md5);
-    if (!raw || raw->size() != 16) return Status::invalid_argument("Content-MD5 is not the base64 of 16 bytes");
-    options.expected_md5_hex =
-        hash::to_hex({reinterpret_cast<const unsigned char*>(raw->data()), raw->size()});
-  }
-  const size_t prefix = std::string_view(kUserMetadataPrefix).size();
-  for (const auto& [name, value] : request.headers.fields()) {
-    if (name.size() > prefix && ::strncasecmp(name.c_str(), kUserMetadataPrefix, prefix) == 0) {
-      std::string key = name.substr(prefix);
-      std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-      options.user_metadata[key] = value;
+http::Awaitable<Result<uint64_t>> Target::receive(http::BodyReader& body, store::ObjectWriter& writer,
+                                                 std::vector<s3::Checksum*> checksums) {
+  std::vector<char> buffer(kPutBufferBytes);
+  uint64_t total = 0;
+  for (;;) {
+    // Fill the buffer before each disk hop: network reads come in small pieces.
+    size_t filled = 0;
+    bool at_end = false;
+    while (filled < buffer.size()) {
+      CO_ASSIGN_OR_RETURN(const size_t n, co_await body.read({buffer.data() + filled, buffer.size() - filled}));
+      if (n == 0) {
+        at_end = true;
+        break;
+      }
+      filled += n;
     }
+    if (filled > 0) {
+      for (s3::Checksum* c : checksums) c->update({buffer.data(), filled});
+      CO_RETURN_IF_ERROR(co_await writer.write({buffer.data(), filled}));
+    }
+    bytes_received_.add(filled);
+    total += filled;
+    if (at_end) break;
   }
-  return options;
+  co_return total;
 }
-
-}  // namespace
 
 Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& store,
                std::shared_ptr<http::Client> client, cluster::Member* member, stats::Registry& stats)
@@ -94,7 +113,7 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
     std::ignore = co_await member_->sync();  // the bucket may be newer than our bucket map
     bucket = maps_.find_bucket(bucket_name);
   }
-  if (!bucket) co_return Status::not_found("bucket {} does not exist", bucket_name);
+  if (!bucket) co_return Status::not_found("The specified bucket does not exist: {}", bucket_name).with_reason("NoSuchBucket");
   const auto placement = maps_.placement();
   if (placement->empty()) co_return Status::unavailable("the node map has no targets");
   Resolved r;
@@ -149,28 +168,12 @@ http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved
 
 http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r) {
   puts_.add();
-  CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), r.bucket, options_.cluster));
+  CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), durability_of(r.bucket)));
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
-  std::vector<char> buffer(kPutBufferBytes);
-  for (;;) {
-    // Fill the buffer before each disk hop: network reads come in small pieces.
-    size_t filled = 0;
-    bool at_end = false;
-    while (filled < buffer.size()) {
-      CO_ASSIGN_OR_RETURN(const size_t n, co_await exchange.body().read({buffer.data() + filled, buffer.size() - filled}));
-      if (n == 0) {
-        at_end = true;
-        break;
-      }
-      filled += n;
-    }
-    if (filled > 0) CO_RETURN_IF_ERROR(co_await writer->write({buffer.data(), filled}));
-    bytes_received_.add(filled);
-    if (at_end) break;
-  }
+  CO_RETURN_IF_ERROR((co_await receive(exchange.body(), *writer, {})).status());
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
   http::ResponseHead head;
-  head.headers.set("ETag", "\"" + record.md5_hex() + "\"");
+  head.headers.set("ETag", "\"" + etag_of(record) + "\"");
   head.headers.set("Content-Type", "application/json");
   co_return co_await exchange.response().send(std::move(head), wire::object_put_json(record));
 }
@@ -181,7 +184,7 @@ http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r)
   CO_ASSIGN_OR_RETURN(store::OpenObject object, co_await store_.open(r.object));
   const uint64_t size = object.record().size();
   http::ResponseHead head;
-  add_object_headers(object.record(), head.headers);
+  add_object_headers(object.record(), head.headers, request.headers.has("x-amz-checksum-mode"));
   uint64_t offset = 0;
   uint64_t length = size;
   if (auto range_header = request.headers.get("Range")) {
@@ -266,6 +269,28 @@ http::Awaitable<void> Target::collect_deleted_buckets() {
     SILO_LOG_INFO("removing the objects of deleted bucket id {}", id.value());
     const Status s = co_await store_.remove_bucket(id);
     if (!s.is_ok()) SILO_LOG_WARN("removing deleted bucket id {}: {}", id.value(), s);
+  }
+}
+
+}  // namespace silo::target
+
+namespace silo::target {
+
+http::Awaitable<void> Target::sweep_uploads(std::chrono::milliseconds period) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  const int64_t ttl_nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.cluster.s3.multipart_upload_ttl).count();
+  for (;;) {
+    auto removed = co_await store_.remove_uploads_initiated_before(Clock::real().unix_nanos() - ttl_nanos);
+    if (!removed) {
+      SILO_LOG_WARN("sweeping abandoned multipart uploads: {}", removed.error());
+    } else if (*removed > 0) {
+      SILO_LOG_INFO("removed {} abandoned multipart uploads", *removed);
+    }
+    timer.expires_after(period);
+    boost::system::error_code ec;
+    co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+    if (ec) co_return;
   }
 }
 

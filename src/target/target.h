@@ -1,10 +1,13 @@
 #pragma once
 
 #include <memory>
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "cluster/cluster_maps.h"
 #include "cluster/primary.h"
+#include "cluster/s3_request.h"
 #include "config/config.h"
 #include "http/client.h"
 #include "http/server.h"
@@ -35,6 +38,14 @@ class Target {
   http::Awaitable<void> handle_list(http::Exchange& exchange, std::string bucket);
   // Removes the objects of buckets deleted from the bucket map.
   http::Awaitable<void> collect_deleted_buckets();
+  // An S3 object operation (s3_objects.cc) routed here: runs it when this node owns the
+  // object, else forwards it to the owner.
+  http::Awaitable<void> handle_s3(http::Exchange& exchange, const cluster::S3Request& request);
+  // GET /v1/internal/uploads/{bucket}?prefix=&key_marker=&upload_id_marker=&limit=
+  // -> wire::UploadPage (the proxy merges ListMultipartUploads from these).
+  http::Awaitable<void> handle_list_uploads(http::Exchange& exchange, std::string bucket);
+  // Removes multipart uploads older than the configured TTL, every `period`, forever.
+  http::Awaitable<void> sweep_uploads(std::chrono::milliseconds period);
 
  private:
   struct Resolved {
@@ -51,6 +62,24 @@ class Target {
   http::Awaitable<Status> get(http::Exchange& exchange, const Resolved& r);
   http::Awaitable<Status> remove(http::Exchange& exchange, const Resolved& r);
   http::Awaitable<Status> forward(http::Exchange& exchange, const Resolved& r);
+  store::Durability durability_of(const wire::Bucket& bucket) const;
+  // Streams `body` into `writer` in large pieces, feeding `checksums`; returns the bytes.
+  http::Awaitable<Result<uint64_t>> receive(http::BodyReader& body, store::ObjectWriter& writer,
+                                            std::vector<s3::Checksum*> checksums);
+
+  // S3 (s3_objects.cc).
+  http::Awaitable<Status> run_s3(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
+  Result<store::PutOptions> s3_put_options(const http::RequestHead& head, const wire::Bucket& bucket) const;
+  // Receives a PUT or UploadPart payload (aws-chunked decoded, checksums checked); puts
+  // the checksum headers of the answer into `response`.
+  http::Awaitable<Status> receive_object(http::Exchange& exchange, const cluster::S3Request& request,
+                                         store::ObjectWriter& writer, uint64_t max_size, http::Headers& response);
+  http::Awaitable<Status> s3_put(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
+  http::Awaitable<Status> s3_get(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
+  http::Awaitable<Status> s3_tagging(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
+  http::Awaitable<Status> s3_copy(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
+  http::Awaitable<Status> s3_multipart(http::Exchange& exchange, const cluster::S3Request& request,
+                                       const Resolved& r);
 
   const TargetOptions options_;
   cluster::ClusterMaps& maps_;

@@ -16,7 +16,9 @@ std::string_view durability_name(Durability d) {
 }
 
 json props_to_json(const BucketProps& props) {
-  return json{{"durability", durability_name(props.durability())}};
+  json j{{"durability", durability_name(props.durability())}, {"anonymous_read", props.anonymous_read()}};
+  if (!props.versioning().empty()) j["versioning"] = props.versioning();
+  return j;
 }
 
 }  // namespace
@@ -63,11 +65,46 @@ Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps p
         return Status::invalid_argument(
             "bucket property 'durability' must be \"fsync\", \"page_cache\" or \"default\"");
       }
+    } else if (key == "anonymous_read") {
+      if (!value.is_boolean()) return Status::invalid_argument("bucket property 'anonymous_read' must be true or false");
+      props.set_anonymous_read(value.get<bool>());
     } else {
       return Status::invalid_argument("unknown bucket property '{}'", key);
     }
   }
   return props;
+}
+
+std::string users_json(const BucketMap& map, std::string_view admin_access_key) {
+  json users = json::array();
+  users.push_back({{"access_key", admin_access_key}, {"admin", true}, {"from", "config"}});
+  for (const auto& u : map.users()) {
+    users.push_back({{"access_key", u.access_key()}, {"admin", u.is_admin()}, {"from", "bucket map"}});
+  }
+  return json{{"users", users}}.dump();
+}
+
+Result<User> parse_user_json(std::string_view text, std::string access_key) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Status::invalid_argument("a user is a JSON object: {}", R"({"secret_key": "...", "admin": false})");
+  }
+  User user;
+  user.set_access_key(std::move(access_key));
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "secret_key" && value.is_string()) {
+      user.set_secret_key(value.get<std::string>());
+    } else if (key == "admin" && value.is_boolean()) {
+      user.set_is_admin(value.get<bool>());
+    } else {
+      return Status::invalid_argument("user field '{}' is unknown or has the wrong type (secret_key: string, admin: bool)",
+                                      key);
+    }
+  }
+  if (user.secret_key().size() < 8 || user.secret_key().size() > 128) {
+    return Status::invalid_argument("secret_key must be 8..128 characters");
+  }
+  return user;
 }
 
 std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token) {

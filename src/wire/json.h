@@ -24,5 +24,9 @@ std::string object_list_json(std::span<const ListEntry> entries, std::string_vie
 std::string object_put_json(const ObjectRecord& record);
 // {"error": {"code", "message"}}
 std::string error_json(const Status& status);
+// {"users": [{"access_key", "admin", "from"}]}: never the secrets.
+std::string users_json(const BucketMap& map, std::string_view admin_access_key);
+// {"secret_key": "...", "admin": false} -> a User named `access_key`.
+Result<User> parse_user_json(std::string_view json, std::string access_key);
 
 }  // namespace silo::wire

@@ -91,6 +91,88 @@ std::optional<std::string> prefix_successor(std::string_view prefix) {
 
 rocksdb::Slice to_slice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
 
+namespace {
+
+constexpr char kNameEscape = '\xff';     // follows 0x00 for a 0x00 byte of the name
+constexpr char kNameTerminator = '\x01';  // follows 0x00 at the end of the name
+
+void append_escaped(std::string& out, std::string_view name) {
+  for (const char c : name) {
+    out.push_back(c);
+    if (c == '\0') out.push_back(kNameEscape);
+  }
+}
+
+}  // namespace
+
+bool is_upload_id(std::string_view upload_id) {
+  return upload_id.size() == kUploadIdLength &&
+         upload_id.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+std::string upload_name_prefix(BucketId bucket, std::string_view name_prefix) {
+  std::string key = bucket_key_prefix(bucket);
+  append_escaped(key, name_prefix);
+  return key;
+}
+
+std::string upload_name_key(BucketId bucket, std::string_view name) {
+  std::string key = upload_name_prefix(bucket, name);
+  key.push_back('\0');
+  key.push_back(kNameTerminator);
+  return key;
+}
+
+std::string upload_key(BucketId bucket, std::string_view name, std::string_view upload_id) {
+  return upload_name_key(bucket, name).append(upload_id);
+}
+
+std::string part_key(BucketId bucket, std::string_view name, std::string_view upload_id,
+                     uint32_t part_number) {
+  std::string key = upload_key(bucket, name, upload_id);
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    key.push_back(static_cast<char>((part_number >> shift) & 0xff));
+  }
+  return key;
+}
+
+std::optional<UploadKey> parse_upload_key(rocksdb::Slice key) {
+  if (key.size() < 8) return std::nullopt;
+  UploadKey out;
+  out.bucket = bucket_of_key(key);
+  size_t i = 8;
+  for (;;) {
+    if (i >= key.size()) return std::nullopt;
+    const char c = key[i];
+    if (c != '\0') {
+      out.name.push_back(c);
+      ++i;
+      continue;
+    }
+    if (i + 1 >= key.size()) return std::nullopt;
+    if (key[i + 1] == kNameEscape) {
+      out.name.push_back('\0');
+      i += 2;
+      continue;
+    }
+    if (key[i + 1] != kNameTerminator) return std::nullopt;
+    i += 2;
+    break;
+  }
+  const std::string_view rest(key.data() + i, key.size() - i);
+  if (rest.size() != kUploadIdLength && rest.size() != kUploadIdLength + 4) return std::nullopt;
+  out.upload_id = std::string(rest.substr(0, kUploadIdLength));
+  if (!is_upload_id(out.upload_id)) return std::nullopt;
+  if (rest.size() > kUploadIdLength) {
+    uint32_t number = 0;
+    for (size_t k = kUploadIdLength; k < rest.size(); ++k) {
+      number = (number << 8) | static_cast<unsigned char>(rest[k]);
+    }
+    out.part_number = number;
+  }
+  return out;
+}
+
 Status from_rocksdb(const rocksdb::Status& status, std::string_view context) {
   if (status.ok()) return Status::ok();
   Code code = Code::kInternal;
@@ -138,6 +220,7 @@ Result<std::unique_ptr<MetaDb>> MetaDb::open(const std::string& dir,
   meta->db_.reset(db);
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == kObjectsFamily) meta->objects_ = meta->handles_[i];
+    if (names[i] == kUploadsFamily) meta->uploads_ = meta->handles_[i];
   }
   return meta;
 }
@@ -169,12 +252,24 @@ Result<wire::ObjectRecord> MetaDb::get(BucketId bucket, std::string_view name) c
   return record;
 }
 
-Status MetaDb::put(BucketId bucket, const wire::ObjectRecord& record, Durability durability) {
+Status MetaDb::put(BucketId bucket, const wire::ObjectRecord& record, Durability durability,
+                   const FinishedUpload* finished) {
   rocksdb::WriteOptions options;
   options.sync = durability == Durability::kFsync;
   const std::string key = object_key(bucket, record.name());
   const std::string value = wire::encode(record);
-  return from_rocksdb(db_->Put(options, objects_, key, value),
+  if (finished == nullptr) {
+    return from_rocksdb(db_->Put(options, objects_, key, value),
+                        fmt::format("write metadata of {}/{}", bucket, record.name()));
+  }
+  // One batch: a crash leaves the upload or the object, never both or neither.
+  rocksdb::WriteBatch batch;
+  RETURN_IF_ERROR(from_rocksdb(batch.Put(objects_, key, value), "batch put"));
+  RETURN_IF_ERROR(from_rocksdb(batch.Delete(uploads_, finished->key), "batch delete"));
+  for (const std::string& part : finished->part_keys) {
+    RETURN_IF_ERROR(from_rocksdb(batch.Delete(uploads_, part), "batch delete"));
+  }
+  return from_rocksdb(db_->Write(options, &batch),
                       fmt::format("write metadata of {}/{}", bucket, record.name()));
 }
 
@@ -197,22 +292,25 @@ Status MetaDb::remove_keys(const std::vector<std::string>& keys, Durability dura
 }
 
 Status MetaDb::remove_bucket(BucketId bucket) {
-  rocksdb::WriteOptions options;
-  options.sync = true;
   const std::string begin = bucket_key_prefix(bucket);
   const std::optional<std::string> end = prefix_successor(begin);
-  if (end) {
-    return from_rocksdb(db_->DeleteRange(options, objects_, begin, *end),
-                        fmt::format("delete metadata of bucket {}", bucket));
+  rocksdb::WriteBatch batch;
+  for (rocksdb::ColumnFamilyHandle* family : {objects_, uploads_}) {
+    if (end) {
+      RETURN_IF_ERROR(from_rocksdb(batch.DeleteRange(family, begin, *end), "batch delete range"));
+      continue;
+    }
+    // The last possible bucket id has no exclusive end key: delete its records one by one.
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), family));
+    for (it->Seek(begin); it->Valid() && it->key().starts_with(begin); it->Next()) {
+      RETURN_IF_ERROR(from_rocksdb(batch.Delete(family, it->key()), "batch delete"));
+    }
+    RETURN_IF_ERROR(from_rocksdb(it->status(), "iterate metadata"));
   }
-  // The last possible bucket id has no exclusive end key: delete its records one by one.
-  std::vector<std::string> keys;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), objects_));
-  for (it->Seek(begin); it->Valid() && it->key().starts_with(begin); it->Next()) {
-    keys.push_back(it->key().ToString());
-  }
-  RETURN_IF_ERROR(from_rocksdb(it->status(), "iterate metadata"));
-  return remove_keys(keys, Durability::kFsync);
+  rocksdb::WriteOptions options;
+  options.sync = true;
+  return from_rocksdb(db_->Write(options, &batch),
+                      fmt::format("delete metadata of bucket {}", bucket));
 }
 
 Status MetaDb::append_bucket_ids(std::vector<BucketId>& out) const {
@@ -236,6 +334,108 @@ Status MetaDb::append_bucket_ids(std::vector<BucketId>& out) const {
 std::unique_ptr<rocksdb::Iterator> MetaDb::new_object_iterator(
     const rocksdb::ReadOptions& options) const {
   return std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(options, objects_));
+}
+
+Result<wire::UploadRecord> MetaDb::get_upload(BucketId bucket, std::string_view name,
+                                              std::string_view upload_id) const {
+  const std::string key = upload_key(bucket, name, upload_id);
+  rocksdb::PinnableSlice value;
+  const rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), uploads_, key, &value);
+  if (rs.IsNotFound()) {
+    return Status::not_found("upload {} of {}/{} does not exist", upload_id, bucket, name)
+        .with_reason("NoSuchUpload");
+  }
+  if (!rs.ok()) return from_rocksdb(rs, fmt::format("read upload {} of {}/{}", upload_id, bucket, name));
+  Result<wire::UploadRecord> record = wire::decode<wire::UploadRecord>(
+      std::string_view(value.data(), value.size()), wire::Source::kDisk);
+  if (!record) {
+    Status status = record.error();
+    return status.annotate("upload {} of {}/{}", upload_id, bucket, name);
+  }
+  if (record->name() != name || record->upload_id() != upload_id) {
+    return Status::data_loss("upload record stored under {}/{} {} names {} {}", bucket, name,
+                             upload_id, record->name(), record->upload_id());
+  }
+  return record;
+}
+
+Status MetaDb::put_upload(BucketId bucket, const wire::UploadRecord& record,
+                          Durability durability) {
+  rocksdb::WriteOptions options;
+  options.sync = durability == Durability::kFsync;
+  return from_rocksdb(
+      db_->Put(options, uploads_, upload_key(bucket, record.name(), record.upload_id()),
+               wire::encode(record)),
+      fmt::format("write upload {} of {}/{}", record.upload_id(), bucket, record.name()));
+}
+
+Status MetaDb::get_parts(BucketId bucket, std::string_view name, std::string_view upload_id,
+                         std::vector<wire::UploadPartRecord>* parts,
+                         std::vector<std::string>* keys) const {
+  const std::string begin = upload_key(bucket, name, upload_id);
+  const std::string end = begin + '\xff';  // part numbers' first byte is never 0xff
+  const rocksdb::Slice end_slice = to_slice(end);
+  rocksdb::ReadOptions options;
+  options.iterate_upper_bound = &end_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, uploads_));
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    if (it->key().size() == begin.size()) continue;  // the upload record itself
+    if (keys != nullptr) keys->push_back(it->key().ToString());
+    if (parts == nullptr) continue;
+    Result<wire::UploadPartRecord> part = wire::decode<wire::UploadPartRecord>(
+        std::string_view(it->value().data(), it->value().size()), wire::Source::kDisk);
+    if (!part) {
+      Status status = part.error();
+      return status.annotate("part of upload {} of {}/{}", upload_id, bucket, name);
+    }
+    parts->push_back(std::move(*part));
+  }
+  return from_rocksdb(it->status(), "iterate parts");
+}
+
+Result<wire::UploadPartRecord> MetaDb::get_part(BucketId bucket, std::string_view name,
+                                                std::string_view upload_id,
+                                                uint32_t part_number) const {
+  rocksdb::PinnableSlice value;
+  const rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), uploads_,
+                                      part_key(bucket, name, upload_id, part_number), &value);
+  if (rs.IsNotFound()) return Status::not_found("part {} of upload {} does not exist", part_number, upload_id);
+  if (!rs.ok()) return from_rocksdb(rs, fmt::format("read part {} of upload {}", part_number, upload_id));
+  return wire::decode<wire::UploadPartRecord>(std::string_view(value.data(), value.size()),
+                                              wire::Source::kDisk);
+}
+
+Status MetaDb::put_part(BucketId bucket, std::string_view name, std::string_view upload_id,
+                        const wire::UploadPartRecord& part, Durability durability) {
+  rocksdb::WriteOptions options;
+  options.sync = durability == Durability::kFsync;
+  return from_rocksdb(db_->Put(options, uploads_,
+                               part_key(bucket, name, upload_id, part.part_number()),
+                               wire::encode(part)),
+                      fmt::format("write part {} of upload {}", part.part_number(), upload_id));
+}
+
+Status MetaDb::remove_upload(BucketId bucket, std::string_view name, std::string_view upload_id,
+                             Durability durability) {
+  std::vector<std::string> keys = {upload_key(bucket, name, upload_id)};
+  RETURN_IF_ERROR(get_parts(bucket, name, upload_id, nullptr, &keys));
+  return remove_upload_keys(keys, durability);
+}
+
+Status MetaDb::remove_upload_keys(const std::vector<std::string>& keys, Durability durability) {
+  if (keys.empty()) return Status::ok();
+  rocksdb::WriteBatch batch;
+  for (const std::string& key : keys) {
+    RETURN_IF_ERROR(from_rocksdb(batch.Delete(uploads_, key), "batch delete"));
+  }
+  rocksdb::WriteOptions options;
+  options.sync = durability == Durability::kFsync;
+  return from_rocksdb(db_->Write(options, &batch), "delete upload records");
+}
+
+std::unique_ptr<rocksdb::Iterator> MetaDb::new_upload_iterator(
+    const rocksdb::ReadOptions& options) const {
+  return std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(options, uploads_));
 }
 
 Status MetaDb::sync() { return from_rocksdb(db_->FlushWAL(/*sync=*/true), "sync metadata WAL"); }

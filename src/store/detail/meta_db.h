@@ -11,6 +11,7 @@
 #include "base/result.h"
 #include "base/strong_id.h"
 #include "store/store.h"
+#include "upload_record.pb.h"
 #include "wire/codec.h"
 
 namespace silo::store::detail {
@@ -34,8 +35,40 @@ BucketId bucket_of_key(rocksdb::Slice key);
 std::optional<std::string> prefix_successor(std::string_view prefix);
 rocksdb::Slice to_slice(std::string_view s);
 
+// Keys in the `uploads` column family (docs/on-disk-format.md "uploads"):
+//   upload: 8-byte big-endian bucket id + escaped name + 0x00 0x01 + upload id (32 hex)
+//   part:   the upload's key + 4-byte big-endian part number
+// The name is escaped (0x00 -> 0x00 0xff) and terminated by 0x00 0x01 so keys sort by
+// (name, upload id) as S3 lists uploads, and the parts of an upload sort right after it,
+// below upload key + 0xff.
+inline constexpr size_t kUploadIdLength = 32;
+bool is_upload_id(std::string_view upload_id);
+// Bucket id + escaped `name_prefix`, unterminated: every upload of a name that starts
+// with name_prefix has a key that starts with this.
+std::string upload_name_prefix(BucketId bucket, std::string_view name_prefix);
+// Bucket id + escaped name + terminator: the prefix of every upload key of `name`.
+std::string upload_name_key(BucketId bucket, std::string_view name);
+std::string upload_key(BucketId bucket, std::string_view name, std::string_view upload_id);
+std::string part_key(BucketId bucket, std::string_view name, std::string_view upload_id,
+                     uint32_t part_number);
+struct UploadKey {
+  BucketId bucket{0};
+  std::string name;
+  std::string upload_id;
+  std::optional<uint32_t> part_number;  // set for a part key
+};
+// nullopt when `key` is not an uploads key written by us.
+std::optional<UploadKey> parse_upload_key(rocksdb::Slice key);
+
+// The upload whose record a completion replaces by the object record.
+struct FinishedUpload {
+  std::string key;                     // upload_key()
+  std::vector<std::string> part_keys;  // every part of it (the upload is claimed)
+};
+
 // The metadata of one mountpath: one RocksDB in <mountpath>/meta with the column families
-// `objects` (ObjectRecord per object), `uploads` and `jobs` (reserved). Thread-safe
+// `objects` (ObjectRecord per object), `uploads` (UploadRecord per multipart upload in
+// flight, UploadPartRecord per uploaded part) and `jobs` (reserved). Thread-safe
 // (RocksDB is); blocking, so called only on the mountpath's DiskExecutor or at startup.
 // Owned by its Mountpath.
 class MetaDb {
@@ -50,17 +83,42 @@ class MetaDb {
   // object.
   Result<wire::ObjectRecord> get(BucketId bucket, std::string_view name) const;
   // Stores `record` under (bucket, record.name()); kFsync syncs the WAL before returning.
-  Status put(BucketId bucket, const wire::ObjectRecord& record, Durability durability);
+  // With `finished`, the same atomic batch deletes that upload's record and part records.
+  Status put(BucketId bucket, const wire::ObjectRecord& record, Durability durability,
+             const FinishedUpload* finished = nullptr);
   // Removing an absent record is ok.
   Status remove(BucketId bucket, std::string_view name, Durability durability);
   // Removes these raw keys of the `objects` family in one batch.
   Status remove_keys(const std::vector<std::string>& keys, Durability durability);
-  // Every record of `bucket` (a range tombstone, so it costs the same for any count).
+  // Every object, upload and part record of `bucket` (range tombstones, so it costs the
+  // same for any count).
   Status remove_bucket(BucketId bucket);
   // Appends the ids of buckets with at least one record, ascending.
   Status append_bucket_ids(std::vector<BucketId>& out) const;
   // An iterator over the `objects` family (listing, reconciliation).
   std::unique_ptr<rocksdb::Iterator> new_object_iterator(const rocksdb::ReadOptions& options) const;
+  // Uploads. get_upload: kNotFound when absent, kDataLoss when it does not decode or
+  // names another upload.
+  Result<wire::UploadRecord> get_upload(BucketId bucket, std::string_view name,
+                                        std::string_view upload_id) const;
+  Status put_upload(BucketId bucket, const wire::UploadRecord& record, Durability durability);
+  // Every part record of the upload, ascending, with the raw keys (for FinishedUpload).
+  // A part record that does not decode is kDataLoss.
+  Status get_parts(BucketId bucket, std::string_view name, std::string_view upload_id,
+                   std::vector<wire::UploadPartRecord>* parts,
+                   std::vector<std::string>* keys) const;
+  // kNotFound when absent.
+  Result<wire::UploadPartRecord> get_part(BucketId bucket, std::string_view name,
+                                          std::string_view upload_id, uint32_t part_number) const;
+  Status put_part(BucketId bucket, std::string_view name, std::string_view upload_id,
+                  const wire::UploadPartRecord& part, Durability durability);
+  // The upload record and every part record, in one batch. Absent is ok.
+  Status remove_upload(BucketId bucket, std::string_view name, std::string_view upload_id,
+                       Durability durability);
+  // Removes these raw keys of the `uploads` family in one batch.
+  Status remove_upload_keys(const std::vector<std::string>& keys, Durability durability);
+  std::unique_ptr<rocksdb::Iterator> new_upload_iterator(const rocksdb::ReadOptions& options) const;
+
   // Makes every write so far durable (also those written with kPageCache).
   Status sync();
 
@@ -69,6 +127,7 @@ class MetaDb {
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // destroyed before db_
   rocksdb::ColumnFamilyHandle* objects_ = nullptr;
+  rocksdb::ColumnFamilyHandle* uploads_ = nullptr;
 };
 
 // Maps a RocksDB error to our codes: kDataLoss (corruption), kResourceExhausted (no

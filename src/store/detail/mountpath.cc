@@ -97,6 +97,7 @@ Mountpath::Mountpath(std::string path, std::string id, size_t threads)
       id_(std::move(id)),
       object_dir_(path_ + "/obj"),
       work_dir_(path_ + "/work"),
+      parts_dir_(path_ + "/parts"),
       disk_(threads) {}
 
 Result<std::unique_ptr<Mountpath>> Mountpath::open(const std::string& path, const std::string& id,
@@ -112,6 +113,7 @@ Status Mountpath::recover(const MetaDbResources& resources) {
   RETURN_IF_ERROR(make_directory(path_ + "/meta"));
   RETURN_IF_ERROR(make_directory(object_dir_));
   RETURN_IF_ERROR(make_directory(work_dir_));
+  RETURN_IF_ERROR(make_directory(parts_dir_));
   ASSIGN_OR_RETURN(meta_, MetaDb::open(path_ + "/meta", resources));
 
   // .clean goes away before the first request, so a crash from here on is seen as one.
@@ -124,6 +126,10 @@ Status Mountpath::recover(const MetaDbResources& resources) {
   }
   ASSIGN_OR_RETURN(const size_t work_files, remove_work_files(work_dir_));
   if (work_files > 0) SILO_LOG_INFO("mountpath {}: removed {} work files", path_, work_files);
+  // Cheap (only uploads in flight have part files), and it also catches the part files
+  // that an abort or completion failed to remove while the mountpath stayed up.
+  RETURN_IF_ERROR(reconcile_parts(parts_dir_, *meta_, was_clean ? PartCheck::kUploadsOnly
+                                                                : PartCheck::kFull));
   if (was_clean) return Status::ok();
   SILO_LOG_INFO("mountpath {}: not closed cleanly, reconciling files and metadata", path_);
   return reconcile(object_dir_, *meta_);
@@ -132,6 +138,16 @@ Status Mountpath::recover(const MetaDbResources& resources) {
 std::string Mountpath::object_file_path(BucketId bucket, std::string_view name,
                                         uint64_t generation) const {
   return object_dir_ + "/" + object_file_relative_path(bucket, name, generation);
+}
+
+std::string Mountpath::upload_dir(BucketId bucket, std::string_view upload_id) const {
+  return fmt::format("{}/{}/{}", parts_dir_, bucket.value(), upload_id);
+}
+
+std::string Mountpath::part_file_path(BucketId bucket, std::string_view upload_id,
+                                      uint32_t part_number, uint64_t generation) const {
+  return fmt::format("{}/{}", upload_dir(bucket, upload_id),
+                     part_file_name(part_number, generation));
 }
 
 Result<WorkFile> Mountpath::create_work_file() {

@@ -22,7 +22,8 @@ struct WorkFile {
 //   <path>/.silo-mountpath   format version and the stable mountpath id
 //   <path>/meta/             the MetaDb
 //   <path>/obj/              object files
-//   <path>/work/             work files of PUTs in flight
+//   <path>/work/             work files of PUTs, parts and completions in flight
+//   <path>/parts/            part files of multipart uploads in flight
 //   <path>/.clean            present only while cleanly closed
 // Owned by the Store for the target's lifetime. Its DiskExecutor is joined before its
 // MetaDb closes (member order), so queued work never sees a closed DB.
@@ -30,8 +31,9 @@ class Mountpath {
  public:
   // Creates the directory tree and the id file when new, and returns the id. Blocking.
   static Result<std::string> read_or_create_id(const std::string& path);
-  // Opens the MetaDb, empties work/, and after an unclean shutdown reconciles object files
-  // against the metadata. Blocking. Requires: read_or_create_id(path) returned `id`.
+  // Opens the MetaDb, empties work/, removes part files of uploads that no longer exist,
+  // and after an unclean shutdown reconciles object and part files against the metadata.
+  // Blocking. Requires: read_or_create_id(path) returned `id`.
   static Result<std::unique_ptr<Mountpath>> open(const std::string& path, const std::string& id,
                                                  const MetaDbResources& resources, size_t threads);
 
@@ -41,6 +43,12 @@ class Mountpath {
   MetaDb& meta() { return *meta_; }
   const std::string& object_dir() const { return object_dir_; }
   std::string object_file_path(BucketId bucket, std::string_view name, uint64_t generation) const;
+  const std::string& parts_dir() const { return parts_dir_; }
+  // <path>/parts/<bucket id>/<upload id>: the part files of one upload.
+  std::string upload_dir(BucketId bucket, std::string_view upload_id) const;
+  // upload_dir()/<part number as 5 digits>.<generation as 16 hex>.
+  std::string part_file_path(BucketId bucket, std::string_view upload_id, uint32_t part_number,
+                             uint64_t generation) const;
   // Errors: kResourceExhausted, kUnavailable and others from errno.
   Result<WorkFile> create_work_file();
   // Syncs the metadata and all file data, then writes .clean. Blocking.
@@ -55,6 +63,7 @@ class Mountpath {
   std::string id_;
   std::string object_dir_;
   std::string work_dir_;
+  std::string parts_dir_;
   std::unique_ptr<MetaDb> meta_;
   DiskExecutor disk_;
 };

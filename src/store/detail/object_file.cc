@@ -6,8 +6,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <tuple>
+#include <vector>
 
 #include "base/check.h"
 #include "base/hash.h"
@@ -22,6 +24,10 @@ std::string object_file_relative_stem(BucketId bucket, std::string_view name) {
 
 std::string object_file_relative_path(BucketId bucket, std::string_view name, uint64_t generation) {
   return fmt::format("{}.{:016x}", object_file_relative_stem(bucket, name), generation);
+}
+
+std::string part_file_name(uint32_t part_number, uint64_t generation) {
+  return fmt::format("{:05}.{:016x}", part_number, generation);
 }
 
 Status write_fully(int fd, std::span<const char> data, std::string_view path) {
@@ -119,6 +125,51 @@ Result<std::string> read_small_file(const std::string& path, size_t max_size) {
   return content;
 }
 
+namespace {
+
+Status copy_by_reading(int to, const std::string& to_path, int from, const std::string& from_path,
+                       off_t offset, uint64_t size) {
+  constexpr size_t kBufferBytes = 1u << 20;
+  std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(size, kBufferBytes)));
+  uint64_t left = size;
+  while (left > 0) {
+    const ssize_t n = ::pread(from, buffer.data(), std::min<uint64_t>(left, buffer.size()), offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::from_errno(errno, fmt::format("read {}", from_path));
+    }
+    if (n == 0) return Status::data_loss("{} is shorter than {} bytes", from_path, size);
+    RETURN_IF_ERROR(write_fully(to, std::span<const char>(buffer.data(), static_cast<size_t>(n)), to_path));
+    offset += n;
+    left -= static_cast<uint64_t>(n);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status append_file(int to, const std::string& to_path, int from, const std::string& from_path,
+                   uint64_t size) {
+  off_t in_offset = 0;
+  uint64_t left = size;
+  while (left > 0) {
+    // Bounded per call so one huge part does not pin the thread in the kernel for long.
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(left, uint64_t{1} << 30));
+    const ssize_t n = ::copy_file_range(from, &in_offset, to, nullptr, chunk, 0);
+    if (n > 0) {
+      left -= static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n == 0) return Status::data_loss("{} is shorter than {} bytes", from_path, size);
+    if (errno == EINTR) continue;
+    if (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL) {
+      return copy_by_reading(to, to_path, from, from_path, in_offset, left);
+    }
+    return Status::from_errno(errno, fmt::format("copy {} to {}", from_path, to_path));
+  }
+  return Status::ok();
+}
+
 uint64_t random_u64() {
   uint64_t value = 0;
   auto* bytes = reinterpret_cast<char*>(&value);
@@ -142,6 +193,13 @@ Md5Stream::~Md5Stream() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(context_)); }
 
 void Md5Stream::update(std::span<const char> data) {
   EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(context_), data.data(), data.size());
+}
+
+std::string Md5Stream::finish_raw() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(context_), digest, &length);
+  return std::string(reinterpret_cast<const char*>(digest), length);
 }
 
 std::string Md5Stream::finish_hex() {

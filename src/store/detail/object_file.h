@@ -21,6 +21,10 @@ std::string object_file_relative_path(BucketId bucket, std::string_view name, ui
 // The same without the ".<generation>" suffix: every generation of one object shares it.
 std::string object_file_relative_stem(BucketId bucket, std::string_view name);
 
+// The name of a part file inside its upload's directory:
+// "<part number as 5 decimal digits>.<generation as 16 hex>".
+std::string part_file_name(uint32_t part_number, uint64_t generation);
+
 // Writes all of `data` at the fd's offset, retrying short writes and EINTR.
 // Errors: kResourceExhausted (ENOSPC, EDQUOT), kUnavailable (EIO), others from errno.
 Status write_fully(int fd, std::span<const char> data, std::string_view path);
@@ -38,6 +42,11 @@ Status write_file_durably(const std::string& dir, const std::string& name,
                           std::string_view content);
 // Reads a small file whole; kNotFound when it does not exist, kDataLoss past max_size.
 Result<std::string> read_small_file(const std::string& path, size_t max_size);
+// Appends the bytes of `from` (whole file, `size` bytes) at the end of `to`:
+// copy_file_range (in-kernel, a reflink where the file system can), falling back to a
+// bounded read/write loop where it is not supported. Errors from errno.
+Status append_file(int to, const std::string& to_path, int from, const std::string& from_path,
+                   uint64_t size);
 // 64 random bits from the kernel (ids, generations, work file names).
 uint64_t random_u64();
 
@@ -51,6 +60,8 @@ class Md5Stream {
   void update(std::span<const char> data);
   // 32 lowercase hex digits. Requires: called once, after the last update().
   std::string finish_hex();
+  // The 16 raw bytes. Requires: called once (instead of finish_hex), after the last update().
+  std::string finish_raw();
 
  private:
   void* context_;  // EVP_MD_CTX, kept opaque so OpenSSL headers stay out of this header

@@ -91,7 +91,8 @@ Result<ListResult> list_objects(std::span<MetaDb* const> dbs, BucketId bucket,
       entry.set_name(key.data() + 8, key.size() - 8);
       entry.set_size(best_record.size());
       entry.set_mtime_unix_nanos(best_record.mtime_unix_nanos());
-      entry.set_md5_hex(best_record.md5_hex());
+      // The S3 ETag: a multipart object's etag, else the MD5 of the bytes.
+      entry.set_md5_hex(best_record.etag().empty() ? best_record.md5_hex() : best_record.etag());
     }
     // `key` points into iterators[*best]: it is dead once that iterator moves.
     for (size_t i : equal) iterators[i]->Next();

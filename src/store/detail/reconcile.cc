@@ -99,7 +99,133 @@ Status remove_orphans(const std::string& object_dir, const KeptFiles& kept, Coun
   return Status::ok();
 }
 
+struct KeptParts {
+  std::unordered_set<std::string> uploads;  // "<bucket id>/<upload id>"
+  std::unordered_set<std::string> files;    // "<bucket id>/<upload id>/<file name>"
+  std::unordered_set<std::string> numbers;  // "<bucket id>/<upload id>/<part:05>": undecodable
+};
+
+Status check_part_records(const std::string& parts_dir, MetaDb& meta, PartCheck check,
+                          KeptParts& kept, size_t& dangling_count) {
+  std::vector<std::string> dangling;
+  rocksdb::ReadOptions options;
+  options.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it = meta.new_upload_iterator(options);
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const std::optional<UploadKey> key = parse_upload_key(it->key());
+    if (!key) {
+      SILO_LOG_ERROR("uploads metadata holds a key this build does not know; skipping it");
+      continue;
+    }
+    const std::string upload = fmt::format("{}/{}", key->bucket.value(), key->upload_id);
+    if (!key->part_number) {
+      kept.uploads.insert(upload);
+      continue;
+    }
+    if (check != PartCheck::kFull) continue;
+    if (!kept.uploads.contains(upload)) {  // the upload's key sorts before its parts'
+      SILO_LOG_WARN("part {} of upload {} has no upload record; removing it", *key->part_number,
+                    key->upload_id);
+      dangling.push_back(it->key().ToString());
+      continue;
+    }
+    Result<wire::UploadPartRecord> part = wire::decode<wire::UploadPartRecord>(
+        std::string_view(it->value().data(), it->value().size()), wire::Source::kDisk);
+    if (!part || part->part_number() != *key->part_number) {
+      SILO_LOG_ERROR("part {} of upload {} does not decode; keeping its files", *key->part_number,
+                     key->upload_id);
+      kept.numbers.insert(fmt::format("{}/{:05}", upload, *key->part_number));
+      continue;
+    }
+    const std::string relative =
+        fmt::format("{}/{}", upload, part_file_name(part->part_number(), part->generation()));
+    const std::string path = parts_dir + "/" + relative;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno != ENOENT) return Status::from_errno(errno, fmt::format("stat {}", path));
+      SILO_LOG_WARN("part file {} is missing; removing its record", path);
+      dangling.push_back(it->key().ToString());
+      continue;
+    }
+    if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != part->size()) {
+      SILO_LOG_WARN("part file {} has {} bytes, its record says {}; removing it", path,
+                    st.st_size, part->size());
+      dangling.push_back(it->key().ToString());
+      continue;
+    }
+    kept.files.insert(relative);
+  }
+  RETURN_IF_ERROR(from_rocksdb(it->status(), "iterate uploads"));
+  dangling_count = dangling.size();
+  return meta.remove_upload_keys(dangling, Durability::kFsync);
+}
+
+bool is_kept_part(const KeptParts& kept, const std::string& upload, const std::string& file) {
+  if (kept.files.contains(upload + "/" + file)) return true;
+  const size_t dot = file.find('.');
+  return dot != std::string::npos && kept.numbers.contains(upload + "/" + file.substr(0, dot));
+}
+
+std::vector<std::filesystem::path> list_dir(const std::filesystem::path& dir, std::error_code& ec) {
+  std::vector<std::filesystem::path> out;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    out.push_back(it->path());
+  }
+  return out;
+}
+
 }  // namespace
+
+Status reconcile_parts(const std::string& parts_dir, MetaDb& meta, PartCheck check) {
+  KeptParts kept;
+  size_t dangling = 0;
+  RETURN_IF_ERROR(check_part_records(parts_dir, meta, check, kept, dangling));
+  size_t removed_uploads = 0;
+  size_t removed_files = 0;
+  std::error_code ec;
+  // Collect before removing: readdir need not be stable under removal.
+  const std::vector<std::filesystem::path> buckets = list_dir(parts_dir, ec);
+  if (ec) return Status::from_errno(ec.value(), fmt::format("list {}", parts_dir));
+  for (const std::filesystem::path& bucket_dir : buckets) {
+    if (std::filesystem::is_directory(bucket_dir, ec)) {
+      const std::vector<std::filesystem::path> uploads = list_dir(bucket_dir, ec);
+      if (ec) return Status::from_errno(ec.value(), fmt::format("list {}", bucket_dir.string()));
+      for (const std::filesystem::path& upload_dir : uploads) {
+        const std::string upload =
+            bucket_dir.filename().string() + "/" + upload_dir.filename().string();
+        if (kept.uploads.contains(upload) && std::filesystem::is_directory(upload_dir, ec)) {
+          if (check != PartCheck::kFull) continue;
+          const std::vector<std::filesystem::path> files = list_dir(upload_dir, ec);
+          if (ec) return Status::from_errno(ec.value(), fmt::format("list {}", upload_dir.string()));
+          for (const std::filesystem::path& file : files) {
+            if (is_kept_part(kept, upload, file.filename().string())) continue;
+            SILO_LOG_WARN("removing orphan part file {}", file.string());
+            std::filesystem::remove_all(file, ec);
+            if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", file.string()));
+            ++removed_files;
+          }
+          continue;
+        }
+        std::filesystem::remove_all(upload_dir, ec);
+        if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", upload_dir.string()));
+        ++removed_uploads;
+      }
+      // An emptied bucket directory goes too; one that still holds uploads stays (ENOTEMPTY).
+      std::filesystem::remove(bucket_dir, ec);
+      ec.clear();
+      continue;
+    }
+    std::filesystem::remove_all(bucket_dir, ec);
+    if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", bucket_dir.string()));
+  }
+  if (dangling + removed_uploads + removed_files > 0) {
+    SILO_LOG_INFO(
+        "reconciled {}: {} uploads, {} dangling part records removed, {} upload directories "
+        "and {} part files removed",
+        parts_dir, kept.uploads.size(), dangling, removed_uploads, removed_files);
+  }
+  return Status::ok();
+}
 
 Status reconcile(const std::string& object_dir, MetaDb& meta) {
   KeptFiles kept;

@@ -14,4 +14,18 @@ namespace silo::store::detail {
 // kept, so a damaged record does not also cost the bytes. Blocking; logs counts.
 Status reconcile(const std::string& object_dir, MetaDb& meta);
 
+enum class PartCheck {
+  kUploadsOnly,  // only whole upload directories (after a clean shutdown)
+  kFull,         // also every part record and part file (after an unclean one)
+};
+
+// Makes `parts_dir` (<mp>/parts/<bucket id>/<upload id>/<part>.<generation>) agree with
+// the `uploads` metadata: removes the directory of every upload without a record (an
+// aborted, completed or swept upload whose files were not all removed yet) and anything
+// that is not an upload directory. With kFull also deletes part records whose file is
+// missing, has another size or whose upload is gone, and unlinks part files that no part
+// record names (a crash between rename and record, or a replaced part's old file). Files
+// of part records that do not decode are kept. Blocking; logs counts.
+Status reconcile_parts(const std::string& parts_dir, MetaDb& meta, PartCheck check);
+
 }  // namespace silo::store::detail

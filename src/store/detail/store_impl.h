@@ -3,17 +3,30 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "base/result.h"
 #include "placement/hrw.h"
 #include "store/detail/meta_db.h"
 #include "store/detail/mountpath.h"
 #include "store/detail/object_locks.h"
+#include "store/detail/work_file_writer.h"
 #include "store/store.h"
 
 namespace silo::store::detail {
+
+// kInvalidArgument for a name that must never be stored (empty, or not UTF-8: the
+// records' name is a proto3 string).
+Status check_object_name(const ObjectRef& object);
+// Copies the fields a client describes an object with (content_type, content_encoding,
+// content_disposition, content_language, cache_control, expires, user_metadata, tags,
+// checksums) from `from` into `to`, replacing what `to` had in them.
+void copy_descriptive_fields(const wire::ObjectRecord& from, wire::ObjectRecord& to);
+UploadInfo upload_info_of(const wire::UploadRecord& record);
 
 // The Store: mountpaths, placement of objects on them, and the per-object locks.
 // Awaitable methods hop to the owner mountpath's DiskExecutor; the *_blocking helpers run
@@ -21,7 +34,7 @@ namespace silo::store::detail {
 // disk threads).
 class StoreImpl final : public Store {
  public:
-  explicit StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths);
+  StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths, uint64_t min_part_size);
 
   Awaitable<Result<std::unique_ptr<ObjectWriter>>> create(const ObjectRef& object,
                                                           PutOptions options) override;
@@ -30,17 +43,45 @@ class StoreImpl final : public Store {
   Awaitable<Status> remove(const ObjectRef& object) override;
   Awaitable<Result<ListResult>> list(BucketId bucket, ListOptions options) override;
   Awaitable<Status> remove_bucket(BucketId bucket) override;
+  Awaitable<Result<wire::ObjectRecord>> update(const ObjectRef& object,
+                                               std::function<Status(wire::ObjectRecord&)> mutate,
+                                               Durability durability) override;
+  Awaitable<Result<UploadInfo>> create_upload(const ObjectRef& object,
+                                              wire::ObjectRecord attributes) override;
+  Awaitable<Result<std::unique_ptr<ObjectWriter>>> create_part(const ObjectRef& object,
+                                                               std::string upload_id,
+                                                               int part_number,
+                                                               PutOptions options) override;
+  Awaitable<Result<UploadInfo>> get_upload(const ObjectRef& object,
+                                           const std::string& upload_id) override;
+  Awaitable<Result<std::vector<PartInfo>>> list_parts(const ObjectRef& object,
+                                                      const std::string& upload_id) override;
+  Awaitable<Result<wire::ObjectRecord>> complete_upload(const ObjectRef& object,
+                                                        const std::string& upload_id,
+                                                        std::vector<CompletePart> parts,
+                                                        PutOptions options) override;
+  Awaitable<Status> abort_upload(const ObjectRef& object, const std::string& upload_id) override;
+  Awaitable<Result<UploadList>> list_uploads(BucketId bucket, UploadListOptions options) override;
+  Awaitable<Result<size_t>> remove_uploads_initiated_before(int64_t unix_nanos) override;
   Awaitable<Result<std::vector<BucketId>>> bucket_ids() override;
   std::vector<MountpathInfo> mountpaths() const override;
   void close() override;
 
   // Moves a finished work file into place as the object's new generation and commits
   // `record`, then removes the previous generation and any stale copy on a non-owner
-  // mountpath. On error nothing changed (the work file may be gone). Blocking; runs on the
-  // owner's disk thread.
+  // mountpath. `precondition` (when set) sees the current record under the object lock
+  // before the rename; `finished` is deleted in the record's metadata batch. On error
+  // nothing changed (the work file may be gone). Blocking; runs on a disk thread.
   Result<wire::ObjectRecord> install(size_t owner, const ObjectRef& object,
                                      const std::string& work_path, wire::ObjectRecord record,
-                                     Durability durability);
+                                     Durability durability, const Precondition& precondition,
+                                     const FinishedUpload* finished = nullptr);
+  // The same for one part of an upload on mountpath `index`: renames the work file to the
+  // part's file, commits the part record and removes the file of the part it replaces.
+  // kNotFound "NoSuchUpload" when the upload is gone or being completed. Blocking.
+  Result<wire::ObjectRecord> install_part(size_t index, const ObjectRef& object,
+                                          const PartTarget& part, const std::string& work_path,
+                                          wire::ObjectRecord record, Durability durability);
   // Never 0 and never repeated in this process; random across processes.
   uint64_t next_generation();
 
@@ -50,7 +91,42 @@ class StoreImpl final : public Store {
     wire::ObjectRecord record;
   };
 
+  struct FoundUpload {
+    size_t index;  // mountpath holding the upload
+    wire::UploadRecord record;
+  };
+  // Releases a claim on an upload when it goes out of scope.
+  class UploadClaim {
+   public:
+    UploadClaim(StoreImpl& store, std::string upload_id)
+        : store_(store), upload_id_(std::move(upload_id)) {}
+    ~UploadClaim();
+    UploadClaim(const UploadClaim&) = delete;
+    UploadClaim& operator=(const UploadClaim&) = delete;
+
+   private:
+    StoreImpl& store_;
+    std::string upload_id_;
+  };
+
   size_t owner_of(const ObjectRef& object) const { return candidates_.owner(object); }
+  // The upload on the owner, else on another mountpath. kNotFound "NoSuchUpload".
+  Result<FoundUpload> find_upload(const ObjectRef& object, const std::string& upload_id,
+                                  size_t owner);
+  // An upload being completed is claimed: parts, aborts and other completions of it see
+  // NoSuchUpload. Requires: the object lock is held (so the record cannot change).
+  bool try_claim(const std::string& upload_id) EXCLUDES(claims_mutex_);
+  bool is_claimed(const std::string& upload_id) EXCLUDES(claims_mutex_);
+  Result<std::vector<PartInfo>> list_parts_blocking(const ObjectRef& object,
+                                                    const std::string& upload_id, size_t owner);
+  Result<wire::ObjectRecord> complete_blocking(const ObjectRef& object,
+                                               const std::string& upload_id,
+                                               const std::vector<CompletePart>& parts,
+                                               const PutOptions& options, size_t owner);
+  Status abort_blocking(const ObjectRef& object, const std::string& upload_id, size_t owner);
+  Result<wire::ObjectRecord> update_blocking(
+      const ObjectRef& object, const std::function<Status(wire::ObjectRecord&)>& mutate,
+      Durability durability, size_t owner);
   // The record on the owner, else on the first other mountpath that has one.
   Result<Found> find_record(const ObjectRef& object, size_t owner);
   Result<OpenObject> open_blocking(const ObjectRef& object, size_t owner);
@@ -63,6 +139,9 @@ class StoreImpl final : public Store {
   ObjectLocks locks_;
   std::atomic<uint64_t> next_generation_;
   std::atomic<bool> is_closed_{false};
+  const uint64_t min_part_size_;
+  std::mutex claims_mutex_;
+  std::unordered_set<std::string> claimed_uploads_ GUARDED_BY(claims_mutex_);
 };
 
 }  // namespace silo::store::detail

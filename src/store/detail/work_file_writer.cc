@@ -24,12 +24,14 @@ std::string lowercase(std::string_view s) {
 }  // namespace
 
 WorkFileWriter::WorkFileWriter(StoreImpl& store, size_t owner, Mountpath& mountpath,
-                               ObjectRef object, PutOptions options, WorkFile work)
+                               ObjectRef object, PutOptions options, WorkFile work,
+                               std::optional<PartTarget> part)
     : store_(store),
       owner_(owner),
       mountpath_(mountpath),
       object_(std::move(object)),
       options_(std::move(options)),
+      part_(std::move(part)),
       fd_(work.fd),
       work_path_(std::move(work.path)) {}
 
@@ -44,6 +46,10 @@ WorkFileWriter::~WorkFileWriter() {
 Awaitable<Status> WorkFileWriter::write(std::span<const char> data) {
   Status status = co_await mountpath_.disk().run([this, data] { return write_blocking(data); });
   co_return status.annotate("put {}/{}", object_.bucket_id, object_.name);
+}
+
+void WorkFileWriter::set_checksum(std::string algorithm, std::string base64_value) {
+  checksums_[std::move(algorithm)] = std::move(base64_value);
 }
 
 Awaitable<Result<wire::ObjectRecord>> WorkFileWriter::commit() {
@@ -72,11 +78,13 @@ Status WorkFileWriter::write_blocking(std::span<const char> data) {
 Status WorkFileWriter::check_expected(const std::string& md5_hex) const {
   if (options_.expected_size && *options_.expected_size != size_) {
     return Status::invalid_argument("expected {} bytes, received {}", *options_.expected_size,
-                                    size_);
+                                    size_)
+        .with_reason("IncompleteBody");
   }
   if (options_.expected_md5_hex && lowercase(*options_.expected_md5_hex) != md5_hex) {
     return Status::invalid_argument("expected MD5 {}, the bytes have {}",
-                                    *options_.expected_md5_hex, md5_hex);
+                                    *options_.expected_md5_hex, md5_hex)
+        .with_reason("BadDigest");
   }
   return Status::ok();
 }
@@ -107,11 +115,19 @@ Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {
   const int64_t now = Clock::real().unix_nanos();
   record.set_mtime_unix_nanos(now);
   record.set_atime_unix_nanos(now);
-  record.set_content_type(options_.content_type);
-  record.mutable_user_metadata()->insert(options_.user_metadata.begin(),
-                                         options_.user_metadata.end());
+  if (part_) {
+    // A part keeps only its checksums: the upload holds the object's attributes.
+    record.mutable_checksums()->insert(options_.attributes.checksums().begin(),
+                                       options_.attributes.checksums().end());
+  } else {
+    copy_descriptive_fields(options_.attributes, record);
+  }
+  for (const auto& [algorithm, value] : checksums_) (*record.mutable_checksums())[algorithm] = value;
   Result<wire::ObjectRecord> installed =
-      store_.install(owner_, object_, work_path_, std::move(record), options_.durability);
+      part_ ? store_.install_part(owner_, object_, *part_, work_path_, std::move(record),
+                                  options_.durability)
+            : store_.install(owner_, object_, work_path_, std::move(record), options_.durability,
+                             options_.precondition);
   if (!installed) {
     discard_blocking();
     return installed;

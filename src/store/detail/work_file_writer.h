@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -13,19 +15,28 @@ namespace silo::store::detail {
 
 class StoreImpl;
 
+// What a writer of a multipart upload's part commits to.
+struct PartTarget {
+  std::string upload_id;
+  uint32_t part_number = 0;
+};
+
 // The ObjectWriter of the store: a work file on the owner mountpath plus running XXH3 and
 // MD5. All file work runs on that mountpath's DiskExecutor. Callers issue one write() or
 // commit() at a time. Destroyed without a successful commit, it hands closing and
 // unlinking the work file to the executor (it may be destroyed on a network thread).
+// With a PartTarget it writes one part of an upload (StoreImpl::install_part) instead of
+// an object; `owner` is then the mountpath holding the upload.
 class WorkFileWriter final : public ObjectWriter {
  public:
   WorkFileWriter(StoreImpl& store, size_t owner, Mountpath& mountpath, ObjectRef object,
-                 PutOptions options, WorkFile work);
+                 PutOptions options, WorkFile work, std::optional<PartTarget> part = std::nullopt);
   ~WorkFileWriter() override;
   WorkFileWriter(const WorkFileWriter&) = delete;
   WorkFileWriter& operator=(const WorkFileWriter&) = delete;
 
   Awaitable<Status> write(std::span<const char> data) override;
+  void set_checksum(std::string algorithm, std::string base64_value) override;
   Awaitable<Result<wire::ObjectRecord>> commit() override;
 
  private:
@@ -41,6 +52,8 @@ class WorkFileWriter final : public ObjectWriter {
   Mountpath& mountpath_;
   ObjectRef object_;
   PutOptions options_;
+  std::optional<PartTarget> part_;
+  std::map<std::string, std::string> checksums_;  // from set_checksum()
   int fd_;
   std::string work_path_;  // empty once the work file is gone (renamed or removed)
   uint64_t size_ = 0;

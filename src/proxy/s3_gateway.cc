@@ -1,0 +1,530 @@
+// The S3 surface of a node: service and bucket operations, listings merged from every
+// target, DeleteObjects fanned out, and object operations routed to their owner.
+#include <algorithm>
+#include <charconv>
+
+#include "base/base64.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "cluster/gather.h"
+#include "cluster/names.h"
+#include "cluster/relay.h"
+#include "cluster/reply.h"
+#include "proxy/proxy.h"
+#include "s3/http_time.h"
+#include "s3/names.h"
+
+namespace silo::proxy {
+namespace {
+
+constexpr size_t kMaxBucketBody = 64 * 1024;
+constexpr size_t kMaxDeleteBody = 2 * 1024 * 1024;
+constexpr size_t kMaxKeys = 1000;
+constexpr size_t kListFetch = 1000;
+constexpr size_t kDeleteParallelism = 64;
+constexpr size_t kMaxUploadPageBytes = 64 * 1024 * 1024;
+
+bool is_object_op(s3::Op op) {
+  switch (op) {
+    case s3::Op::kPutObject:
+    case s3::Op::kCopyObject:
+    case s3::Op::kGetObject:
+    case s3::Op::kHeadObject:
+    case s3::Op::kDeleteObject:
+    case s3::Op::kGetObjectTagging:
+    case s3::Op::kPutObjectTagging:
+    case s3::Op::kDeleteObjectTagging:
+    case s3::Op::kGetObjectAcl:
+    case s3::Op::kCreateMultipartUpload:
+    case s3::Op::kUploadPart:
+    case s3::Op::kUploadPartCopy:
+    case s3::Op::kCompleteMultipartUpload:
+    case s3::Op::kAbortMultipartUpload:
+    case s3::Op::kListParts: return true;
+    default: return false;
+  }
+}
+
+// Operations an anonymous client may run on a bucket that allows anonymous reads.
+bool is_anonymous_read(s3::Op op) {
+  return op == s3::Op::kGetObject || op == s3::Op::kHeadObject || op == s3::Op::kListObjects ||
+         op == s3::Op::kListObjectsV2 || op == s3::Op::kHeadBucket;
+}
+
+// Bucket changes run on the primary.
+bool is_bucket_change(s3::Op op) {
+  return op == s3::Op::kCreateBucket || op == s3::Op::kDeleteBucket || op == s3::Op::kPutBucketVersioning;
+}
+
+Status no_such_bucket(std::string_view name) {
+  return Status::not_found("The specified bucket does not exist: {}", name).with_reason("NoSuchBucket");
+}
+
+Result<size_t> max_keys_of(const s3::QueryParams& query, std::string_view param) {
+  const auto text = query.get(param);
+  if (!text) return kMaxKeys;
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+  if (text->empty() || ec != std::errc() || end != text->data() + text->size() || v < 0) {
+    return Status::invalid_argument("{} must be a non-negative integer", param).with_reason("InvalidArgument");
+  }
+  return std::min<size_t>(static_cast<size_t>(v), kMaxKeys);
+}
+
+std::string hex_of(std::string_view text) {
+  return hash::to_hex({reinterpret_cast<const unsigned char*>(text.data()), text.size()});
+}
+
+Result<std::string> unhex(std::string_view token) {
+  if (token.size() % 2 != 0) return Status::invalid_argument("The continuation token provided is incorrect").with_reason("InvalidArgument");
+  std::string out;
+  for (size_t i = 0; i < token.size(); i += 2) {
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(token.data() + i, token.data() + i + 2, value, 16);
+    if (ec != std::errc() || end != token.data() + i + 2) {
+      return Status::invalid_argument("The continuation token provided is incorrect").with_reason("InvalidArgument");
+    }
+    out.push_back(static_cast<char>(value));
+  }
+  return out;
+}
+
+// Past every name under `common_prefix`: names are UTF-8, whose bytes never reach 0xff.
+std::string past_prefix(const std::string& common_prefix) { return common_prefix + "\xff"; }
+
+}  // namespace
+
+http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const cluster::S3Request& request) {
+  const s3::Op op = request.route.op;
+  Status s;
+  std::optional<wire::Bucket> bucket;
+  if (!request.route.bucket.empty() && op != s3::Op::kCreateBucket) {
+    bucket = maps_.find_bucket(request.route.bucket);
+    if (!bucket) s = no_such_bucket(request.route.bucket);
+  }
+  const bool is_allowed = request.auth.has_value() ||
+                          (bucket && bucket->props().anonymous_read() && is_anonymous_read(op));
+  if (!is_allowed) s = Status::permission_denied("Access Denied").with_reason("AccessDenied");
+  if (s.is_ok()) {
+    if (is_object_op(op)) {
+      co_await route_object(exchange, request, *bucket);
+      co_return;
+    }
+    if (is_bucket_change(op) && primary_ == nullptr) {
+      s = co_await relay_to_primary(exchange);
+    } else {
+      s = co_await run_s3(exchange, request, bucket);
+    }
+  }
+  if (!s.is_ok()) {
+    errors_.add();
+    co_await cluster::send_s3_error(exchange, s, request.route.bucket.empty() ? s3::Subject::kService : s3::Subject::kBucket,
+                                    &request);
+  }
+}
+
+http::Awaitable<void> Proxy::route_object(http::Exchange& exchange, const cluster::S3Request& request,
+                                          const wire::Bucket& bucket) {
+  object_requests_.add();
+  Status s = cluster::validate_object_name(request.route.key);
+  const auto placement = maps_.placement();
+  if (s.is_ok() && placement->empty()) s = Status::unavailable("the cluster has no targets yet");
+  if (s.is_ok()) {
+    const wire::NodeInfo& owner = placement->owner(ObjectRef{BucketId(bucket.id()), request.route.key});
+    if (owner.id() == options_.self.id() && options_.local_s3) {
+      co_await options_.local_s3(exchange, request);
+      co_return;
+    }
+    if (owner.state() == wire::NODE_STATE_DOWN) {
+      s = Status::unavailable("target {} that owns {} is down", owner.id(), request.resource);
+    } else {
+      // Streamed through, always: S3 clients do not all follow redirects (boto3 does not).
+      auto to = http::Endpoint::parse(owner.url());
+      if (!to) {
+        s = to.error();
+      } else {
+        http::Headers extra;
+        extra.set(cluster::kForwardedHeader, options_.self.id());
+        extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+        s = co_await cluster::relay(exchange, *client_, *to, extra);
+      }
+    }
+  }
+  if (!s.is_ok()) {
+    errors_.add();
+    co_await cluster::send_s3_error(exchange, s, s3::Subject::kObject, &request);
+  }
+}
+
+http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const cluster::S3Request& request,
+                                      const std::optional<wire::Bucket>& bucket) {
+  const std::string& name = request.route.bucket;
+  switch (request.route.op) {
+    case s3::Op::kListBuckets: {
+      const auto map = maps_.bucket_map();
+      s3::XmlWriter xml;
+      xml.open("ListAllMyBucketsResult", s3::kS3Xmlns);
+      cluster::add_owner(xml);
+      xml.open("Buckets");
+      for (const auto& b : map->buckets()) {
+        xml.open("Bucket").element("Name", b.name()).element("CreationDate", s3::format_iso8601(b.created_unix_nanos())).close();
+      }
+      xml.close().close();
+      co_return co_await cluster::send_xml(exchange, request, xml.finish());
+    }
+    case s3::Op::kCreateBucket: co_return co_await s3_create_bucket(exchange, request);
+    case s3::Op::kDeleteBucket: {
+      CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(*bucket, "", "", 1));
+      if (!page.first.empty()) {
+        co_return Status::failed_precondition("The bucket you tried to delete is not empty").with_reason("BucketNotEmpty");
+      }
+      const Status deleted = co_await primary_->delete_bucket(name);
+      if (deleted.code() == Code::kNotFound) co_return no_such_bucket(name);
+      CO_RETURN_IF_ERROR(deleted);
+      SILO_LOG_INFO("bucket {} deleted", name);
+      co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
+    }
+    case s3::Op::kHeadBucket: {
+      http::ResponseHead head = cluster::s3_head(&request);
+      head.headers.set("x-amz-bucket-region", options_.cluster.s3.region);
+      co_return co_await exchange.response().send(std::move(head), "");
+    }
+    case s3::Op::kGetBucketLocation: {
+      // us-east-1 answers an empty LocationConstraint, as AWS does.
+      const std::string& region = options_.cluster.s3.region;
+      s3::XmlWriter xml;
+      xml.open("LocationConstraint", s3::kS3Xmlns);
+      std::string out = xml.finish();
+      if (region != "us-east-1") {
+        s3::XmlWriter with;
+        out = with.element("LocationConstraint", region).finish();
+        out.insert(out.find("<LocationConstraint") + 19, std::string(" xmlns=\"") + std::string(s3::kS3Xmlns) + "\"");
+      }
+      co_return co_await cluster::send_xml(exchange, request, std::move(out));
+    }
+    case s3::Op::kGetBucketVersioning: {
+      s3::XmlWriter xml;
+      xml.open("VersioningConfiguration", s3::kS3Xmlns);
+      if (!bucket->props().versioning().empty()) xml.element("Status", bucket->props().versioning());
+      xml.close();
+      co_return co_await cluster::send_xml(exchange, request, xml.finish());
+    }
+    case s3::Op::kPutBucketVersioning: {
+      CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxBucketBody));
+      CO_ASSIGN_OR_RETURN(const std::string status, s3::parse_versioning(body));
+      if (status == "Enabled") {
+        co_return Status::unimplemented("Silo does not keep object versions; versioning cannot be enabled")
+            .with_reason("NotImplemented");
+      }
+      wire::BucketProps props = bucket->props();
+      props.set_versioning(status);
+      CO_RETURN_IF_ERROR((co_await primary_->set_bucket_props(name, props)).status());
+      co_return co_await exchange.response().send(cluster::s3_head(&request), "");
+    }
+    case s3::Op::kGetBucketAcl:
+      co_return co_await cluster::send_xml(exchange, request, cluster::acl_xml(bucket->props().anonymous_read()));
+    case s3::Op::kListObjects:
+    case s3::Op::kListObjectsV2:
+    case s3::Op::kListObjectVersions: co_return co_await s3_list(exchange, request, *bucket);
+    case s3::Op::kListMultipartUploads: co_return co_await s3_list_uploads(exchange, request, *bucket);
+    case s3::Op::kDeleteObjects: co_return co_await s3_delete_objects(exchange, request, *bucket);
+    default: break;
+  }
+  co_return Status::unimplemented("{} is not implemented", s3::op_name(request.route.op)).with_reason("NotImplemented");
+}
+
+http::Awaitable<Status> Proxy::s3_create_bucket(http::Exchange& exchange, const cluster::S3Request& request) {
+  const std::string& name = request.route.bucket;
+  CO_RETURN_IF_ERROR(s3::validate_bucket_name(name));
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxBucketBody));
+  CO_ASSIGN_OR_RETURN(const std::string location, s3::parse_create_bucket(body));
+  std::ignore = location;  // any region is this cluster
+  wire::BucketProps props;
+  const std::string acl(exchange.request().headers.get("x-amz-acl").value_or("private"));
+  props.set_anonymous_read(acl == "public-read" || acl == "public-read-write");
+  auto created = co_await primary_->create_bucket(name, props);
+  if (!created && created.error().code() == Code::kAlreadyExists) {
+    co_return Status::already_exists("Your previous request to create the named bucket succeeded and you already own it.")
+        .with_reason("BucketAlreadyOwnedByYou");
+  }
+  CO_RETURN_IF_ERROR(created.status());
+  SILO_LOG_INFO("bucket {} created (id {})", created->name(), created->id());
+  http::ResponseHead head = cluster::s3_head(&request);
+  head.headers.set("Location", "/" + name);
+  co_return co_await exchange.response().send(std::move(head), "");
+}
+
+http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const cluster::S3Request& request,
+                                       const wire::Bucket& bucket) {
+  list_requests_.add();
+  const s3::Op op = request.route.op;
+  const s3::QueryParams& q = request.query;
+  const std::string prefix = q.get("prefix").value_or("");
+  const std::string delimiter = q.get("delimiter").value_or("");
+  CO_ASSIGN_OR_RETURN(const size_t max_keys, max_keys_of(q, "max-keys"));
+  const std::string encoding = q.get("encoding-type").value_or("");
+  if (!encoding.empty() && encoding != "url") {
+    co_return Status::invalid_argument("Invalid Encoding Method specified in Request").with_reason("InvalidArgument");
+  }
+  const bool is_url = encoding == "url";
+  auto out = [is_url](const std::string& text) { return is_url ? s3::uri_encode(text, true) : text; };
+
+  // Where the page starts (exclusive).
+  std::string cursor;
+  const auto token = q.get("continuation-token");
+  if (op == s3::Op::kListObjectsV2) {
+    if (token) {
+      if (token->empty()) {
+        co_return Status::invalid_argument("The continuation token provided is incorrect").with_reason("InvalidArgument");
+      }
+      CO_ASSIGN_OR_RETURN(cursor, unhex(*token));
+    } else {
+      cursor = q.get("start-after").value_or("");
+    }
+  } else if (op == s3::Op::kListObjects) {
+    cursor = q.get("marker").value_or("");
+  } else {
+    cursor = q.get("key-marker").value_or("");
+  }
+  // A marker that is a common prefix (NextMarker of a folded page) skips what it folded.
+  if (!delimiter.empty() && cursor.size() >= prefix.size() + delimiter.size() && cursor.rfind(prefix, 0) == 0 &&
+      cursor.compare(cursor.size() - delimiter.size(), delimiter.size(), delimiter) == 0 &&
+      cursor.find(delimiter, prefix.size()) == cursor.size() - delimiter.size()) {
+    cursor = past_prefix(cursor);
+  }
+
+  std::vector<wire::ListEntry> contents;
+  std::vector<std::string> prefixes;
+  bool is_truncated = false;
+  std::string last_item;    // the last key or common prefix returned
+  std::string resume_from;  // where the next page starts (for the continuation token)
+  size_t count = 0;
+  bool is_full = false;
+  while (!is_full) {
+    CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(bucket, prefix, cursor, kListFetch));
+    for (auto& entry : page.first) {
+      const std::string& name = entry.name();
+      cursor = name;
+      if (!delimiter.empty()) {
+        const size_t at = name.find(delimiter, prefix.size());
+        if (at != std::string::npos) {
+          std::string common = name.substr(0, at + delimiter.size());
+          if (!prefixes.empty() && prefixes.back() == common) continue;
+          if (count == max_keys) {
+            is_truncated = true;
+            is_full = true;
+            break;
+          }
+          ++count;
+          last_item = common;
+          resume_from = past_prefix(common);
+          prefixes.push_back(std::move(common));
+          continue;
+        }
+      }
+      if (count == max_keys) {
+        is_truncated = true;
+        is_full = true;
+        break;
+      }
+      ++count;
+      last_item = name;
+      resume_from = name;
+      contents.push_back(std::move(entry));
+    }
+    if (!page.second) break;
+    // Names under the last common prefix need not be fetched again.
+    if (!prefixes.empty() && cursor.rfind(prefixes.back(), 0) == 0) cursor = past_prefix(prefixes.back());
+  }
+
+  s3::XmlWriter xml;
+  const bool is_versions = op == s3::Op::kListObjectVersions;
+  xml.open(is_versions ? "ListVersionsResult" : "ListBucketResult", s3::kS3Xmlns);
+  xml.element("Name", bucket.name()).element("Prefix", out(prefix));
+  if (op == s3::Op::kListObjects) {
+    xml.element("Marker", out(q.get("marker").value_or("")));
+    if (is_truncated) xml.element("NextMarker", out(last_item));
+  } else if (is_versions) {
+    xml.element("KeyMarker", out(q.get("key-marker").value_or("")))
+        .element("VersionIdMarker", q.get("version-id-marker").value_or(""));
+    if (is_truncated) xml.element("NextKeyMarker", out(last_item)).element("NextVersionIdMarker", "null");
+  } else {
+    if (token) xml.element("ContinuationToken", *token);
+    if (is_truncated) xml.element("NextContinuationToken", hex_of(resume_from));
+    if (auto start_after = q.get("start-after")) xml.element("StartAfter", out(*start_after));
+    xml.element("KeyCount", std::to_string(count));
+  }
+  if (!delimiter.empty()) xml.element("Delimiter", out(delimiter));
+  xml.element("MaxKeys", std::to_string(max_keys));
+  if (is_url) xml.element("EncodingType", "url");
+  xml.element("IsTruncated", is_truncated ? "true" : "false");
+  const bool with_owner = op != s3::Op::kListObjectsV2 || q.get("fetch-owner") == std::optional<std::string>("true");
+  for (const auto& e : contents) {
+    xml.open(is_versions ? "Version" : "Contents").element("Key", out(e.name()));
+    if (is_versions) xml.element("VersionId", "null").element("IsLatest", "true");
+    xml.element("LastModified", s3::format_iso8601(e.mtime_unix_nanos()))
+        .element("ETag", "\"" + e.md5_hex() + "\"")
+        .element("Size", std::to_string(e.size()));
+    if (with_owner) cluster::add_owner(xml);
+    xml.element("StorageClass", "STANDARD").close();
+  }
+  for (const auto& p : prefixes) xml.open("CommonPrefixes").element("Prefix", out(p)).close();
+  xml.close();
+  co_return co_await cluster::send_xml(exchange, request, xml.finish());
+}
+
+http::Awaitable<Status> Proxy::s3_list_uploads(http::Exchange& exchange, const cluster::S3Request& request,
+                                               const wire::Bucket& bucket) {
+  const s3::QueryParams& q = request.query;
+  const std::string prefix = q.get("prefix").value_or("");
+  const std::string delimiter = q.get("delimiter").value_or("");
+  const std::string key_marker = q.get("key-marker").value_or("");
+  const std::string upload_id_marker = q.get("upload-id-marker").value_or("");
+  CO_ASSIGN_OR_RETURN(const size_t max_uploads, max_keys_of(q, "max-uploads"));
+  const std::string encoding = q.get("encoding-type").value_or("");
+  const bool is_url = encoding == "url";
+  auto out = [is_url](const std::string& text) { return is_url ? s3::uri_encode(text, true) : text; };
+
+  const auto placement = maps_.placement();
+  const std::string target = fmt::format(
+      "/v1/internal/uploads/{}?prefix={}&key_marker={}&upload_id_marker={}&limit={}",
+      http::percent_encode(bucket.name(), false), http::percent_encode(prefix, false),
+      http::percent_encode(key_marker, false), http::percent_encode(upload_id_marker, false), max_uploads + 1);
+  std::vector<std::function<http::Awaitable<Result<wire::UploadPage>>()>> calls;
+  for (const auto& node : placement->targets()) {
+    calls.push_back([this, node, &target]() -> http::Awaitable<Result<wire::UploadPage>> {
+      if (node.state() == wire::NODE_STATE_DOWN) {
+        co_return Status::unavailable("target {} is down: the listing would be incomplete", node.id());
+      }
+      CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
+      http::ClientRequest call;
+      call.target = target;
+      CO_ASSIGN_OR_RETURN(auto response, co_await client_->call(to, std::move(call), "", kMaxUploadPageBytes));
+      if (response.status != 200) {
+        co_return Status::unavailable("target {} answered the upload listing with {}", node.id(), response.status);
+      }
+      co_return wire::decode<wire::UploadPage>(response.body, wire::Source::kNetwork);
+    });
+  }
+  auto pages = co_await cluster::gather<Result<wire::UploadPage>>(std::move(calls));
+  std::vector<wire::UploadEntry> uploads;
+  bool is_truncated = false;
+  for (auto& page : pages) {
+    if (!page) co_return std::move(page).error();
+    is_truncated |= page->is_truncated();
+    for (auto& u : *page->mutable_uploads()) uploads.push_back(std::move(u));
+  }
+  std::sort(uploads.begin(), uploads.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.name(), a.upload_id()) < std::tie(b.name(), b.upload_id());
+  });
+  std::vector<const wire::UploadEntry*> listed;
+  std::vector<std::string> prefixes;
+  std::string next_key;
+  std::string next_upload_id;
+  size_t count = 0;
+  for (const auto& u : uploads) {
+    std::string common;
+    if (!delimiter.empty()) {
+      const size_t at = u.name().find(delimiter, prefix.size());
+      if (at != std::string::npos) common = u.name().substr(0, at + delimiter.size());
+    }
+    if (!common.empty() && !prefixes.empty() && prefixes.back() == common) continue;
+    if (count == max_uploads) {
+      is_truncated = true;
+      break;
+    }
+    ++count;
+    if (common.empty()) {
+      listed.push_back(&u);
+      next_key = u.name();
+      next_upload_id = u.upload_id();
+    } else {
+      prefixes.push_back(common);
+      next_key = common;
+      next_upload_id.clear();
+    }
+  }
+  s3::XmlWriter xml;
+  xml.open("ListMultipartUploadsResult", s3::kS3Xmlns)
+      .element("Bucket", bucket.name())
+      .element("KeyMarker", out(key_marker))
+      .element("UploadIdMarker", upload_id_marker)
+      .element("NextKeyMarker", out(is_truncated ? next_key : ""))
+      .element("NextUploadIdMarker", is_truncated ? next_upload_id : "")
+      .element("Prefix", out(prefix));
+  if (!delimiter.empty()) xml.element("Delimiter", out(delimiter));
+  xml.element("MaxUploads", std::to_string(max_uploads)).element("IsTruncated", is_truncated ? "true" : "false");
+  if (is_url) xml.element("EncodingType", "url");
+  for (const wire::UploadEntry* u : listed) {
+    xml.open("Upload").element("Key", out(u->name())).element("UploadId", u->upload_id());
+    cluster::add_owner(xml, "Initiator");
+    cluster::add_owner(xml);
+    xml.element("StorageClass", "STANDARD").element("Initiated", s3::format_iso8601(u->initiated_unix_nanos())).close();
+  }
+  for (const auto& p : prefixes) xml.open("CommonPrefixes").element("Prefix", out(p)).close();
+  xml.close();
+  co_return co_await cluster::send_xml(exchange, request, xml.finish());
+}
+
+http::Awaitable<Status> Proxy::s3_delete_objects(http::Exchange& exchange, const cluster::S3Request& request,
+                                                 const wire::Bucket& bucket) {
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxDeleteBody));
+  if (auto md5 = exchange.request().headers.get("Content-MD5")) {
+    s3::Md5 computed;
+    computed.update(body);
+    if (base64::encode({reinterpret_cast<const unsigned char*>(computed.raw().data()), 16}) != *md5) {
+      co_return Status::invalid_argument("The Content-MD5 you specified did not match what we received.")
+          .with_reason("BadDigest");
+    }
+  }
+  CO_ASSIGN_OR_RETURN(const s3::DeleteRequest parsed, s3::parse_delete(body));
+  const auto placement = maps_.placement();
+  if (placement->empty()) co_return Status::unavailable("the cluster has no targets yet");
+  struct Outcome {
+    std::string code;  // empty: deleted
+    std::string message;
+  };
+  std::vector<Outcome> outcomes(parsed.objects.size());
+  for (size_t begin = 0; begin < parsed.objects.size(); begin += kDeleteParallelism) {
+    const size_t end = std::min(parsed.objects.size(), begin + kDeleteParallelism);
+    std::vector<std::function<http::Awaitable<Outcome>()>> calls;
+    for (size_t i = begin; i < end; ++i) {
+      calls.push_back([this, &bucket, &placement, key = parsed.objects[i].first]() -> http::Awaitable<Outcome> {
+        if (const Status valid = cluster::validate_object_name(key); !valid.is_ok()) {
+          co_return Outcome{"InvalidArgument", valid.message()};
+        }
+        const wire::NodeInfo& owner = placement->owner(ObjectRef{BucketId(bucket.id()), key});
+        auto to = http::Endpoint::parse(owner.url());
+        if (!to) co_return Outcome{"InternalError", to.error().message()};
+        http::ClientRequest call;
+        call.method = http::Method::kDelete;
+        call.target = "/v1/objects/" + http::percent_encode(bucket.name(), false) + "/" + http::percent_encode(key, true);
+        call.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+        auto response = co_await client_->call(*to, std::move(call), "", 64 * 1024);
+        if (!response) co_return Outcome{"ServiceUnavailable", response.error().message()};
+        if (response->status == 204 || response->status == 200 || response->status == 404) co_return Outcome{};
+        co_return Outcome{response->status == 503 ? "ServiceUnavailable" : "InternalError",
+                          fmt::format("HTTP {} from target {}", response->status, owner.id())};
+      });
+    }
+    auto done = co_await cluster::gather<Outcome>(std::move(calls));
+    for (size_t i = begin; i < end; ++i) outcomes[i] = std::move(done[i - begin]);
+  }
+  s3::XmlWriter xml;
+  xml.open("DeleteResult", s3::kS3Xmlns);
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const auto& [key, version] = parsed.objects[i];
+    if (outcomes[i].code.empty()) {
+      if (parsed.quiet) continue;
+      xml.open("Deleted").element("Key", key);
+      if (!version.empty()) xml.element("VersionId", version);
+      xml.close();
+    } else {
+      xml.open("Error").element("Key", key).element("Code", outcomes[i].code).element("Message", outcomes[i].message).close();
+    }
+  }
+  xml.close();
+  co_return co_await cluster::send_xml(exchange, request, xml.finish());
+}
+
+}  // namespace silo::proxy

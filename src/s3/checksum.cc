@@ -1,0 +1,218 @@
+#include "s3/checksum.h"
+
+#include <isa-l/crc.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <strings.h>
+
+#include <array>
+
+#include "base/base64.h"
+
+namespace silo::s3 {
+namespace {
+
+struct Named {
+  ChecksumAlgorithm algorithm;
+  std::string_view name;
+  std::string_view header;
+};
+
+constexpr Named kAlgorithms[] = {
+    {ChecksumAlgorithm::kCrc32, "CRC32", "x-amz-checksum-crc32"},
+    {ChecksumAlgorithm::kCrc32c, "CRC32C", "x-amz-checksum-crc32c"},
+    {ChecksumAlgorithm::kCrc64Nvme, "CRC64NVME", "x-amz-checksum-crc64nvme"},
+    {ChecksumAlgorithm::kSha1, "SHA1", "x-amz-checksum-sha1"},
+    {ChecksumAlgorithm::kSha256, "SHA256", "x-amz-checksum-sha256"},
+};
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// CRC-64/NVME: reflected polynomial 0x9a6c9329ac4bc9b5, init and xorout all ones.
+const std::array<uint64_t, 256>& crc64_nvme_table() {
+  static const std::array<uint64_t, 256> table = [] {
+    std::array<uint64_t, 256> t{};
+    constexpr uint64_t kPoly = 0x9a6c9329ac4bc9b5ULL;
+    for (uint64_t i = 0; i < 256; ++i) {
+      uint64_t crc = i;
+      for (int k = 0; k < 8; ++k) crc = (crc & 1) ? (crc >> 1) ^ kPoly : crc >> 1;
+      t[i] = crc;
+    }
+    return t;
+  }();
+  return table;
+}
+
+std::string big_endian(uint64_t value, int bytes) {
+  std::string out(static_cast<size_t>(bytes), '\0');
+  for (int i = bytes - 1; i >= 0; --i) {
+    out[static_cast<size_t>(i)] = static_cast<char>(value & 0xff);
+    value >>= 8;
+  }
+  return out;
+}
+
+std::string b64(std::string_view raw) {
+  return base64::encode({reinterpret_cast<const unsigned char*>(raw.data()), raw.size()});
+}
+
+const EVP_MD* sha_of(ChecksumAlgorithm a) {
+  return a == ChecksumAlgorithm::kSha1 ? EVP_sha1() : EVP_sha256();
+}
+
+bool is_sha(ChecksumAlgorithm a) {
+  return a == ChecksumAlgorithm::kSha1 || a == ChecksumAlgorithm::kSha256;
+}
+
+std::string finish(const EVP_MD_CTX* ctx) {
+  EVP_MD_CTX* copy = EVP_MD_CTX_new();
+  EVP_MD_CTX_copy_ex(copy, ctx);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_DigestFinal_ex(copy, digest, &length);
+  EVP_MD_CTX_free(copy);
+  return std::string(reinterpret_cast<const char*>(digest), length);
+}
+
+}  // namespace
+
+std::string_view checksum_name(ChecksumAlgorithm a) {
+  for (const auto& n : kAlgorithms) {
+    if (n.algorithm == a) return n.name;
+  }
+  return "";
+}
+
+std::string_view checksum_header(ChecksumAlgorithm a) {
+  for (const auto& n : kAlgorithms) {
+    if (n.algorithm == a) return n.header;
+  }
+  return "";
+}
+
+std::optional<ChecksumAlgorithm> checksum_from_name(std::string_view name) {
+  for (const auto& n : kAlgorithms) {
+    if (iequals(n.name, name)) return n.algorithm;
+  }
+  return std::nullopt;
+}
+
+std::optional<ChecksumAlgorithm> checksum_from_header(std::string_view header_name) {
+  for (const auto& n : kAlgorithms) {
+    if (iequals(n.header, header_name)) return n.algorithm;
+  }
+  return std::nullopt;
+}
+
+Checksum::Checksum(ChecksumAlgorithm a) : algorithm_(a) {
+  if (is_sha(a)) {
+    auto* ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, sha_of(a), nullptr);
+    sha_ = ctx;
+  }
+}
+
+Checksum::~Checksum() {
+  if (sha_ != nullptr) EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(sha_));
+}
+
+Checksum::Checksum(Checksum&& other) noexcept
+    : algorithm_(other.algorithm_), crc_(other.crc_), sha_(std::exchange(other.sha_, nullptr)) {}
+
+Checksum& Checksum::operator=(Checksum&& other) noexcept {
+  if (this != &other) {
+    if (sha_ != nullptr) EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(sha_));
+    algorithm_ = other.algorithm_;
+    crc_ = other.crc_;
+    sha_ = std::exchange(other.sha_, nullptr);
+  }
+  return *this;
+}
+
+void Checksum::update(std::span<const char> data) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(data.data());
+  switch (algorithm_) {
+    case ChecksumAlgorithm::kCrc32:
+      // crc32_gzip_refl takes and returns the finished CRC (it inverts inside).
+      crc_ = crc32_gzip_refl(static_cast<uint32_t>(crc_), bytes, data.size());
+      break;
+    case ChecksumAlgorithm::kCrc32c:
+      // crc32_iscsi neither pre- nor post-inverts: keep the raw register.
+      crc_ = crc32_iscsi(const_cast<unsigned char*>(bytes), static_cast<int>(data.size()),
+                         static_cast<unsigned int>(crc_ ^ 0xffffffffULL)) ^
+             0xffffffffULL;
+      break;
+    case ChecksumAlgorithm::kCrc64Nvme: {
+      const auto& table = crc64_nvme_table();
+      uint64_t crc = ~crc_;
+      for (size_t i = 0; i < data.size(); ++i) crc = table[(crc ^ bytes[i]) & 0xff] ^ (crc >> 8);
+      crc_ = ~crc;
+      break;
+    }
+    case ChecksumAlgorithm::kSha1:
+    case ChecksumAlgorithm::kSha256:
+      EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(sha_), bytes, data.size());
+      break;
+  }
+}
+
+std::string Checksum::base64() const {
+  switch (algorithm_) {
+    case ChecksumAlgorithm::kCrc32:
+    case ChecksumAlgorithm::kCrc32c:
+      return b64(big_endian(crc_ & 0xffffffffULL, 4));
+    case ChecksumAlgorithm::kCrc64Nvme:
+      return b64(big_endian(crc_, 8));
+    case ChecksumAlgorithm::kSha1:
+    case ChecksumAlgorithm::kSha256:
+      return b64(finish(static_cast<EVP_MD_CTX*>(sha_)));
+  }
+  return "";
+}
+
+Digest::Digest(const void* md) : ctx_(EVP_MD_CTX_new()) {
+  EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), static_cast<const EVP_MD*>(md), nullptr);
+}
+
+Digest::~Digest() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+void Digest::update(std::span<const char> data) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data.data(), data.size());
+}
+
+std::string Digest::raw() const { return finish(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+std::string Digest::hex() const { return to_hex(raw()); }
+
+Md5::Md5() : Digest(EVP_md5()) {}
+
+Sha256::Sha256() : Digest(EVP_sha256()) {}
+
+std::string sha256_hex(std::string_view data) {
+  Sha256 sha;
+  sha.update(data);
+  return sha.hex();
+}
+
+std::string hmac_sha256(std::string_view key, std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &length);
+  return std::string(reinterpret_cast<const char*>(out), length);
+}
+
+std::string to_hex(std::string_view raw) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(raw.size() * 2);
+  for (const unsigned char c : raw) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 0xf]);
+  }
+  return out;
+}
+
+}  // namespace silo::s3

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace silo::s3 {
+
+// The x-amz-checksum-* algorithms of S3 (flexible checksums).
+enum class ChecksumAlgorithm { kCrc32, kCrc32c, kCrc64Nvme, kSha1, kSha256 };
+
+std::string_view checksum_name(
+    ChecksumAlgorithm a);  // "CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"
+std::string_view checksum_header(ChecksumAlgorithm a);  // "x-amz-checksum-crc32", ...
+// Case-insensitive: "crc32" or "CRC32".
+std::optional<ChecksumAlgorithm> checksum_from_name(std::string_view name);
+// Case-insensitive header name: "x-amz-checksum-crc32" -> kCrc32.
+std::optional<ChecksumAlgorithm> checksum_from_header(std::string_view header_name);
+
+// A streaming checksum whose value is what AWS puts in x-amz-checksum-*: the base64 of
+// the big-endian digest. CRCs come from ISA-L (CRC64/NVME by table), SHAs from OpenSSL.
+class Checksum {
+ public:
+  explicit Checksum(ChecksumAlgorithm a);
+  ~Checksum();
+  Checksum(Checksum&& other) noexcept;
+  Checksum& operator=(Checksum&& other) noexcept;
+  void update(std::span<const char> data);
+  std::string base64() const;
+  ChecksumAlgorithm algorithm() const { return algorithm_; }
+
+ private:
+  ChecksumAlgorithm algorithm_;
+  uint64_t crc_ = 0;
+  void* sha_ = nullptr;  // EVP_MD_CTX for the SHA algorithms
+};
+
+// Streaming digests over OpenSSL's EVP.
+class Digest {
+ public:
+  Digest(const Digest&) = delete;
+  Digest& operator=(const Digest&) = delete;
+  ~Digest();
+  void update(std::span<const char> data);
+  std::string raw() const;  // the digest of what came so far (the stream may go on)
+  std::string hex() const;
+
+ protected:
+  explicit Digest(const void* md);
+
+ private:
+  void* ctx_;
+};
+
+class Md5 : public Digest {
+ public:
+  Md5();
+};
+
+class Sha256 : public Digest {
+ public:
+  Sha256();
+};
+
+std::string sha256_hex(std::string_view data);
+std::string hmac_sha256(std::string_view key, std::string_view data);  // raw 32 bytes
+std::string to_hex(std::string_view raw);
+
+}  // namespace silo::s3
