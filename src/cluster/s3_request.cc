@@ -61,8 +61,6 @@ Result<std::optional<s3::Authenticated>> authenticate(const http::RequestHead& h
   switch (s3::auth_kind(input)) {
     case s3::AuthKind::kNone: return std::optional<s3::Authenticated>();
     case s3::AuthKind::kSigV2:
-      return Status::permission_denied("Signature Version 2 is not supported; sign with AWS Signature Version 4")
-          .with_reason("AccessDenied");
     case s3::AuthKind::kHeader:
     case s3::AuthKind::kPresigned: break;
   }

@@ -130,9 +130,15 @@ http::Awaitable<void> Proxy::handle_users(http::Exchange& exchange, std::string 
     } else if (access_key == options_.cluster.auth.admin_access_key) {
       s = Status::failed_precondition("{} is the admin of the config; change it there", access_key);
     } else if (request.method == http::Method::kPut) {
+      // No co_await inside a ternary (docs/adr/0003).
       auto body = co_await http::read_all(exchange.body(), kMaxPropsBody);
-      auto user = body ? wire::parse_user_json(*body, access_key) : Result<wire::User>(body.error());
-      s = user ? co_await primary_->put_user(std::move(*user)) : user.error();
+      if (!body) {
+        s = body.error();
+      } else if (auto user = wire::parse_user_json(*body, access_key); !user) {
+        s = user.error();
+      } else {
+        s = co_await primary_->put_user(std::move(*user));
+      }
       if (s.is_ok()) {
         SILO_LOG_INFO("user {} added", access_key);
         co_await cluster::send_json(exchange, 200, "{}");

@@ -126,7 +126,8 @@ http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const cluster::
 http::Awaitable<void> Proxy::route_object(http::Exchange& exchange, const cluster::S3Request& request,
                                           const wire::Bucket& bucket) {
   object_requests_.add();
-  Status s = cluster::validate_object_name(request.route.key);
+  Status s = s3::validate_object_key(request.route.key);
+  if (s.is_ok()) s = cluster::validate_object_name(request.route.key);
   const auto placement = maps_.placement();
   if (s.is_ok() && placement->empty()) s = Status::unavailable("the cluster has no targets yet");
   if (s.is_ok()) {

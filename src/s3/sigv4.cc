@@ -6,6 +6,10 @@
 #include <charconv>
 #include <cstdlib>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "base/base64.h"
 #include "s3/checksum.h"
 #include "s3/http_time.h"
 
@@ -410,17 +414,118 @@ AuthKind auth_kind(const SigningInput& input) {
   return AuthKind::kNone;
 }
 
+namespace {
+
+// Sub-resources that enter a SigV2 CanonicalizedResource (AWS "Signing and authenticating
+// REST requests"), sorted.
+constexpr std::string_view kV2SubResources[] = {
+    "acl", "cors", "delete", "lifecycle", "location", "logging", "notification", "partNumber", "policy",
+    "requestPayment", "response-cache-control", "response-content-disposition", "response-content-encoding",
+    "response-content-language", "response-content-type", "response-expires", "restore", "tagging", "torrent",
+    "uploadId", "uploads", "versionId", "versioning", "versions", "website"};
+
+// SigV2 (HMAC-SHA1), header "AWS key:signature" or query AWSAccessKeyId/Signature/Expires:
+// boto3's and s3cmd's default presigned URLs are still of this kind. Path-style only.
+Result<Authenticated> verify_v2(const SigningInput& input, const std::vector<QueryPair>& pairs,
+                                const SecretLookup& secret_of, int64_t now_unix_seconds) {
+  const Headers& headers = *input.headers;
+  std::string access_key, signature, date_line;
+  const bool is_query = !header(headers, "Authorization").has_value();
+  if (is_query) {
+    const auto key = query_value(pairs, "AWSAccessKeyId");
+    const auto sig = query_value(pairs, "Signature");
+    const auto expires = query_value(pairs, "Expires");
+    if (!key || !sig || !expires) {
+      return Status::permission_denied("Query-string authentication requires the Signature, Expires and "
+                                       "AWSAccessKeyId parameters")
+          .with_reason("AccessDenied");
+    }
+    int64_t when = 0;
+    const auto [end, ec] = std::from_chars(expires->data(), expires->data() + expires->size(), when);
+    if (ec != std::errc() || end != expires->data() + expires->size()) {
+      return Status::permission_denied("Expires must be a number of seconds since the epoch").with_reason("AccessDenied");
+    }
+    if (now_unix_seconds > when) return Status::permission_denied("Request has expired").with_reason("AccessDenied");
+    access_key = *key;
+    signature = *sig;
+    date_line = *expires;
+  } else {
+    const std::string_view value = trim(*header(headers, "Authorization")).substr(4);
+    const size_t colon = value.rfind(':');
+    if (colon == std::string_view::npos) return malformed("a SigV2 Authorization is \"AWS key:signature\"");
+    access_key = std::string(trim(value.substr(0, colon)));
+    signature = std::string(trim(value.substr(colon + 1)));
+    std::optional<int64_t> when;
+    if (auto amz = header(headers, "x-amz-date")) {
+      when = parse_http_date(*amz);
+    } else if (auto d = header(headers, "Date")) {
+      when = parse_http_date(*d);
+      date_line = std::string(*d);
+    }
+    if (!when) {
+      return Status::permission_denied("AWS authentication requires a valid Date or x-amz-date header")
+          .with_reason("AccessDenied");
+    }
+    if (std::llabs(now_unix_seconds - *when) > kMaxSkewSeconds) {
+      return Status::permission_denied("The difference between the request time and the current time is too large.")
+          .with_reason("RequestTimeTooSkewed");
+    }
+  }
+  const auto secret = secret_of(access_key);
+  if (!secret) {
+    return Status::permission_denied("The AWS Access Key Id you provided does not exist in our records.")
+        .with_reason("InvalidAccessKeyId");
+  }
+  std::vector<std::pair<std::string, std::string>> amz;
+  for (const auto& [n, v] : headers) {
+    std::string name = lower(n);
+    if (name.rfind("x-amz-", 0) != 0) continue;
+    auto it = std::find_if(amz.begin(), amz.end(), [&](const auto& p) { return p.first == name; });
+    if (it == amz.end()) {
+      amz.emplace_back(std::move(name), std::string(trim(v)));
+    } else {
+      it->second += "," + std::string(trim(v));
+    }
+  }
+  std::sort(amz.begin(), amz.end());
+  std::string text = fmt::format("{}\n{}\n{}\n{}\n", input.method, header(headers, "Content-MD5").value_or(""),
+                                 header(headers, "Content-Type").value_or(""), date_line);
+  for (const auto& [n, v] : amz) text += n + ":" + v + "\n";
+  text += input.raw_path.empty() ? std::string_view("/") : input.raw_path;
+  char separator = '?';
+  for (const std::string_view sub : kV2SubResources) {
+    for (const auto& p : pairs) {
+      if (p.key != sub) continue;
+      text += separator;
+      text += p.key;
+      if (!p.value.empty() || std::string_view(p.key).substr(0, 9) == "response-") text += "=" + p.value;
+      separator = '&';
+    }
+  }
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  HMAC(EVP_sha1(), secret->data(), static_cast<int>(secret->size()),
+       reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac, &length);
+  if (!equal_in_constant_time(base64::encode({mac, length}), signature)) {
+    return Status::permission_denied(
+               "The request signature we calculated does not match the signature you provided. Check your key "
+               "and signing method.")
+        .with_reason("SignatureDoesNotMatch");
+  }
+  Authenticated out;
+  out.access_key = access_key;
+  out.is_presigned = is_query;
+  out.payload = PayloadKind::kUnsigned;
+  return out;
+}
+
+}  // namespace
+
 Result<Authenticated> verify(const SigningInput& input, const SecretLookup& secret_of,
                              int64_t now_unix_seconds) {
   const AuthKind kind = auth_kind(input);
-  if (kind == AuthKind::kNone || kind == AuthKind::kSigV2) {
-    Status denied = Status::permission_denied("Access Denied");
-    if (kind == AuthKind::kSigV2) {
-      denied = Status::permission_denied(
-          "Signature Version 2 is not supported; use AWS Signature Version 4");
-    }
-    return std::move(denied).with_reason("AccessDenied");
-  }
+  if (kind == AuthKind::kNone) return Status::permission_denied("Access Denied").with_reason("AccessDenied");
+  if (kind == AuthKind::kSigV2) return verify_v2(input, query_pairs(input.raw_query), secret_of, now_unix_seconds);
   const auto pairs = query_pairs(input.raw_query);
   const Headers& request_headers = headers_of(input);
   if (kind == AuthKind::kHeader &&
