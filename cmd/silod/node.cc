@@ -265,10 +265,6 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
   std::string name;
   const bool is_internal = starts_with(path, "/v1/internal/");
   bool is_admin = is_intra_cluster;
-  if (is_internal && !is_intra_cluster) {
-    co_await cluster::send_error(exchange, Status::permission_denied("{} is for the nodes of the cluster only", path));
-    co_return;
-  }
   if (!is_intra_cluster) {
     // The native API takes the S3 keys: SigV4 in the header or the query.
     auto auth = cluster::authenticate(request, *users_, Clock::real().unix_nanos() / 1'000'000'000);
@@ -280,6 +276,11 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
       co_return;
     }
     is_admin = users_->is_admin((*auth)->access_key);
+  }
+  // Internal endpoints: the nodes of the cluster, and admins (diagnostics, tests).
+  if (is_internal && !is_admin) {
+    co_await cluster::send_error(exchange, Status::permission_denied("{} is for the nodes of the cluster only", path));
+    co_return;
   }
   if (path == "/v1/cluster/map") {
     co_await cluster::send_json(exchange, 200, wire::node_map_json(*maps_->node_map()));

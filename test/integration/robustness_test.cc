@@ -35,8 +35,8 @@ TEST(RobustnessTest, ClientDisconnectsMidPutAndMidGet) {
   const std::string mebibyte = random.bytes(1024 * 1024);
   for (size_t i = 0; i < urls.size(); ++i) {
     ASSERT_OK_AND_ASSIGN(RawConnection conn, RawConnection::open(urls[i]));
-    const std::string head = fmt::format(
-        "PUT /v1/objects/drop/half-{} HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n\r\n", i, 8 * 1024 * 1024);
+    const std::string head = signed_request("PUT", fmt::format("/v1/objects/drop/half-{}", i), "test",
+                                            {{"Content-Length", std::to_string(8 * 1024 * 1024)}});
     ASSERT_TRUE(conn.send(head));
     conn.send(mebibyte);
     conn.close();
@@ -65,7 +65,7 @@ TEST(RobustnessTest, ClientDisconnectsMidPutAndMidGet) {
   ASSERT_OK(c.put("drop", "big", big));
   for (int round = 0; round < 3; ++round) {
     ASSERT_OK_AND_ASSIGN(RawConnection conn, RawConnection::open(cluster->endpoint()));
-    ASSERT_TRUE(conn.send("GET /v1/objects/drop/big HTTP/1.1\r\nHost: test\r\n\r\n"));
+    ASSERT_TRUE(conn.send(signed_request("GET", "/v1/objects/drop/big", "test")));
     const std::string head = conn.read_head();
     ASSERT_EQ(status_code(head), 200) << head;
     const std::string part = conn.read(1024 * 1024);
@@ -99,7 +99,8 @@ TEST(RobustnessTest, MalformedRequestsGet4xxAndNeverHurtTheNode) {
       {"64 KiB header", "GET /v1/health HTTP/1.1\r\nHost: t\r\nX-Big: " + big_header + "\r\n\r\n", 431},
       {"bad percent escape", "GET /v1/objects/junk/bad%zzname HTTP/1.1\r\nHost: t\r\n\r\n", 400},
       {"truncated percent escape", "GET /v1/objects/junk/bad% HTTP/1.1\r\nHost: t\r\n\r\n", 400},
-      {"unknown endpoint", "GET /v1/nothing-here HTTP/1.1\r\nHost: t\r\n\r\n", 404},
+      {"unknown endpoint, unsigned (refused before routing)", "GET /v1/nothing-here HTTP/1.1\r\nHost: t\r\n\r\n", 403},
+      {"unknown endpoint", signed_request("GET", "/v1/nothing-here", "t"), 404},
       {"bad content length", "PUT /v1/objects/junk/x HTTP/1.1\r\nHost: t\r\nContent-Length: ten\r\n\r\n", 400, true},
       {"unknown method", "BREW /v1/objects/junk/fine HTTP/1.1\r\nHost: t\r\n\r\n", 400, true},
       {"empty object name", "GET /v1/objects/junk/ HTTP/1.1\r\nHost: t\r\n\r\n", 400, true},

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "s3/sigv4.h"
 #include "http/client.h"
 #include "testing/local_cluster.h"
 #include "testing/status_matchers.h"
@@ -66,6 +67,24 @@ inline std::vector<std::string> work_files(const LocalCluster& cluster) {
     }
   }
   return out;
+}
+
+// The head of a request signed with the cluster's admin keys (SigV4, UNSIGNED-PAYLOAD),
+// for hand-written requests on a RawConnection.
+inline std::string signed_request(std::string_view method, std::string_view target, std::string_view host,
+                                  std::vector<std::pair<std::string, std::string>> headers = {}) {
+  headers.emplace_back("host", std::string(host));
+  const size_t q = target.find('?');
+  s3::SigningInput input{method, target.substr(0, q), q == std::string_view::npos ? "" : target.substr(q + 1),
+                         &headers};
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto added = s3::sign(input, s3::SigningKey{"silo-admin", "silo-secret-key", "us-east-1", "s3"}, now,
+                              "UNSIGNED-PAYLOAD");
+  std::string out = fmt::format("{} {} HTTP/1.1\r\n", method, target);
+  for (const auto& [name, value] : headers) out += name + ": " + value + "\r\n";
+  for (const auto& [name, value] : added) out += name + ": " + value + "\r\n";
+  return out + "\r\n";
 }
 
 // A plain blocking TCP connection to a node, for hand-written (and broken) requests.
