@@ -9,8 +9,10 @@ build_packages=(
   libprotobuf-dev protobuf-compiler libarchive-dev libcli11-dev libexpat1-dev
   pkg-config ninja-build ccache cmake g++ curl python3
 )
-# Tools the tests and bench scripts drive (integration tests use curl and python3).
-test_packages=(procps)
+# Tools the tests and bench scripts drive (integration tests use curl and python3; the
+# client tests drive s3cmd, rclone and an s3fs-fuse mount; aws-cli and boto3 come with the
+# machine image's python3).
+test_packages=(procps s3cmd rclone s3fs fuse3)
 
 missing=()
 for p in "${build_packages[@]}" "${test_packages[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, command 2 (CONTRACT.md): installs what is missing, builds everything with
-# warnings as errors, and runs the whole test suite (unit, then integration).
-#   SILO_TEST_LABEL  run only tests with this ctest label (unit|integration)
+# warnings as errors, and runs the whole test suite (unit, integration, then e2e: S3
+# conformance and the stock S3 clients against real clusters).
+#   SILO_TEST_LABEL  run only tests with this ctest label (unit|integration|e2e)
 #   SILO_TEST_JOBS   parallel test processes (default: number of cores)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,4 +17,5 @@ if [ -n "${SILO_TEST_LABEL:-}" ]; then
 else
   ctest --preset ci -L unit -j "$jobs"
   ctest --preset ci -L integration -j "$jobs"
+  ctest --preset ci -L e2e -j "$jobs"
 fi

@@ -722,7 +722,10 @@ class AuthTest(Base):
         status_code, _, body = raw("GET", "/v1/buckets")
         self.assertEqual(status_code, 200)
         self.assertIn(self.bucket, [b["name"] for b in json.loads(body)["buckets"]])
-        status_code, _, _ = raw("GET", "/v1/internal/list/" + self.bucket, sign=True)
+        status_code, _, _ = raw("GET", "/v1/internal/list/" + self.bucket, sign=False)
+        self.assertEqual(status_code, 403)
+        forged = {"X-Silo-Cluster-Auth": f"p1:{int(time.time())}:" + "0" * 64, "X-Silo-Forwarded": "p1"}
+        status_code, _, _ = raw("GET", f"/{self.bucket}/private", headers=forged, sign=False)
         self.assertEqual(status_code, 403)
 
     def test_users_added_through_the_native_api(self):
