@@ -294,29 +294,30 @@ http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string
     co_await options_.local_target(exchange, std::move(bucket_name), std::move(name));
     co_return;
   }
-  if (owner.state() == wire::NODE_STATE_DOWN) {
-    s = Status::unavailable("target {} that owns {}/{} is down", owner.id(), bucket_name, name);
-  } else if (options_.cluster.proxy_mode == config::ProxyMode::kRedirect) {
+  if (owner.state() != wire::NODE_STATE_DOWN && options_.cluster.proxy_mode == config::ProxyMode::kRedirect) {
     redirects_.add();
     http::ResponseHead head;
     head.status = 307;
     head.headers.set("Location", owner.url() + request.target);
     s = co_await exchange.response().send(std::move(head), "");
   } else {
-    auto to = http::Endpoint::parse(owner.url());
-    if (!to) {
-      s = to.error();
-    } else {
-      http::Headers extra;
-      extra.set(cluster::kForwardedHeader, options_.self.id());
-      extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
-      s = co_await cluster::relay(exchange, *client_, *to, extra);
-    }
+    s = co_await relay_to_owner(exchange, owner);
   }
   if (!s.is_ok()) {
     errors_.add();
     co_await cluster::send_error(exchange, s);
   }
+}
+
+http::Awaitable<Status> Proxy::relay_to_owner(http::Exchange& exchange, const wire::NodeInfo& owner) {
+  if (owner.state() == wire::NODE_STATE_DOWN) {
+    co_return Status::unavailable("target {} that owns {} is down", owner.id(), exchange.request().path);
+  }
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(owner.url()));
+  http::Headers extra;
+  extra.set(cluster::kForwardedHeader, options_.self.id());
+  extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  co_return co_await cluster::relay(exchange, *client_, to, extra);
 }
 
 }  // namespace silo::proxy

@@ -51,6 +51,8 @@ class Proxy {
   http::Awaitable<Status> set_props(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> list_objects(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> relay_to_primary(http::Exchange& exchange);
+  // Streams the request to the object's owner target and its answer back (503 when down).
+  http::Awaitable<Status> relay_to_owner(http::Exchange& exchange, const wire::NodeInfo& owner);
   // One merged page of a bucket's objects from every target.
   http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> merged_page(
       const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit);

@@ -136,20 +136,8 @@ http::Awaitable<void> Proxy::route_object(http::Exchange& exchange, const cluste
       co_await options_.local_s3(exchange, request);
       co_return;
     }
-    if (owner.state() == wire::NODE_STATE_DOWN) {
-      s = Status::unavailable("target {} that owns {} is down", owner.id(), request.resource);
-    } else {
-      // Streamed through, always: S3 clients do not all follow redirects (boto3 does not).
-      auto to = http::Endpoint::parse(owner.url());
-      if (!to) {
-        s = to.error();
-      } else {
-        http::Headers extra;
-        extra.set(cluster::kForwardedHeader, options_.self.id());
-        extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
-        s = co_await cluster::relay(exchange, *client_, *to, extra);
-      }
-    }
+    // Streamed through, always: S3 clients do not all follow redirects (boto3 does not).
+    s = co_await relay_to_owner(exchange, owner);
   }
   if (!s.is_ok()) {
     errors_.add();

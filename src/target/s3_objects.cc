@@ -644,13 +644,9 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
 
 http::Awaitable<void> Target::handle_list_uploads(http::Exchange& exchange, std::string bucket_name) {
   const http::RequestHead& request = exchange.request();
-  auto bucket = maps_.find_bucket(bucket_name);
-  if (!bucket && member_ != nullptr) {
-    std::ignore = co_await member_->sync();
-    bucket = maps_.find_bucket(bucket_name);
-  }
+  auto bucket = co_await find_bucket(bucket_name);
   if (!bucket) {
-    co_await cluster::send_error(exchange, Status::not_found("bucket {} does not exist", bucket_name));
+    co_await cluster::send_error(exchange, bucket.error());
     co_return;
   }
   store::UploadListOptions options;

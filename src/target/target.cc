@@ -101,6 +101,16 @@ Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& 
       forwards_(stats.counter("silo_target_forwards_total", "Requests forwarded to the owner target.")),
       errors_(stats.counter("silo_target_errors_total", "Object requests that failed.")) {}
 
+http::Awaitable<Result<wire::Bucket>> Target::find_bucket(const std::string& name) {
+  auto bucket = maps_.find_bucket(name);
+  if (!bucket && member_ != nullptr) {
+    std::ignore = co_await member_->sync();  // the bucket may be newer than our bucket map
+    bucket = maps_.find_bucket(name);
+  }
+  if (!bucket) co_return Status::not_found("The specified bucket does not exist: {}", name).with_reason("NoSuchBucket");
+  co_return std::move(*bucket);
+}
+
 http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHead& request,
                                                           const std::string& bucket_name,
                                                           const std::string& name) {
@@ -108,17 +118,12 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
   // The sender's maps are newer than ours (a push has not arrived yet): catch up first.
   const bool is_stale = header_version(request, cluster::kNodeMapVersionHeader) > maps_.node_map()->version();
   if (is_stale && member_ != nullptr) std::ignore = co_await member_->sync();  // best effort
-  auto bucket = maps_.find_bucket(bucket_name);
-  if (!bucket && member_ != nullptr) {
-    std::ignore = co_await member_->sync();  // the bucket may be newer than our bucket map
-    bucket = maps_.find_bucket(bucket_name);
-  }
-  if (!bucket) co_return Status::not_found("The specified bucket does not exist: {}", bucket_name).with_reason("NoSuchBucket");
+  CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await find_bucket(bucket_name));
   const auto placement = maps_.placement();
   if (placement->empty()) co_return Status::unavailable("the node map has no targets");
   Resolved r;
-  r.bucket = *bucket;
-  r.object = ObjectRef{BucketId(bucket->id()), name};
+  r.bucket = bucket;
+  r.object = ObjectRef{BucketId(bucket.id()), name};
   r.owner = placement->owner(r.object);
   r.is_local = r.owner.id() == options_.self.id();
   co_return r;
@@ -219,13 +224,9 @@ http::Awaitable<Status> Target::remove(http::Exchange& exchange, const Resolved&
 
 http::Awaitable<void> Target::handle_list(http::Exchange& exchange, std::string bucket_name) {
   const http::RequestHead& request = exchange.request();
-  auto bucket = maps_.find_bucket(bucket_name);
-  if (!bucket && member_ != nullptr) {
-    std::ignore = co_await member_->sync();
-    bucket = maps_.find_bucket(bucket_name);
-  }
+  auto bucket = co_await find_bucket(bucket_name);
   if (!bucket) {
-    co_await cluster::send_error(exchange, Status::not_found("bucket {} does not exist", bucket_name));
+    co_await cluster::send_error(exchange, bucket.error());
     co_return;
   }
   store::ListOptions options;

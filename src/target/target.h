@@ -54,6 +54,8 @@ class Target {
     bool is_local = false;        // this node owns the object
     wire::NodeInfo owner;
   };
+  // The bucket named `name`, catching up with the primary once when it is unknown here.
+  http::Awaitable<Result<wire::Bucket>> find_bucket(const std::string& name);
   // Finds the bucket and the owner, catching up with the primary once when the request
   // shows newer maps than ours.
   http::Awaitable<Result<Resolved>> resolve(const http::RequestHead& request, const std::string& bucket,
