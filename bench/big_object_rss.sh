@@ -59,15 +59,18 @@ sampler_pid=$!
 # A reproducible stream: AES-CTR of zeros is fast and incompressible.
 stream() { openssl enc -aes-128-ctr -nosalt -pass pass:silo-bench -pbkdf2 </dev/zero 2>/dev/null | head -c "$size" || true; }
 
-curl -fsS -X PUT "$endpoint/v1/buckets/bench" -o /dev/null
+# Every request is signed with the cluster's admin keys (UNSIGNED-PAYLOAD: the body streams).
+auth=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "${SILO_ACCESS_KEY:-silo-admin}:${SILO_SECRET_KEY:-silo-secret-key}"
+      -H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
+curl -fsS "${auth[@]}" -X PUT "$endpoint/v1/buckets/bench" -o /dev/null
 url="$endpoint/v1/objects/bench/big-object"
 now() { date +%s.%N; }
 t0=$(now)
 put_code=$(stream | tee >(sha256sum | cut -d' ' -f1 >"$dir/put.sha") |
-  curl -fsS -T - -H "Content-Length: $size" -H "Transfer-Encoding:" -H "Expect:" "$url" -o "$dir/put.out" \
+  curl -fsS "${auth[@]}" -T - -H "Content-Length: $size" -H "Transfer-Encoding:" -H "Expect:" "$url" -o "$dir/put.out" \
     -w '%{http_code}') || { echo "PUT failed: $(cat "$dir/put.out" 2>/dev/null)" >&2; exit 1; }
 t1=$(now)
-get_sha=$(curl -fsS "$url" | sha256sum | cut -d' ' -f1)
+get_sha=$(curl -fsS "${auth[@]}" "$url" | sha256sum | cut -d' ' -f1)
 t2=$(now)
 for _ in $(seq 1 50); do [ -s "$dir/put.sha" ] && break; sleep 0.1; done
 put_sha=$(cat "$dir/put.sha")
