@@ -658,6 +658,48 @@ class MultipartTest(Base):
         self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="exists")["Body"].read(), b"x")
 
 
+class BadInputTest(Base):
+    def test_bad_input_gets_the_right_4xx_and_hurts_nothing(self):
+        self.s3.put_object(Bucket=self.bucket, Key="k", Body=b"kept")
+        b = self.bucket
+        cases = [
+            ("GET", f"/{b}/k", {"Authorization": "AWS4-HMAC-SHA256 garbage"}, b"", "AuthorizationHeaderMalformed", 400),
+            ("GET", f"/{b}/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=0", {}, b"",
+             "AuthorizationQueryParametersError", 400),
+            ("POST", f"/{b}/k?uploadId=00000000000000000000000000000000", {}, b"<not xml", None, None),
+            ("PUT", f"/{b}/c", {"x-amz-copy-source": "%%%"}, b"", "InvalidArgument", 400),
+            ("PUT", f"/{b}/c", {"x-amz-copy-source": f"/{b}/k", "x-amz-metadata-directive": "MAYBE"}, b"",
+             "InvalidArgument", 400),
+            ("GET", f"/{b}/k?partNumber=abc", {}, b"", "InvalidArgument", 400),
+            ("GET", f"/{b}/k?partNumber=2", {}, b"", "InvalidPartNumber", 416),
+            ("GET", f"/{b}?list-type=2&max-keys=-1", {}, b"", "InvalidArgument", 400),
+            ("GET", f"/{b}?list-type=2&continuation-token=zz", {}, b"", "InvalidArgument", 400),
+            ("GET", f"/{b}?list-type=3", {}, b"", "InvalidArgument", 400),
+            ("GET", f"/{b}?list-type=2&encoding-type=base64", {}, b"", "InvalidArgument", 400),
+            ("POST", f"/{b}?delete", {}, b"<Delete></Delete>", "MalformedXML", 400),
+            ("PUT", f"/{b}/k?tagging", {}, b"<Tagging><TagSet><Tag><Key></Key><Value>v</Value></Tag></TagSet></Tagging>",
+             "InvalidTag", 400),
+            ("PUT", f"/{b}/k", {"x-amz-checksum-crc32": "AAAAAA==", "x-amz-checksum-sha1": "AAAA"}, b"x",
+             "InvalidRequest", 400),
+            ("PUT", f"/{b}/k", {"x-amz-meta-big": "v" * 3000}, b"x", "MetadataTooLarge", 400),
+            ("PUT", f"/{b}/k", {"x-amz-tagging": "a=1&a=2"}, b"x", "InvalidTag", 400),
+            ("GET", f"/{b}/k", {"Range": "bytes=abc"}, b"", None, 200),
+        ]
+        for method, path, headers, body, code, http_status in cases:
+            status_code, _, answer = raw(method, path, body=body, headers=headers,
+                                         sign="Authorization" not in headers and "X-Amz-Algorithm" not in path)
+            where = f"{method} {path} {headers}: {status_code} {answer[:300]!r}"
+            self.assertLess(status_code, 500, where)
+            if code is not None:
+                self.assertEqual(xml_code(answer), code, where)
+            if http_status is not None:
+                self.assertEqual(status_code, http_status, where)
+        headers, *_ = sign_by_hand("PUT", f"/{b}/s", {}, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD")
+        status_code, _, answer = raw("PUT", f"/{b}/s", body=b"5\r\nhello\r\n", headers=headers, sign=False)
+        self.assertEqual((status_code, xml_code(answer)), (411, "MissingContentLength"))
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="k")["Body"].read(), b"kept")
+
+
 class AuthTest(Base):
     def test_wrong_secret_and_unknown_key(self):
         self.assertClientError("SignatureDoesNotMatch", 403, client(secret_key="wrong-secret").list_buckets)
