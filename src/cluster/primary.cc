@@ -206,6 +206,18 @@ http::Awaitable<Result<wire::Bucket>> Primary::create_bucket(std::string name, w
   co_return *bucket;
 }
 
+http::Awaitable<Status> Primary::set_bucket_deleting(std::string name, bool is_deleting) {
+  co_return co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
+    for (auto& b : *buckets.mutable_buckets()) {
+      if (b.name() != name) continue;
+      changed.bucket_map = b.is_deleting() != is_deleting;
+      b.set_is_deleting(is_deleting);
+      return Status::ok();
+    }
+    return Status::not_found("bucket {} does not exist", name);
+  });
+}
+
 http::Awaitable<Status> Primary::put_user(wire::User user) {
   user.set_created_unix_nanos(clock_.unix_nanos());
   co_return co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {

@@ -40,6 +40,8 @@ class Primary {
   http::Awaitable<Result<wire::Bucket>> create_bucket(std::string name, wire::BucketProps props);
   // Errors: kNotFound. The caller checked that the bucket is empty.
   http::Awaitable<Status> delete_bucket(std::string name);
+  // Marks (or unmarks) a bucket as being deleted. Errors: kNotFound.
+  http::Awaitable<Status> set_bucket_deleting(std::string name, bool is_deleting);
   // Adds or replaces a user (bucket map `users`).
   http::Awaitable<Status> put_user(wire::User user);
   // Errors: kNotFound.

@@ -10,6 +10,7 @@ namespace silo::cluster {
 // Headers of intra-cluster requests.
 inline constexpr const char* kForwardedHeader = "X-Silo-Forwarded";  // value: sender node id
 inline constexpr const char* kNodeMapVersionHeader = "X-Silo-Node-Map-Version";
+inline constexpr const char* kBucketMapVersionHeader = "X-Silo-Bucket-Map-Version";
 
 // The HTTP status a Status code maps to on the native API.
 int http_status(Code code);

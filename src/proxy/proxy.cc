@@ -196,17 +196,35 @@ http::Awaitable<Status> Proxy::set_props(http::Exchange& exchange, const std::st
 
 http::Awaitable<Status> Proxy::delete_bucket(http::Exchange& exchange, const std::string& name) {
   if (primary_ == nullptr) co_return co_await relay_to_primary(exchange);
-  const auto bucket = maps_.find_bucket(name);
-  if (!bucket) co_return Status::not_found("bucket {} does not exist", name);
-  CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(*bucket, "", "", 1));
-  if (!page.first.empty()) {
-    co_return Status::failed_precondition("bucket {} is not empty; delete its objects first", name);
-  }
-  CO_RETURN_IF_ERROR(co_await primary_->delete_bucket(name));
-  SILO_LOG_INFO("bucket {} deleted", name);
+  CO_RETURN_IF_ERROR(co_await delete_if_empty(name));
   http::ResponseHead head;
   head.status = 204;
   co_return co_await exchange.response().send(std::move(head), "");
+}
+
+http::Awaitable<Status> Proxy::delete_if_empty(const std::string& name) {
+  // 1. Mark it deleting: from the moment a target has this bucket map it refuses to
+  //    commit new objects into the bucket (Target::guard_bucket, under the object lock).
+  const Status marked = co_await primary_->set_bucket_deleting(name, true);
+  if (marked.code() == Code::kNotFound) {
+    co_return Status::not_found("The specified bucket does not exist: {}", name).with_reason("NoSuchBucket");
+  }
+  CO_RETURN_IF_ERROR(marked);
+  const auto bucket = maps_.find_bucket(name);
+  if (!bucket) co_return Status::not_found("The specified bucket does not exist: {}", name).with_reason("NoSuchBucket");
+  // 2. Check that it is empty. Each target first catches up to this bucket map version
+  //    and waits for commits that passed the check before it to finish.
+  auto page = co_await merged_page(*bucket, "", "", 1);
+  if (!page || !page->first.empty()) {
+    const Status unmarked = co_await primary_->set_bucket_deleting(name, false);
+    if (!unmarked.is_ok()) SILO_LOG_WARN("bucket {} stays marked deleting: {}", name, unmarked);
+    if (!page) co_return std::move(page).error();
+    co_return Status::failed_precondition("The bucket you tried to delete is not empty").with_reason("BucketNotEmpty");
+  }
+  // 3. Delete it.
+  CO_RETURN_IF_ERROR(co_await primary_->delete_bucket(name));
+  SILO_LOG_INFO("bucket {} deleted", name);
+  co_return Status::ok();
 }
 
 http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::merged_page(
@@ -227,6 +245,7 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
       http::ClientRequest request;
       request.target = target;
       request.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+      request.headers.set(cluster::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
       CO_ASSIGN_OR_RETURN(auto response, co_await client_->call(to, std::move(request), "", kMaxListPageBytes));
       if (response.status != 200) {
         co_return Status::unavailable("target {} answered the listing with {}: {}", node.id(), response.status,

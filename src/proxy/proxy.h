@@ -51,6 +51,9 @@ class Proxy {
   http::Awaitable<Status> set_props(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> list_objects(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> relay_to_primary(http::Exchange& exchange);
+  // On the primary: marks the bucket deleting, checks that no target holds an object of
+  // it, then deletes it, or unmarks it (BucketNotEmpty). NoSuchBucket when absent.
+  http::Awaitable<Status> delete_if_empty(const std::string& name);
   // Streams the request to the object's owner target and its answer back (503 when down).
   http::Awaitable<Status> relay_to_owner(http::Exchange& exchange, const wire::NodeInfo& owner);
   // One merged page of a bucket's objects from every target.

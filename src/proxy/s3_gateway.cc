@@ -163,14 +163,7 @@ http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const cluster::S
     }
     case s3::Op::kCreateBucket: co_return co_await s3_create_bucket(exchange, request);
     case s3::Op::kDeleteBucket: {
-      CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(*bucket, "", "", 1));
-      if (!page.first.empty()) {
-        co_return Status::failed_precondition("The bucket you tried to delete is not empty").with_reason("BucketNotEmpty");
-      }
-      const Status deleted = co_await primary_->delete_bucket(name);
-      if (deleted.code() == Code::kNotFound) co_return no_such_bucket(name);
-      CO_RETURN_IF_ERROR(deleted);
-      SILO_LOG_INFO("bucket {} deleted", name);
+      CO_RETURN_IF_ERROR(co_await delete_if_empty(name));
       co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
     }
     case s3::Op::kHeadBucket: {

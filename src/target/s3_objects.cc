@@ -297,6 +297,8 @@ http::Awaitable<Status> Target::s3_put(http::Exchange& exchange, const cluster::
                                        const Resolved& r) {
   puts_.add();
   CO_ASSIGN_OR_RETURN(store::PutOptions options, s3_put_options(exchange.request(), r.bucket));
+  WriteTicket ticket(*this);
+  guard_bucket(options, r.bucket, ticket);
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
   http::ResponseHead head = cluster::s3_head(&request);
   CO_RETURN_IF_ERROR(co_await receive_object(exchange, request, *writer, options_.cluster.s3.max_object_size,
@@ -515,6 +517,8 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   } else if (size > kMaxPartSize) {
     co_return Status::invalid_argument("A part may hold at most 5 GiB").with_reason("EntityTooLarge");
   }
+  WriteTicket ticket(*this);
+  if (!is_part) guard_bucket(options, r.bucket, ticket);
   std::unique_ptr<store::ObjectWriter> writer;
   if (is_part) {
     CO_ASSIGN_OR_RETURN(const int part, part_number_of(request));
@@ -571,6 +575,8 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
       store::PutOptions options;
       options.durability = durability_of(r.bucket);
       options.precondition = write_precondition(in.headers);
+      WriteTicket ticket(*this);
+      guard_bucket(options, r.bucket, ticket);
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record,
                           co_await store_.complete_upload(r.object, upload_id, std::move(parts), std::move(options)));
       const auto host = in.headers.get("Host").value_or("localhost");

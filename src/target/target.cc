@@ -86,6 +86,45 @@ http::Awaitable<Result<uint64_t>> Target::receive(http::BodyReader& body, store:
   co_return total;
 }
 
+Target::WriteTicket::~WriteTicket() {
+  if (*bucket_id_ == 0) return;
+  std::lock_guard lock(target_.writes_mutex_);
+  if (--target_.writes_in_flight_[*bucket_id_] == 0) target_.writes_in_flight_.erase(*bucket_id_);
+}
+
+void Target::guard_bucket(store::PutOptions& options, const wire::Bucket& bucket, WriteTicket& ticket) {
+  options.precondition = [this, name = bucket.name(), id = bucket.id(), inner = std::move(options.precondition),
+                          counted = ticket.bucket_id_](const wire::ObjectRecord* current) -> Status {
+    // The check and the count are one step under writes_mutex_: a drain_writes that
+    // finds no commit in flight runs after the map marking the bucket deleting arrived,
+    // so every later check here sees that mark.
+    std::lock_guard lock(writes_mutex_);
+    const auto now = maps_.find_bucket(name);
+    if (!now || now->id() != id || now->is_deleting()) {
+      return Status::not_found("The specified bucket does not exist (it is being deleted): {}", name)
+          .with_reason("NoSuchBucket");
+    }
+    if (inner) RETURN_IF_ERROR(inner(current));
+    ++writes_in_flight_[id];
+    *counted = id;
+    return Status::ok();
+  };
+}
+
+http::Awaitable<Status> Target::drain_writes(uint64_t bucket_id) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  for (int i = 0; i < 2000; ++i) {  // 10 s
+    {
+      std::lock_guard lock(writes_mutex_);
+      if (!writes_in_flight_.contains(bucket_id)) co_return Status::ok();
+    }
+    timer.expires_after(std::chrono::milliseconds(5));
+    boost::system::error_code ec;
+    co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  }
+  co_return Status::unavailable("commits into bucket id {} did not finish within 10 s", bucket_id);
+}
+
 Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& store,
                std::shared_ptr<http::Client> client, cluster::Member* member, stats::Registry& stats)
     : options_(std::move(options)),
@@ -174,6 +213,8 @@ http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved
 http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r) {
   puts_.add();
   CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), durability_of(r.bucket)));
+  WriteTicket ticket(*this);
+  guard_bucket(options, r.bucket, ticket);
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
   CO_RETURN_IF_ERROR((co_await receive(exchange.body(), *writer, {})).status());
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
@@ -224,10 +265,26 @@ http::Awaitable<Status> Target::remove(http::Exchange& exchange, const Resolved&
 
 http::Awaitable<void> Target::handle_list(http::Exchange& exchange, std::string bucket_name) {
   const http::RequestHead& request = exchange.request();
+  // The sender's bucket map is newer (a bucket being deleted): catch up first.
+  const uint64_t wanted_version = header_version(request, cluster::kBucketMapVersionHeader);
+  if (wanted_version > maps_.bucket_map()->version() && member_ != nullptr) {
+    std::ignore = co_await member_->sync();
+    if (wanted_version > maps_.bucket_map()->version()) {
+      const Status behind = Status::unavailable("could not catch up to bucket map version {}", wanted_version);
+      co_await cluster::send_error(exchange, behind);
+      co_return;
+    }
+  }
   auto bucket = co_await find_bucket(bucket_name);
   if (!bucket) {
     co_await cluster::send_error(exchange, bucket.error());
     co_return;
+  }
+  if (bucket->is_deleting()) {
+    if (const Status drained = co_await drain_writes(bucket->id()); !drained.is_ok()) {
+      co_await cluster::send_error(exchange, drained);
+      co_return;
+    }
   }
   store::ListOptions options;
   options.prefix = request.query_param("prefix").value_or("");

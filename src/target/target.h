@@ -2,6 +2,8 @@
 
 #include <memory>
 #include <chrono>
+#include <mutex>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,25 @@ class Target {
   http::Awaitable<Status> remove(http::Exchange& exchange, const Resolved& r);
   http::Awaitable<Status> forward(http::Exchange& exchange, const Resolved& r);
   store::Durability durability_of(const wire::Bucket& bucket) const;
+  // Counts a commit into a bucket from the moment it passed guard_bucket's check until it
+  // is done, so that a bucket delete can wait for those before it checks for emptiness.
+  class WriteTicket {
+   public:
+    explicit WriteTicket(Target& target) : target_(target) {}
+    ~WriteTicket();
+    WriteTicket(const WriteTicket&) = delete;
+    WriteTicket& operator=(const WriteTicket&) = delete;
+
+   private:
+    friend class Target;
+    Target& target_;
+    std::shared_ptr<uint64_t> bucket_id_ = std::make_shared<uint64_t>(0);  // set once counted
+  };
+  // Wraps options.precondition: the commit fails with NoSuchBucket when the bucket is
+  // gone or being deleted by then (checked under the object lock), else counts `ticket`.
+  void guard_bucket(store::PutOptions& options, const wire::Bucket& bucket, WriteTicket& ticket);
+  // Waits until no commit into `bucket_id` is in flight (a delete's emptiness check).
+  http::Awaitable<Status> drain_writes(uint64_t bucket_id);
   // Streams `body` into `writer` in large pieces, feeding `checksums`; returns the bytes.
   http::Awaitable<Result<uint64_t>> receive(http::BodyReader& body, store::ObjectWriter& writer,
                                             std::vector<s3::Checksum*> checksums);
@@ -82,6 +103,9 @@ class Target {
   http::Awaitable<Status> s3_copy(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
   http::Awaitable<Status> s3_multipart(http::Exchange& exchange, const cluster::S3Request& request,
                                        const Resolved& r);
+
+  std::mutex writes_mutex_;
+  std::unordered_map<uint64_t, int> writes_in_flight_;  // bucket id -> commits past the guard
 
   const TargetOptions options_;
   cluster::ClusterMaps& maps_;

@@ -196,6 +196,47 @@ class BucketTest(Base):
         self.s3.delete_bucket(Bucket="conf-full")
         self.assertClientError("404", 404, self.s3.head_bucket, Bucket="conf-full")
 
+    def test_delete_racing_with_puts_never_drops_an_acknowledged_object(self):
+        """Writers PUT then DELETE their own keys while the bucket is deleted: every delete
+        either finds an object (BucketNotEmpty) or wins, and after it wins no PUT into the
+        bucket is acknowledged (the targets refuse commits into a bucket being deleted)."""
+        import threading
+        for _ in range(5):
+            self.s3.create_bucket(Bucket="conf-race")
+            stop = threading.Event()
+            acks, errors = [], []
+
+            def writer(i):
+                c = client()
+                n = 0
+                while not stop.is_set():
+                    key = f"w{i}-{n}"
+                    n += 1
+                    try:
+                        c.put_object(Bucket="conf-race", Key=key, Body=b"x" * 1000)
+                        acks.append(time.monotonic())
+                        c.delete_object(Bucket="conf-race", Key=key)
+                    except ClientError as e:
+                        if error_code(e) != "NoSuchBucket":
+                            errors.append(error_code(e))
+
+            threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+            for t in threads:
+                t.start()
+            time.sleep(0.1)
+            while True:
+                try:
+                    self.s3.delete_bucket(Bucket="conf-race")
+                    deleted_at = time.monotonic()
+                    break
+                except ClientError as e:
+                    self.assertEqual(error_code(e), "BucketNotEmpty")
+            stop.set()
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+            self.assertEqual([t for t in acks if t > deleted_at], [])
+
     def test_versioning_is_answered_consistently(self):
         self.s3.create_bucket(Bucket="conf-versioning")
         self.assertNotIn("Status", self.s3.get_bucket_versioning(Bucket="conf-versioning"))
