@@ -122,22 +122,18 @@ Client::Client(std::string endpoint_url, http::Endpoint endpoint, ClientOptions 
       options_(options),
       work_(io_.get_executor()) {}
 
-Result<std::unique_ptr<Client>> Client::create(std::string_view endpoint_url, ClientOptions options) {
-  std::string url(endpoint_url);
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  ASSIGN_OR_RETURN(http::Endpoint endpoint, http::Endpoint::parse(url));
+void fill_credentials(ClientOptions& options) {
   auto from_env = [](const char* name, const char* fallback) {
     const char* value = std::getenv(name);
     return std::string(value != nullptr && *value != '\0' ? value : fallback);
   };
   if (options.access_key.empty()) options.access_key = from_env("SILO_ACCESS_KEY", "silo-admin");
   if (options.secret_key.empty()) options.secret_key = from_env("SILO_SECRET_KEY", "silo-secret-key");
-  std::unique_ptr<Client> client(new Client(url, std::move(endpoint), options));
-  http::ClientOptions http_options;
-  http_options.connect_timeout = options.connect_timeout;
-  http_options.io_timeout = options.io_timeout;
-  http_options.decorate = [key = s3::SigningKey{options.access_key, options.secret_key, options.region, "s3"}](
-                              const http::Endpoint& to, http::ClientRequest& request) {
+}
+
+std::function<void(const http::Endpoint&, http::ClientRequest&)> sigv4_signer(const ClientOptions& options) {
+  return [key = s3::SigningKey{options.access_key, options.secret_key, options.region, "s3"}](
+             const http::Endpoint& to, http::ClientRequest& request) {
     const std::string host = request.host.value_or(to.to_string());
     std::vector<std::pair<std::string, std::string>> headers = request.headers.fields();
     headers.emplace_back("host", host);
@@ -152,6 +148,18 @@ Result<std::unique_ptr<Client>> Client::create(std::string_view endpoint_url, Cl
                             std::chrono::system_clock::now().time_since_epoch()).count();
     for (auto& [name, value] : s3::sign(input, key, now, "UNSIGNED-PAYLOAD")) request.headers.set(name, std::move(value));
   };
+}
+
+Result<std::unique_ptr<Client>> Client::create(std::string_view endpoint_url, ClientOptions options) {
+  std::string url(endpoint_url);
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  ASSIGN_OR_RETURN(http::Endpoint endpoint, http::Endpoint::parse(url));
+  fill_credentials(options);
+  std::unique_ptr<Client> client(new Client(url, std::move(endpoint), options));
+  http::ClientOptions http_options;
+  http_options.connect_timeout = options.connect_timeout;
+  http_options.io_timeout = options.io_timeout;
+  http_options.decorate = sigv4_signer(options);
   client->http_ = http::Client::create(client->io_.get_executor(), http_options);
   client->thread_ = std::thread([io = &client->io_] { io->run(); });
   return client;

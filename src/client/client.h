@@ -95,6 +95,13 @@ struct ClientOptions {
   std::string region = "us-east-1";
 };
 
+// The access and secret key a client uses: `options`' when set, else SILO_ACCESS_KEY /
+// SILO_SECRET_KEY from the environment, else the cluster defaults.
+void fill_credentials(ClientOptions& options);
+// An http::ClientOptions::decorate that signs every request with SigV4
+// (UNSIGNED-PAYLOAD) for service "s3"; thread-safe. silo-bench signs with it too.
+std::function<void(const http::Endpoint&, http::ClientRequest&)> sigv4_signer(const ClientOptions& options);
+
 // Fills `buffer` with the next bytes of a streamed PUT and returns how many it wrote
 // (0 ends the body early, which fails the PUT). Runs on the client's io thread.
 using FillFn = std::function<size_t(std::span<char> buffer)>;
