@@ -10,9 +10,9 @@ build_packages=(
   pkg-config ninja-build ccache cmake g++ curl python3
 )
 # Tools the tests and bench scripts drive (integration tests use curl and python3; the
-# client tests drive s3cmd, rclone and an s3fs-fuse mount; aws-cli and boto3 come with the
-# machine image's python3).
-test_packages=(procps s3cmd rclone s3fs fuse3)
+# client tests drive s3cmd, rclone and an s3fs-fuse mount; the bench scripts' smoke runs
+# drive nginx and wrk; aws-cli and boto3 come with the machine image's python3).
+test_packages=(procps s3cmd rclone s3fs fuse3 nginx wrk)
 
 missing=()
 for p in "${build_packages[@]}" "${test_packages[@]}"; do
@@ -26,4 +26,14 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
+# policy-rc.d 101: packages must not start services (nginx would take port 80); the bench
+# scripts start their own nginx.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [ ! -e $policy ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee $policy >/dev/null
+  $SUDO chmod +x $policy
+  created_policy=1
+fi
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ $created_policy = 1 ]; then $SUDO rm -f $policy; fi

@@ -3,6 +3,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,9 +84,30 @@ class OpSource {
   std::atomic<uint64_t> next_{0};
 };
 
-http::Awaitable<Outcome> put_object(http::Client& http, Destination to, uint64_t size, std::span<char> buffer) {
+// A local file opened for a PUT's body; closed when done.
+struct SourceFile {
+  int fd = -1;
+  uint64_t size = 0;
+  ~SourceFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// PUTs `size` random bytes, or the file `source` (its size) when not empty.
+http::Awaitable<Outcome> put_object(http::Client& http, Destination to, uint64_t size, const std::string& source,
+                                    std::span<char> buffer) {
   Outcome out;
   const auto start = Clock::now();
+  SourceFile file;
+  if (!source.empty()) {
+    file.fd = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (file.fd < 0 || ::fstat(file.fd, &st) != 0) {
+      out.status = Status::from_errno(errno, source);
+      co_return out;
+    }
+    size = static_cast<uint64_t>(st.st_size);
+  }
   http::ClientRequest request;
   request.method = http::Method::kPut;
   request.target = std::move(to.target);
@@ -97,14 +119,24 @@ http::Awaitable<Outcome> put_object(http::Client& http, Destination to, uint64_t
   const std::span<const char> bytes = payload(size);
   uint64_t sent = 0;
   while (sent < size) {
-    const size_t piece = static_cast<size_t>(std::min<uint64_t>(size - sent, std::min<size_t>(bytes.size(), 1u << 20)));
-    const size_t offset = static_cast<size_t>(sent % (bytes.size() - piece + 1));
-    const Status written = co_await (*call)->write(bytes.subspan(offset, piece));
+    std::span<const char> piece;
+    if (file.fd >= 0) {
+      const ssize_t n = ::pread(file.fd, buffer.data(), buffer.size(), static_cast<off_t>(sent));
+      if (n <= 0) {
+        out.status = n < 0 ? Status::from_errno(errno, source) : Status::data_loss("{} shrank while read", source);
+        co_return out;
+      }
+      piece = std::span<const char>(buffer.data(), static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(n), size - sent)));
+    } else {
+      const size_t length = static_cast<size_t>(std::min<uint64_t>(size - sent, std::min<size_t>(bytes.size(), 1u << 20)));
+      piece = bytes.subspan(static_cast<size_t>(sent % (bytes.size() - length + 1)), length);
+    }
+    const Status written = co_await (*call)->write(piece);
     if (!written.is_ok()) {
       out.status = written;
       co_return out;
     }
-    sent += piece;
+    sent += piece.size();
   }
   auto head = co_await (*call)->finish();
   out.ttfb_ns = nanos_since(start);
@@ -212,7 +244,9 @@ class Worker {
       if (shared_.config.path == Path::kFile) {
         out = co_await read_file(shared_.config.dir + "/" + shared_.names[op->index], buffer, nullptr);
       } else if (op->is_put) {
-        out = co_await put_object(http_, shared_.router->object(shared_.names[op->index]), op->size, buffer);
+        const std::string source =
+            shared_.config.dir.empty() ? std::string() : shared_.config.dir + "/" + shared_.names[op->index];
+        out = co_await put_object(http_, shared_.router->object(shared_.names[op->index]), op->size, source, buffer);
       } else {
         out = co_await get_object(http_, shared_.router->object(shared_.names[op->index]), buffer, nullptr);
       }

@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     sub->add_option("--path", path, "direct | gateway | url | file")
         ->check(CLI::IsMember({"direct", "gateway", "url", "file"}));
     sub->add_option("--url", config.url, "url path: base URL, objects are URL/NAME");
-    sub->add_option("--dir", config.dir, "file path: directory holding the objects");
+    sub->add_option("--dir", config.dir, "file path: directory holding the objects; put: PUT its files (names = paths)");
     sub->add_option("--bucket", config.bucket, "Bucket");
     sub->add_option("--prefix", config.prefix, "Object names start with this");
     sub->add_option("--objects", config.objects, "Work on N objects named PREFIX + format(index) (default: list them)");
@@ -170,8 +170,8 @@ int main(int argc, char** argv) {
       (config.path == Path::kUrl || config.path == Path::kFile)) {
     return fail(Status::invalid_argument("{} needs --path direct or gateway", config.mode == Mode::kPut ? "put" : "mixed"));
   }
-  if (config.mode == Mode::kPut && config.objects == 0) {
-    return fail(Status::invalid_argument("put needs --objects N (names PREFIX + format(index))"));
+  if (config.mode == Mode::kPut && config.objects == 0 && config.dir.empty()) {
+    return fail(Status::invalid_argument("put needs --objects N (names PREFIX + format(index)) or --dir DIR (its files)"));
   }
   if (config.mode == Mode::kList && (config.path == Path::kUrl || config.path == Path::kFile)) {
     return fail(Status::invalid_argument("list needs --path direct (native listing) or gateway (S3 ListObjectsV2)"));

@@ -293,7 +293,7 @@ Result<std::vector<std::string>> object_names(const Config& config) {
     }
     return names;
   }
-  if (config.path == Path::kFile) {
+  if (config.path == Path::kFile || !config.dir.empty()) {  // reading them, or PUTting them
     std::error_code ec;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(config.dir, ec)) {
       if (!entry.is_regular_file()) continue;

@@ -1,0 +1,221 @@
+# Shared by the workload scripts (bench/w*.sh): arguments, tools, a local cluster, an
+# nginx over the same disk, silo-bench runs and the result table (../shared/PERF.md).
+# Sourced, not run. Every script takes:
+#   --smoke         a few seconds on tiny data (CI runs this so the scripts cannot rot)
+#   --dir DIR       working directory (default: a new one under $TMPDIR; removed after)
+#   --base-port P   first port of the cluster; nginx gets P+90 (default 9700; 0: any free)
+#   --duration S    seconds per measured run (default 15; smoke 2)
+#   --keep          leave the cluster, nginx and the data in place
+# Environment: SILO_BUILD_DIR (default build/release, built if missing; CI passes its
+# own), SILO_BENCH_RESULTS (default bench/results; smoke runs write to the work dir).
+set -euo pipefail
+
+bench_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+smoke=0 keep=0 work="" base_port=9700 duration=""
+bench_args=("$@")
+
+bench_die() { echo "$(basename "$0"): $*" >&2; exit 2; }
+
+bench_parse() {
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --smoke) smoke=1; shift;;
+      --keep) keep=1; shift;;
+      --dir) work=$2; shift 2;;
+      --base-port) base_port=$2; shift 2;;
+      --duration) duration=$2; shift 2;;
+      -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0;;
+      *) bench_die "unknown option $1 (see --help)";;
+    esac
+  done
+  [[ $base_port =~ ^[0-9]+$ ]] || bench_die "--base-port must be a number, not '$base_port'"
+  if [ -z "$duration" ]; then duration=$([ $smoke = 1 ] && echo 2 || echo 15); fi
+  [[ $duration =~ ^[0-9]+$ ]] || bench_die "--duration must be whole seconds, not '$duration'"
+  if [ -z "$work" ]; then work=$(mktemp -d "${TMPDIR:-/tmp}/silo-bench.XXXXXX"); fi
+  mkdir -p "$work"
+  rows="$work/rows.tsv"
+  : >"$rows"
+  trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+  local rc=$?
+  if [ $keep = 1 ]; then
+    echo "kept: $work (stop: deploy/local/cluster.sh down --dir $work/cluster; kill \$(cat $work/nginx/nginx.pid))" >&2
+    return $rc
+  fi
+  if [ -d "$work/cluster" ]; then "$bench_repo/deploy/local/cluster.sh" down --dir "$work/cluster" >/dev/null 2>&1 || true; fi
+  if [ -s "$work/nginx/nginx.pid" ]; then kill "$(cat "$work/nginx/nginx.pid")" 2>/dev/null || true; fi
+  rm -rf "$work"
+  return $rc
+}
+
+# Installs what is missing (nginx and wrk among the rest) with the project's own script.
+bench_tools() { "$bench_repo/tools/setup.sh"; }
+
+# Binaries: SILO_BUILD_DIR's, else the release preset's (built when missing).
+bench_binaries() {
+  local build=${SILO_BUILD_DIR:-$bench_repo/build/release}
+  if [ -z "${SILO_BUILD_DIR:-}" ] && { [ ! -x "$build/cmd/silod/silod" ] || [ ! -x "$build/cmd/silo-bench/silo-bench" ]; }; then
+    (cd "$bench_repo" && cmake --preset release >/dev/null && cmake --build --preset release --target silod silo-bench) >&2
+  fi
+  silod_dir="$build/cmd/silod"
+  silo_bench="$build/cmd/silo-bench/silo-bench"
+  [ -x "$silod_dir/silod" ] || bench_die "no silod in $silod_dir"
+  [ -x "$silo_bench" ] || bench_die "no silo-bench at $silo_bench"
+}
+
+# bench_cluster TARGETS MOUNTPATHS: a 1-proxy cluster in $work/cluster.
+bench_cluster() {
+  SILO_BIN_DIR=$silod_dir "$bench_repo/deploy/local/cluster.sh" up --dir "$work/cluster" --base-port "$base_port" \
+    --targets "$1" --mountpaths "$2" >/dev/null
+  export SILO_ACCESS_KEY=${SILO_ACCESS_KEY:-silo-admin} SILO_SECRET_KEY=${SILO_SECRET_KEY:-silo-secret-key}
+  local status; status=$("$bench_repo/deploy/local/cluster.sh" status --dir "$work/cluster" --json)
+  SILO_ENDPOINT=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["endpoint"])' <<<"$status")
+  export SILO_ENDPOINT
+  proxy_pids=$(python3 -c 'import json,sys; print(" ".join(str(n["pid"]) for n in json.load(sys.stdin)["nodes"] if n["role"]=="proxy"))' <<<"$status")
+  target_pids=$(python3 -c 'import json,sys; print(" ".join(str(n["pid"]) for n in json.load(sys.stdin)["nodes"] if n["role"]!="proxy"))' <<<"$status")
+}
+
+# bench_bucket NAME DURABILITY: creates a bucket (durability fsync | page_cache).
+bench_bucket() {
+  curl -sf -X PUT --aws-sigv4 "aws:amz:us-east-1:s3" --user "$SILO_ACCESS_KEY:$SILO_SECRET_KEY" \
+    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -d "{\"durability\":\"$2\"}" "$SILO_ENDPOINT/v1/buckets/$1" >/dev/null ||
+    bench_die "could not create bucket $1"
+}
+
+# bench_nginx ROOT: nginx (sendfile on, 2 workers, as PERF.md's reference) serving ROOT
+# on port base_port+90; sets nginx_url and nginx_pids.
+bench_nginx() {
+  local port=$((base_port + 90)) dir="$work/nginx"
+  if [ "$base_port" = 0 ]; then
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  fi
+  mkdir -p "$dir"
+  # Run as root, nginx's workers would drop to www-data, which cannot read a 0700 work dir.
+  local user=""; [ "$(id -u)" -eq 0 ] && user="user root;"
+  cat >"$dir/nginx.conf" <<CONF
+$user
+worker_processes $(nproc);
+pid $dir/nginx.pid;
+error_log $dir/error.log;
+daemon on;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  keepalive_timeout 120s;
+  client_body_temp_path $dir/body;
+  proxy_temp_path $dir/proxy;
+  fastcgi_temp_path $dir/fastcgi;
+  uwsgi_temp_path $dir/uwsgi;
+  scgi_temp_path $dir/scgi;
+  types { application/octet-stream tar; }
+  default_type application/octet-stream;
+  server {
+    listen 127.0.0.1:$port;
+    root $1;
+  }
+}
+CONF
+  nginx -c "$dir/nginx.conf" -p "$dir" 2>>"$dir/error.log" || { cat "$dir/error.log" >&2; bench_die "nginx did not start"; }
+  for _ in $(seq 50); do [ -s "$dir/nginx.pid" ] && break; sleep 0.1; done
+  local master; master=$(cat "$dir/nginx.pid")
+  nginx_pids="$master $(pgrep -P "$master" | tr '\n' ' ')"
+  nginx_url="http://127.0.0.1:$port"
+}
+
+# bench_files DIR COUNT SIZE_BYTES PREFIX SUFFIX: COUNT files of random bytes.
+bench_files() {
+  python3 - "$@" <<'PY'
+import os, sys
+d, count, size, prefix, suffix = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+os.makedirs(d, exist_ok=True)
+block = os.urandom(min(size, 8 << 20) or 1)
+for i in range(count):
+    with open(os.path.join(d, f"{prefix}{i:06}{suffix}"), "wb") as f:
+        left = size
+        while left > 0:
+            n = min(left, len(block))
+            f.write(block[:n] if i % 2 == 0 else block[len(block) - n:])
+            left -= n
+PY
+}
+
+# bench_run OUT_JSON silo-bench-args...: runs silo-bench --json, keeps its JSON.
+bench_run() {
+  local out=$1; shift
+  "$silo_bench" "$@" --json --no-progress >"$out" || {
+    local rc=$?
+    # exit 1 = some requests failed: keep the figures, the table shows the errors.
+    [ $rc = 1 ] || { cat "$out" >&2; bench_die "silo-bench $* failed (exit $rc)"; }
+  }
+}
+
+# json FILE EXPR: a value from a silo-bench JSON (EXPR in Python, the object is `r`).
+json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# peak_rss_mb PIDS...: the largest VmHWM (peak RSS over the process's life) among PIDS.
+peak_rss_mb() {
+  local max=0 kb
+  for pid in "$@"; do
+    kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+    [ "${kb:-0}" -gt "$max" ] && max=$kb
+  done
+  echo $((max / 1024))
+}
+
+# row WORKLOAD UNIT SILO REF TARGET_RATIO SILO_CPU_PER_GB REF_CPU_PER_GB SILO_PEAK_RSS_MB
+# (use - where a column does not apply). TARGET_RATIO: ">=0.9", "<=2", ...
+row() { printf '%s\t' "$@" | sed 's/\t$//' >>"$rows"; echo >>"$rows"; }
+
+# Prints the table and writes it (with machine, commit, date, command) to
+# bench/results/<name>-<date>-<commit>.txt (smoke runs: only printed).
+bench_report() {
+  local name=$1 commit machine file
+  commit=$(git -C "$bench_repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  git -C "$bench_repo" diff --quiet HEAD 2>/dev/null || commit="$commit-dirty"
+  machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GB", $2/1e6}' /proc/meminfo), $(uname -r)"
+  local table
+  table=$(python3 - "$rows" <<'PY'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+head = ["workload", "unit", "silo", "reference", "ratio", "target", "met", "silo cpu s/GB", "ref cpu s/GB", "silo peak RSS MB"]
+out = []
+for r in rows:
+    r += ["-"] * (8 - len(r))
+    w, unit, silo, ref, target, cs, cr, rss = r[:8]
+    ratio, met = "-", "-"
+    try:
+        ratio_v = float(silo) / float(ref)
+        ratio = f"{ratio_v:.2f}"
+        if target.startswith(">="): met = "yes" if ratio_v >= float(target[2:]) else "NO"
+        elif target.startswith("<="): met = "yes" if ratio_v <= float(target[2:]) else "NO"
+    except (ValueError, ZeroDivisionError):
+        try:
+            if target.startswith("abs>="): met = "yes" if float(silo) >= float(target[5:]) else "NO"
+            elif target.startswith("abs<="): met = "yes" if float(silo) <= float(target[5:]) else "NO"
+        except ValueError: pass
+    out.append([w, unit, silo, ref, ratio, target, met, cs, cr, rss])
+widths = [max(len(str(x)) for x in col) for col in zip(head, *out)]
+fmt = "  ".join("{:<%d}" % w for w in widths)
+print(fmt.format(*head))
+for r in out: print(fmt.format(*r))
+PY
+)
+  local header="# $name  $(date -u +%Y-%m-%dT%H:%M:%SZ)  commit $commit  machine: $machine
+# command: bench/$(basename "$0") ${bench_args[*]}"
+  printf '%s\n%s\n' "$header" "$table"
+  if [ $smoke = 0 ]; then
+    local dir=${SILO_BENCH_RESULTS:-$bench_repo/bench/results}
+    mkdir -p "$dir"
+    file="$dir/$name-$(date -u +%Y%m%d-%H%M%S)-$commit.txt"
+    printf '%s\n%s\n' "$header" "$table" >"$file"
+    echo "written: ${file#"$bench_repo"/}" >&2
+  fi
+}
+
+# fmt2 NUMBER: two decimals.
+fmt2() { python3 -c "print(f'{float(\"$1\"):.2f}')"; }
