@@ -283,7 +283,9 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const cluster::
   size_t count = 0;
   bool is_full = false;
   while (!is_full) {
-    CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(bucket, prefix, cursor, kListFetch));
+    // One more than the keys still wanted: that one tells whether the listing is truncated.
+    const size_t want = std::max<size_t>(kListFetch, max_keys - count + 1);
+    CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(bucket, prefix, cursor, want));
     for (auto& entry : page.first) {
       const std::string& name = entry.name();
       cursor = name;
