@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "base/log.h"
 #include "cluster/reply.h"
 
 namespace silo::cluster {
@@ -42,11 +43,11 @@ http::Awaitable<Status> relay(http::Exchange& exchange, http::Client& client, co
   http::ResponseWriter& out = exchange.response();
   CO_RETURN_IF_ERROR(co_await out.begin(std::move(head), response.content_length));
   if (in.method == http::Method::kHead) co_return Status::ok();
-  for (;;) {
-    auto n = co_await call->body().read(buffer);
-    if (!n || *n == 0) break;  // a short body makes the server close the client connection
-    if (!(co_await out.write({buffer.data(), *n})).is_ok()) break;
-  }
+  // Large bodies go socket to socket with splice(2). A failure halfway leaves the
+  // response short, which makes the server close the client's connection: the client
+  // sees the cut, and there is no status left to send.
+  const Status relayed = co_await call->relay_body(out);
+  if (!relayed.is_ok()) SILO_LOG_DEBUG("relay of {} cut short: {}", in.target, relayed);
   co_return Status::ok();
 }
 

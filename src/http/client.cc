@@ -1,6 +1,8 @@
 #include "http/client.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <mutex>
@@ -127,8 +129,13 @@ class ClientCall final : public Call, public BodyReader {
 
   Awaitable<Result<size_t>> read(std::span<char> buffer) override;
   bool is_done() const override { return is_body_done_; }
+  Awaitable<Status> relay_body(ResponseWriter& out) override;
 
  private:
+  // The body has ended: the connection goes back to the pool if it can carry more.
+  void body_ended();
+  Awaitable<Status> copy_body(ResponseWriter& out);
+  Awaitable<Status> splice_body(detail::RawResponseSink& sink, uint64_t length);
   Awaitable<ErrorCode> send_head();
   Awaitable<ErrorCode> send_body(std::span<const char> data);
   Awaitable<ErrorCode> read_head();
@@ -308,14 +315,129 @@ Awaitable<Result<size_t>> ClientCall::read(std::span<char> buffer) {
     has_failed_ = true;
     co_return n;
   }
-  if (*n == 0 && !buffer.empty()) {
-    is_body_done_ = true;
-    // Back to the pool as soon as the exchange is complete, not when the Call dies.
-    if (parser_->get().keep_alive() && connection_->buffer.size() == 0) {
-      client_->release(std::move(connection_));
+  if (*n == 0 && !buffer.empty()) body_ended();
+  co_return n;
+}
+
+void ClientCall::body_ended() {
+  is_body_done_ = true;
+  // Back to the pool as soon as the exchange is complete, not when the Call dies.
+  if (parser_->get().keep_alive() && connection_->buffer.size() == 0) {
+    client_->release(std::move(connection_));
+  }
+}
+
+Awaitable<Status> ClientCall::relay_body(ResponseWriter& out) {
+  if (!is_finished_ || !body_stream_) co_return Status::failed_precondition("relay_body() before finish()");
+  if (has_failed_) co_return Status::unavailable("the call failed earlier");
+  // Below this a pipe's set-up costs more than the copy it saves.
+  constexpr uint64_t kMinSpliceBytes = 256 * 1024;
+  auto* sink = dynamic_cast<detail::RawResponseSink*>(&out);
+  const std::optional<uint64_t> remaining = body_stream_->remaining();
+  if (sink == nullptr || is_body_done_ || !remaining || *remaining < kMinSpliceBytes) {
+    co_return co_await copy_body(out);
+  }
+  // Body bytes that arrived with the head go first, through user space.
+  const size_t buffered = static_cast<size_t>(std::min<uint64_t>(connection_->buffer.size(), *remaining));
+  if (buffered > 0) {
+    std::vector<char> head_bytes(buffered);
+    asio::buffer_copy(asio::buffer(head_bytes), connection_->buffer.data());
+    connection_->buffer.consume(buffered);
+    body_stream_->skip(buffered);
+    const Status written = co_await out.write(head_bytes);
+    if (!written.is_ok()) {
+      has_failed_ = true;
+      co_return written;
     }
   }
-  co_return n;
+  const uint64_t rest = *remaining - buffered;
+  if (rest > 0) CO_RETURN_IF_ERROR(co_await splice_body(*sink, rest));
+  body_ended();
+  co_return Status::ok();
+}
+
+Awaitable<Status> ClientCall::copy_body(ResponseWriter& out) {
+  std::vector<char> buffer(256 * 1024);
+  for (;;) {
+    CO_ASSIGN_OR_RETURN(const size_t n, co_await read(buffer));
+    if (n == 0) co_return Status::ok();
+    CO_RETURN_IF_ERROR(co_await out.write({buffer.data(), n}));
+  }
+}
+
+// upstream socket -> pipe -> response socket, both hops in the kernel. Either socket may
+// be the slow one: each round moves what it can both ways, then parks on the side that
+// blocks (the response socket while the pipe holds bytes, else the upstream).
+Awaitable<Status> ClientCall::splice_body(detail::RawResponseSink& sink, uint64_t length) {
+  struct Pipe {
+    int fds[2] = {-1, -1};
+    ~Pipe() {
+      for (int fd : fds) {
+        if (fd >= 0) ::close(fd);
+      }
+    }
+  } pipe;
+  if (::pipe2(pipe.fds, O_NONBLOCK | O_CLOEXEC) != 0) co_return Status::from_errno(errno, "pipe2");
+  std::ignore = ::fcntl(pipe.fds[1], F_SETPIPE_SZ, 1 << 20);  // best effort; the default is 64 KiB
+  const int capacity_or_error = ::fcntl(pipe.fds[1], F_GETPIPE_SZ);
+  const uint64_t capacity = capacity_or_error > 0 ? static_cast<uint64_t>(capacity_or_error) : 65536;
+  CO_ASSIGN_OR_RETURN(const int to, sink.begin_raw(length));
+  ErrorCode ec;
+  connection_->socket.native_non_blocking(true, ec);
+  if (ec) co_return io_error(ec, "relaying body");
+  const int from = connection_->socket.native_handle();
+  uint64_t to_read = length;
+  uint64_t in_pipe = 0;
+  while (to_read > 0 || in_pipe > 0) {
+    bool has_moved = false;
+    if (to_read > 0 && in_pipe < capacity) {
+      const ssize_t n = ::splice(from, nullptr, pipe.fds[1], nullptr,
+                                 static_cast<size_t>(std::min(to_read, capacity - in_pipe)),
+                                 SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        to_read -= static_cast<uint64_t>(n);
+        in_pipe += static_cast<uint64_t>(n);
+        body_stream_->skip(static_cast<uint64_t>(n));
+        has_moved = true;
+      } else if (n == 0) {
+        has_failed_ = true;
+        co_return sink.fail_raw(Status::unavailable("relaying body: upstream closed with {} bytes missing", to_read));
+      } else if (errno != EAGAIN && errno != EINTR) {
+        has_failed_ = true;
+        co_return sink.fail_raw(Status::from_errno(errno, "relaying body: splice from upstream"));
+      }
+    }
+    if (in_pipe > 0) {
+      const ssize_t n = ::splice(pipe.fds[0], nullptr, to, nullptr, static_cast<size_t>(in_pipe),
+                                 SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        in_pipe -= static_cast<uint64_t>(n);
+        sink.wrote_raw(static_cast<uint64_t>(n));
+        has_moved = true;
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        has_failed_ = true;  // the upstream body is left half read
+        const int err = errno;
+        co_return sink.fail_raw(err == EPIPE || err == ECONNRESET
+                                    ? Status::unavailable("relaying body: client went away")
+                                    : Status::from_errno(err, "relaying body: splice to client"));
+      }
+    }
+    if (has_moved) continue;
+    if (in_pipe > 0) {
+      const Status writable = co_await sink.wait_writable();
+      if (!writable.is_ok()) {
+        has_failed_ = true;
+        co_return writable;
+      }
+    } else {
+      {
+        ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
+        co_await connection_->socket.async_wait(tcp::socket::wait_read, redirect(ec));
+      }
+      if (ec) co_return sink.fail_raw(io_error(ec, "relaying body"));
+    }
+  }
+  co_return Status::ok();
 }
 
 Awaitable<Result<std::unique_ptr<Call>>> ClientImpl::start_call(

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "http/message.h"
+#include "http/server.h"
 
 namespace silo::http {
 
@@ -46,6 +47,12 @@ class Call {
   // Ends the request body (it must match the announced length) and reads the head.
   virtual Awaitable<Result<ClientResponse>> finish() = 0;
   virtual BodyReader& body() = 0;
+  // Sends the rest of the response body to `out`, which was begun with this response's
+  // Content-Length: large bodies move socket to socket with splice(2) through a pipe
+  // (no copy through user space) when `out` is this module's server; others go through
+  // a buffer. Errors: the upstream's (kUnavailable, kDeadlineExceeded) or the client's;
+  // either way the response is cut short and its connection closes.
+  virtual Awaitable<Status> relay_body(ResponseWriter& out) = 0;
 };
 
 struct ClientOptions {

@@ -113,7 +113,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 // One request: the Exchange handed to the handler, and its body reader and response
 // writer. Lives in the connection coroutine's frame for the duration of one request.
-class ServerExchange final : public Exchange, public BodyReader, public ResponseWriter {
+class ServerExchange final : public Exchange, public BodyReader, public ResponseWriter, public detail::RawResponseSink {
  public:
   ServerExchange(Connection& connection, RequestParser& parser, RequestHead head)
       : connection_(connection), parser_(parser), body_stream_(parser), head_(std::move(head)) {
@@ -134,6 +134,20 @@ class ServerExchange final : public Exchange, public BodyReader, public Response
   Awaitable<Status> begin(ResponseHead head, std::optional<uint64_t> content_length) override;
   Awaitable<Status> write(std::span<const char> data) override;
   Awaitable<Status> send_file(int fd, uint64_t offset, uint64_t length) override;
+
+  Result<int> begin_raw(uint64_t length) override {
+    if (state_ != ResponseState::kStreaming || !response_length_ || is_head_) {
+      return Status::failed_precondition("raw body bytes need begin() with a content length, not HEAD");
+    }
+    if (has_response_failed_) return Status::unavailable("response failed earlier");
+    if (response_written_ + length > *response_length_) {
+      return Status::invalid_argument("response body longer than the {} bytes announced", *response_length_);
+    }
+    return connection_.socket().native_handle();
+  }
+  Awaitable<Status> wait_writable() override;
+  void wrote_raw(uint64_t n) override { response_written_ += n; }
+  Status fail_raw(Status status) override { return fail_response(std::move(status)); }
   bool has_begun() const override { return state_ != ResponseState::kNotBegun; }
 
   // Completes the exchange after the handler returned; returns whether the connection can
@@ -360,6 +374,16 @@ Awaitable<Status> ServerExchange::send_file(int fd, uint64_t offset, uint64_t le
     }
     co_return fail_response(Status::from_errno(err, "sendfile"));
   }
+  co_return Status::ok();
+}
+
+Awaitable<Status> ServerExchange::wait_writable() {
+  ErrorCode ec;
+  {
+    ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
+    co_await connection_.socket().async_wait(tcp::socket::wait_write, redirect(ec));
+  }
+  if (ec) co_return fail_response(io_status(ec, connection_.deadline().has_expired(), "sending body"));
   co_return Status::ok();
 }
 

@@ -190,6 +190,14 @@ class BodyStream {
 
   // True once every byte of the body was received.
   bool is_done() const { return is_done_; }
+  // Bytes of a Content-Length body not yet read (nullopt: chunked or until close).
+  std::optional<uint64_t> remaining() const { return remaining_; }
+  // Counts `n` bytes of a Content-Length body taken off the socket by other means
+  // (splice). Requires: n <= *remaining().
+  void skip(uint64_t n) {
+    *remaining_ -= n;
+    if (*remaining_ == 0) is_done_ = true;
+  }
 
   // Reads up to buffer.size() bytes; 0 once the body has ended.
   Awaitable<Result<size_t>> read(tcp::socket& socket, beast::flat_buffer& read_buffer,
@@ -248,6 +256,22 @@ class BodyStream {
   Parser& parser_;
   std::optional<uint64_t> remaining_;  // set for a Content-Length body
   bool is_done_ = false;
+};
+
+// The server's side of a relay by splice(2): client.cc moves a relayed response body
+// from its upstream socket straight into the response socket, while the exchange keeps
+// its length bookkeeping. Implemented by server.cc's exchange.
+class RawResponseSink {
+ public:
+  virtual ~RawResponseSink() = default;
+  // The response socket (non-blocking) when `length` more body bytes may be sent raw now:
+  // begun with a known length, not HEAD, not failed, within the announced length.
+  virtual Result<int> begin_raw(uint64_t length) = 0;
+  // Parks until the response socket is writable (body idle timeout).
+  virtual Awaitable<Status> wait_writable() = 0;
+  virtual void wrote_raw(uint64_t n) = 0;
+  // Marks the response failed (the connection closes after it); returns `status`.
+  virtual Status fail_raw(Status status) = 0;
 };
 
 inline std::string chunk_size_line(size_t size) {
