@@ -1,6 +1,7 @@
 #include "cluster/relay.h"
 
-#include <vector>
+#include <algorithm>
+#include <memory>
 
 #include "base/log.h"
 #include "cluster/reply.h"
@@ -27,11 +28,16 @@ http::Awaitable<Status> relay(http::Exchange& exchange, http::Client& client, co
   if (!length && !in.is_chunked) length = 0;
 
   CO_ASSIGN_OR_RETURN(auto call, co_await client.start(to, std::move(request), length));
-  std::vector<char> buffer(kRelayBufferBytes);
-  for (;;) {
-    CO_ASSIGN_OR_RETURN(const size_t n, co_await exchange.body().read(buffer));
-    if (n == 0) break;
-    CO_RETURN_IF_ERROR(co_await call->write({buffer.data(), n}));
+  if (!length || *length > 0) {
+    // Sized to the body and not zero-filled: a zeroed 256 KiB per GET was 18 % of a
+    // proxy's CPU on 100 KiB objects.
+    const size_t size = static_cast<size_t>(std::min<uint64_t>(length.value_or(kRelayBufferBytes), kRelayBufferBytes));
+    std::unique_ptr<char[]> buffer(new char[size]);
+    for (;;) {
+      CO_ASSIGN_OR_RETURN(const size_t n, co_await exchange.body().read({buffer.get(), size}));
+      if (n == 0) break;
+      CO_RETURN_IF_ERROR(co_await call->write({buffer.get(), n}));
+    }
   }
   CO_ASSIGN_OR_RETURN(http::ClientResponse response, co_await call->finish());
 

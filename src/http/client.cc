@@ -357,11 +357,15 @@ Awaitable<Status> ClientCall::relay_body(ResponseWriter& out) {
 }
 
 Awaitable<Status> ClientCall::copy_body(ResponseWriter& out) {
-  std::vector<char> buffer(256 * 1024);
+  // Sized to the body (at least 1 byte, so that the read that ends it runs) and not
+  // zero-filled: a zeroed 256 KiB per small GET was 18 % of a proxy's CPU.
+  const size_t capacity = static_cast<size_t>(
+      std::clamp<uint64_t>(body_stream_->remaining().value_or(256 * 1024), 1, 256 * 1024));
+  std::unique_ptr<char[]> buffer(new char[capacity]);
   for (;;) {
-    CO_ASSIGN_OR_RETURN(const size_t n, co_await read(buffer));
+    CO_ASSIGN_OR_RETURN(const size_t n, co_await read({buffer.get(), capacity}));
     if (n == 0) co_return Status::ok();
-    CO_RETURN_IF_ERROR(co_await out.write({buffer.data(), n}));
+    CO_RETURN_IF_ERROR(co_await out.write({buffer.get(), n}));
   }
 }
 
@@ -381,7 +385,7 @@ Awaitable<Status> ClientCall::splice_body(detail::RawResponseSink& sink, uint64_
   std::ignore = ::fcntl(pipe.fds[1], F_SETPIPE_SZ, 1 << 20);  // best effort; the default is 64 KiB
   const int capacity_or_error = ::fcntl(pipe.fds[1], F_GETPIPE_SZ);
   const uint64_t capacity = capacity_or_error > 0 ? static_cast<uint64_t>(capacity_or_error) : 65536;
-  CO_ASSIGN_OR_RETURN(const int to, sink.begin_raw(length));
+  CO_ASSIGN_OR_RETURN(const int to, co_await sink.begin_raw(length));
   ErrorCode ec;
   connection_->socket.native_non_blocking(true, ec);
   if (ec) co_return io_error(ec, "relaying body");

@@ -266,7 +266,7 @@ class RawResponseSink {
   virtual ~RawResponseSink() = default;
   // The response socket (non-blocking) when `length` more body bytes may be sent raw now:
   // begun with a known length, not HEAD, not failed, within the announced length.
-  virtual Result<int> begin_raw(uint64_t length) = 0;
+  virtual Awaitable<Result<int>> begin_raw(uint64_t length) = 0;
   // Parks until the response socket is writable (body idle timeout).
   virtual Awaitable<Status> wait_writable() = 0;
   virtual void wrote_raw(uint64_t n) = 0;

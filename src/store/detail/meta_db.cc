@@ -234,9 +234,21 @@ MetaDb::~MetaDb() {
 }
 
 Result<wire::ObjectRecord> MetaDb::get(BucketId bucket, std::string_view name) const {
+  return *get_with(rocksdb::ReadOptions(), bucket, name);
+}
+
+std::optional<Result<wire::ObjectRecord>> MetaDb::get_cached(BucketId bucket, std::string_view name) const {
+  rocksdb::ReadOptions options;
+  options.read_tier = rocksdb::kBlockCacheTier;
+  return get_with(options, bucket, name);
+}
+
+std::optional<Result<wire::ObjectRecord>> MetaDb::get_with(const rocksdb::ReadOptions& options, BucketId bucket,
+                                                           std::string_view name) const {
   const std::string key = object_key(bucket, name);
   rocksdb::PinnableSlice value;
-  const rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), objects_, key, &value);
+  const rocksdb::Status rs = db_->Get(options, objects_, key, &value);
+  if (rs.IsIncomplete()) return std::nullopt;  // kBlockCacheTier: the answer is on disk
   if (rs.IsNotFound()) return Status::not_found("no metadata for {}/{}", bucket, name);
   if (!rs.ok()) return from_rocksdb(rs, fmt::format("read metadata of {}/{}", bucket, name));
   Result<wire::ObjectRecord> record = wire::decode<wire::ObjectRecord>(

@@ -82,6 +82,10 @@ class MetaDb {
   // kNotFound when absent; kDataLoss when the stored bytes do not decode or name another
   // object.
   Result<wire::ObjectRecord> get(BucketId bucket, std::string_view name) const;
+  // The same answer from memory only (memtable and block cache, RocksDB's
+  // kBlockCacheTier): nullopt when it would need to read the disk. Never blocks on I/O,
+  // so a network thread may call it.
+  std::optional<Result<wire::ObjectRecord>> get_cached(BucketId bucket, std::string_view name) const;
   // Stores `record` under (bucket, record.name()); kFsync syncs the WAL before returning.
   // With `finished`, the same atomic batch deletes that upload's record and part records.
   Status put(BucketId bucket, const wire::ObjectRecord& record, Durability durability,
@@ -124,6 +128,8 @@ class MetaDb {
 
  private:
   MetaDb() = default;
+  std::optional<Result<wire::ObjectRecord>> get_with(const rocksdb::ReadOptions& options, BucketId bucket,
+                                                     std::string_view name) const;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // destroyed before db_
   rocksdb::ColumnFamilyHandle* objects_ = nullptr;

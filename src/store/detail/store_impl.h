@@ -130,6 +130,10 @@ class StoreImpl final : public Store {
   // The record on the owner, else on the first other mountpath that has one.
   Result<Found> find_record(const ObjectRef& object, size_t owner);
   Result<OpenObject> open_blocking(const ObjectRef& object, size_t owner);
+  // open() without touching the disk: the object lock if free, its record from RocksDB's
+  // memory, its file by openat2(RESOLVE_CACHED). nullopt when any step would block; the
+  // caller then goes through the disk executor.
+  std::optional<Result<OpenObject>> try_open_cached(const ObjectRef& object, size_t owner);
   Status remove_blocking(const ObjectRef& object, size_t owner);
   void remove_stale_copies(const ObjectRef& object, size_t owner, Durability durability);
 
