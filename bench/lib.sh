@@ -144,6 +144,31 @@ for i in range(count):
 PY
 }
 
+# bench_dataset BUCKET COUNT SIZE PREFIX SUFFIX: COUNT random files in $work/www, the
+# same files PUT into a new page_cache bucket (so Silo and the reference serve equal bytes).
+bench_dataset() {
+  bench_files "$work/www" "$2" "$3" "$4" "$5"
+  bench_bucket "$1" page_cache
+  "$silo_bench" put --bucket "$1" --dir "$work/www" -c 4 --no-progress >/dev/null
+}
+
+# wrk_random URL PATH_FORMAT COUNT: wrk (2 threads, 16 connections, $duration) GETting
+# random paths printf(PATH_FORMAT, 0..COUNT-1), as PERF.md's references are taken. Prints
+# "GB/s req/s".
+wrk_random() {
+  cat >"$work/pick.lua" <<LUA
+math.randomseed(os.time())
+request = function()
+  return wrk.format("GET", string.format("$2", math.random(0, $3 - 1)))
+end
+LUA
+  wrk -t2 -c16 -d"${duration}s" --timeout 20s -s "$work/pick.lua" "$1" |
+    awk '/Transfer\/sec/ {v=$2; u=substr(v, length(v)-1); v=substr(v, 1, length(v)-2);
+         m=(u=="GB")?1.073741824:(u=="MB")?0.001048576:(u=="KB")?0.000001024:1e-9; gbs=v*m}
+         /Requests\/sec/ {rps=$2}
+         END {printf "%.3f %s\n", gbs, rps}'
+}
+
 # bench_run OUT_JSON silo-bench-args...: runs silo-bench --json, keeps its JSON.
 bench_run() {
   local out=$1; shift

@@ -10,10 +10,8 @@ bench_tools
 bench_binaries
 
 if [ $smoke = 1 ]; then shards=4 size=$((4 << 20)); else shards=16 size=$((64 << 20)); fi
-bench_files "$work/www" $shards $size shard- .tar
 bench_cluster 1 2
-bench_bucket shards page_cache
-"$silo_bench" put --bucket shards --dir "$work/www" -c 4 --no-progress >/dev/null
+bench_dataset shards $shards $size shard- .tar
 bench_nginx "$work/www"
 
 common=(--objects $shards --prefix shard- --name-format '{:06}.tar' -d "$duration")
@@ -23,16 +21,7 @@ bench_run "$work/gateway.json" get --bucket shards --path gateway "${common[@]}"
 bench_run "$work/direct64.json" get --bucket shards "${common[@]}" -c 64 --watch-pid $target_pids
 rss=$(peak_rss_mb $target_pids)
 
-# wrk on nginx, random shards (Lua picks the path), as PERF.md's reference is taken.
-cat >"$work/pick.lua" <<LUA
-math.randomseed(os.time())
-request = function()
-  return wrk.format("GET", string.format("/shard-%06d.tar", math.random(0, $shards - 1)))
-end
-LUA
-wrk_gbs=$(wrk -t2 -c16 -d"${duration}s" --timeout 20s -s "$work/pick.lua" "$nginx_url" |
-  awk '/Transfer\/sec/ {v=$2; u=substr(v, length(v)-1); v=substr(v, 1, length(v)-2);
-       m=(u=="GB")?1.073741824:(u=="MB")?0.001048576:(u=="KB")?0.000001024:1e-9; printf "%.3f", v*m}')
+read -r wrk_gbs _ < <(wrk_random "$nginx_url" /shard-%06d.tar $shards)
 
 g() { json "$1" "$2"; }
 ng=$(g "$work/nginx.json" 'r["gb_per_s"]')

@@ -9,10 +9,8 @@ bench_tools
 bench_binaries
 
 if [ $smoke = 1 ]; then objects=200; else objects=10000; fi
-bench_files "$work/www" $objects $((100 << 10)) obj- ""
 bench_cluster 1 2
-bench_bucket small page_cache
-"$silo_bench" put --bucket small --dir "$work/www" -c 16 --no-progress >/dev/null
+bench_dataset small $objects $((100 << 10)) obj- ""
 bench_nginx "$work/www"
 
 common=(--objects $objects --prefix obj- --name-format '{:06}' -c 16 -d "$duration")
@@ -20,13 +18,7 @@ bench_run "$work/nginx.json" get --path url --url "$nginx_url" "${common[@]}" --
 bench_run "$work/direct.json" get --bucket small "${common[@]}" --watch-pid $target_pids
 bench_run "$work/gateway.json" get --bucket small --path gateway "${common[@]}" --watch-pid $target_pids $proxy_pids
 
-cat >"$work/pick.lua" <<LUA
-math.randomseed(os.time())
-request = function()
-  return wrk.format("GET", string.format("/obj-%06d", math.random(0, $objects - 1)))
-end
-LUA
-wrk_rps=$(wrk -t2 -c16 -d"${duration}s" --timeout 20s -s "$work/pick.lua" "$nginx_url" | awk '/Requests\/sec/ {print $2}')
+read -r _ wrk_rps < <(wrk_random "$nginx_url" /obj-%06d $objects)
 
 g() { json "$1" "$2"; }
 nrps=$(g "$work/nginx.json" 'r["ops_per_s"]')

@@ -11,10 +11,8 @@ bench_tools
 bench_binaries
 
 if [ $smoke = 1 ]; then shards=2 size=$((8 << 20)); else shards=8 size=$((143 << 20)); fi
-bench_files "$work/www" $shards $size shard- .tar
 bench_cluster 1 2
-bench_bucket train page_cache
-"$silo_bench" put --bucket train --dir "$work/www" -c 2 --no-progress >/dev/null
+bench_dataset train $shards $size shard- .tar
 
 common=(--objects $shards --prefix shard- --name-format '{:06}.tar' -d "$duration")
 if [ $smoke = 1 ]; then common+=(--accelerators 1 --batch-size 8); fi
@@ -30,6 +28,8 @@ for profile in resnet50 unet3d; do
     row "W5 $profile accelerators >= 90% busy, $path" accelerators "$(g "$f" 'r["max_accelerators"]')" "$ref" - \
       "$(g "$f" 'r["server"]["cpu_seconds_per_gb"]')" - -
   done
+  row "W5 $profile utilization, 1 accelerator, direct" % "$(g "$work/$profile-direct.json" 'round(100*r["trials"][0]["utilization"],1)')" \
+    "$(g "$work/$profile-file.json" 'round(100*r["trials"][0]["utilization"],1)')" -
   row "W5 $profile best read rate, direct" MB/s "$(g "$work/$profile-direct.json" 'round(max(t["mb_per_s"] for t in r["trials"]),1)')" \
     "$(g "$work/$profile-file.json" 'round(max(t["mb_per_s"] for t in r["trials"]),1)')" -
 done
