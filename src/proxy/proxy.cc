@@ -268,6 +268,23 @@ http::Awaitable<Status> Proxy::delete_if_empty(const std::string& name) {
 
 http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::merged_page(
     const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit) {
+  // A round can end short of `limit` at a target's cutoff (rarely, with the 25 % margin);
+  // another round from the last name fills the page, so pages stay full.
+  std::vector<wire::ListEntry> page;
+  bool is_truncated = true;
+  std::string after = start_after;
+  while (page.size() < limit && is_truncated) {
+    CO_ASSIGN_OR_RETURN(auto round, co_await merged_round(bucket, prefix, after, limit - page.size()));
+    is_truncated = round.second;
+    if (round.first.empty()) break;
+    for (auto& entry : round.first) page.push_back(std::move(entry));
+    after = page.back().name();
+  }
+  co_return std::make_pair(std::move(page), is_truncated);
+}
+
+http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::merged_round(
+    const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit) {
   const auto placement = maps_.placement();
   if (placement->empty()) co_return Status::unavailable("the node map has no targets");
   // Names are spread evenly over the targets (HRW), so each is asked for its share plus

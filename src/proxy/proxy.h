@@ -59,6 +59,9 @@ class Proxy {
   // One merged page of a bucket's objects from every target.
   http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> merged_page(
       const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit);
+  // One round of merged_page(): every target asked once for its share of `limit`.
+  http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> merged_round(
+      const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit);
 
   // S3 (s3_gateway.cc).
   http::Awaitable<void> route_object(http::Exchange& exchange, const cluster::S3Request& request,
