@@ -38,6 +38,13 @@ bench_parse() {
   trap bench_cleanup EXIT
 }
 
+# bench_start "$@": arguments, tools and binaries: the first step of every script.
+bench_start() {
+  bench_parse "$@"
+  bench_tools
+  bench_binaries
+}
+
 bench_cleanup() {
   local rc=$?
   if [ $keep = 1 ]; then

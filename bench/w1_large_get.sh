@@ -5,9 +5,7 @@
 # seconds per GB, the target's peak RSS under 64 connections, and silo-bench against wrk
 # on nginx (the load generator is not the bottleneck). Options: see bench/lib.sh.
 source "$(dirname "$0")/lib.sh"
-bench_parse "$@"
-bench_tools
-bench_binaries
+bench_start "$@"
 
 if [ $smoke = 1 ]; then shards=4 size=$((4 << 20)); else shards=16 size=$((64 << 20)); fi
 bench_cluster 1 2

@@ -4,9 +4,7 @@
 # requests/s, p99 latency, server CPU per GB; plus the gateway path and wrk on nginx.
 # Options: see bench/lib.sh.
 source "$(dirname "$0")/lib.sh"
-bench_parse "$@"
-bench_tools
-bench_binaries
+bench_start "$@"
 
 if [ $smoke = 1 ]; then objects=200; else objects=10000; fi
 bench_cluster 1 2

@@ -4,9 +4,7 @@
 # `dd bs=1M conv=fdatasync` to the same disk. Rows: direct with 1 and 4 connections,
 # gateway with 4. Options: see bench/lib.sh.
 source "$(dirname "$0")/lib.sh"
-bench_parse "$@"
-bench_tools
-bench_binaries
+bench_start "$@"
 
 if [ $smoke = 1 ]; then size_mib=4 objects=4 dd_mib=16; else size_mib=64 objects=32 dd_mib=2048; fi
 bench_cluster 1 1

@@ -11,9 +11,7 @@ while [ $# -gt 0 ]; do
 done
 set -- "${args[@]+"${args[@]}"}"
 source "$(dirname "$0")/lib.sh"
-bench_parse "$@"
-bench_tools
-bench_binaries
+bench_start "$@"
 
 if [ $smoke = 1 ]; then objects=3000; else objects=1000000; fi
 [ -n "$objects_arg" ] && objects=$objects_arg

@@ -6,9 +6,7 @@
 # >= 90 % busy: Silo direct and gateway (1 proxy + 1 target) against the same shards read
 # from local files in the same run. Options: see bench/lib.sh (--duration: per trial).
 source "$(dirname "$0")/lib.sh"
-bench_parse "$@"
-bench_tools
-bench_binaries
+bench_start "$@"
 
 if [ $smoke = 1 ]; then shards=2 size=$((8 << 20)); else shards=8 size=$((143 << 20)); fi
 bench_cluster 1 2

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "bench.h"
 
@@ -14,17 +16,25 @@ namespace {
 using silo::Result;
 using silo::Status;
 
-// "64MiB", "100KiB", "1GB", "4096", "64M" (binary units for K/M/G with or without "iB").
-Result<uint64_t> parse_size(const std::string& text) {
+// "64MiB" -> {64, "mib"}: the number and its unit, lower-cased; `what` names the kind of
+// value in the error ("a size (e.g. 100KiB, 64MiB, 1GB)").
+Result<std::pair<double, std::string>> split_number(const std::string& text, std::string_view what) {
   size_t end = 0;
   double value = 0;
   try {
     value = std::stod(text, &end);
   } catch (const std::exception&) {
-    return Status::invalid_argument("'{}' is not a size (e.g. 100KiB, 64MiB, 1GB)", text);
+    return Status::invalid_argument("'{}' is not {}", text, what);
   }
   std::string unit = text.substr(end);
   for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::make_pair(value, unit);
+}
+
+// "64MiB", "100KiB", "1GB", "4096", "64M" (binary units for K/M/G with or without "iB").
+Result<uint64_t> parse_size(const std::string& text) {
+  ASSIGN_OR_RETURN(const auto parsed, split_number(text, "a size (e.g. 100KiB, 64MiB, 1GB)"));
+  const auto& [value, unit] = parsed;
   double scale = 1;
   if (unit.empty() || unit == "b") scale = 1;
   else if (unit == "k" || unit == "kib") scale = 1024.0;
@@ -40,14 +50,9 @@ Result<uint64_t> parse_size(const std::string& text) {
 
 // "10s", "500ms", "2m", "1.5" (seconds).
 Result<double> parse_duration(const std::string& text) {
-  size_t end = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &end);
-  } catch (const std::exception&) {
-    return Status::invalid_argument("'{}' is not a duration (e.g. 10s, 500ms, 2m)", text);
-  }
-  const std::string unit = text.substr(end);
+  ASSIGN_OR_RETURN(const auto parsed, split_number(text, "a duration (e.g. 10s, 500ms, 2m)"));
+  const auto& [value, unit] = parsed;
+  if (value < 0) return Status::invalid_argument("'{}': a duration must not be negative", text);
   if (unit.empty() || unit == "s") return value;
   if (unit == "ms") return value / 1000;
   if (unit == "m") return value * 60;
