@@ -179,23 +179,20 @@ size_t count_of(std::string_view text, std::string_view needle) {
   return n;
 }
 
-// The keys and the continuation token of one listing page: S3 XML (gateway) or the
-// native JSON ({"objects":[{"name":...}],"next_token":"..."}).
+// The keys and the continuation token of one listing page: S3 XML (gateway; scanned,
+// not parsed: the client's cost would count against the server's keys/s) or the native
+// JSON (the client library's parser).
 Status parse_page(std::string_view body, bool is_s3, Outcome& out) {
-  if (is_s3) {
-    out.keys = count_of(body, "<Key>");
-    if (const size_t at = body.find("<NextContinuationToken>"); at != std::string_view::npos) {
-      const size_t from = at + std::string_view("<NextContinuationToken>").size();
-      out.next_token = xml_unescape(body.substr(from, body.find('<', from) - from));
-    }
+  if (!is_s3) {
+    ASSIGN_OR_RETURN(client::ListPage page, client::Client::parse_list_page(body));
+    out.keys = page.objects.size();
+    out.next_token = std::move(page.next_token);
     return Status::ok();
   }
-  out.keys = count_of(body, "\"name\":");
-  const size_t at = body.find("\"next_token\":\"");
-  if (at == std::string_view::npos) return Status::ok();
-  for (size_t i = at + 14; i < body.size() && body[i] != '"'; ++i) {
-    if (body[i] == '\\' && i + 1 < body.size()) ++i;  // tokens are plain; keep escapes simple
-    out.next_token += body[i];
+  out.keys = count_of(body, "<Key>");
+  if (const size_t at = body.find("<NextContinuationToken>"); at != std::string_view::npos) {
+    const size_t from = at + std::string_view("<NextContinuationToken>").size();
+    out.next_token = xml_unescape(body.substr(from, body.find('<', from) - from));
   }
   return Status::ok();
 }

@@ -67,9 +67,7 @@ Destination Router::list_page(std::string_view token, size_t limit) const {
     if (!prefix_.empty()) target += "&prefix=" + http::percent_encode(prefix_, false);
     if (!token.empty()) target += "&continuation-token=" + http::percent_encode(token, false);
   } else {
-    target = fmt::format("/v1/buckets/{}?limit={}", bucket_, limit);
-    if (!prefix_.empty()) target += "&prefix=" + http::percent_encode(prefix_, false);
-    if (!token.empty()) target += "&token=" + http::percent_encode(token, false);
+    target = client::Client::list_target(bucket_, prefix_, limit, token);
   }
   return {&gateway_, std::move(target)};
 }

@@ -369,7 +369,8 @@ Status Client::remove(std::string_view bucket, std::string_view name) {
   return status_of(r, "DELETE " + target);
 }
 
-Result<ListPage> Client::list(std::string_view bucket, std::string_view prefix, size_t limit, std::string_view token) {
+std::string Client::list_target(std::string_view bucket, std::string_view prefix, size_t limit,
+                                std::string_view token) {
   std::string target = "/v1/buckets/" + http::percent_encode(bucket, false);
   char sep = '?';
   auto add = [&](std::string_view key, std::string_view value) {
@@ -382,9 +383,12 @@ Result<ListPage> Client::list(std::string_view bucket, std::string_view prefix, 
   if (!prefix.empty()) add("prefix", prefix);
   if (limit != 0) add("limit", std::to_string(limit));
   if (!token.empty()) add("token", token);
-  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
-  RETURN_IF_ERROR(status_of(r, "GET " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
+  return target;
+}
+
+Result<ListPage> Client::parse_list_page(std::string_view body) {
+  ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_json(body));
+  if (!doc.is_object()) return Status::internal("a listing answer is not a JSON object");
   ListPage page;
   for (const JsonValue& o : doc["objects"].items()) {
     ObjectEntry entry;
@@ -395,6 +399,15 @@ Result<ListPage> Client::list(std::string_view bucket, std::string_view prefix, 
     page.objects.push_back(std::move(entry));
   }
   page.next_token = doc["next_token"].str();
+  return page;
+}
+
+Result<ListPage> Client::list(std::string_view bucket, std::string_view prefix, size_t limit, std::string_view token) {
+  const std::string target = list_target(bucket, prefix, limit, token);
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
+  RETURN_IF_ERROR(status_of(r, "GET " + target));
+  Result<ListPage> page = parse_list_page(r.body);
+  if (!page) return with_context(page.error(), fmt::format("GET {}: answer", target));
   return page;
 }
 

@@ -172,6 +172,11 @@ class Client {
 
   // "/v1/objects/{bucket}/{percent-encoded name, slashes kept}"
   static std::string object_target(std::string_view bucket, std::string_view name);
+  // "/v1/buckets/{bucket}?prefix=&limit=&token=" (empty or 0 parts left out), and the
+  // parse of its answer; list() uses both, silo-bench sends them on its own connections.
+  static std::string list_target(std::string_view bucket, std::string_view prefix, size_t limit,
+                                 std::string_view token);
+  static Result<ListPage> parse_list_page(std::string_view body);
   // The Status a non-2xx answer stands for (ok for 1xx-3xx); `what` names the request.
   static Status status_of(const Response& response, std::string_view what);
 

@@ -340,15 +340,14 @@ Awaitable<Status> ClientCall::relay_body(ResponseWriter& out) {
   // Body bytes that arrived with the head go first, through user space.
   const size_t buffered = static_cast<size_t>(std::min<uint64_t>(connection_->buffer.size(), *remaining));
   if (buffered > 0) {
-    std::vector<char> head_bytes(buffered);
-    asio::buffer_copy(asio::buffer(head_bytes), connection_->buffer.data());
-    connection_->buffer.consume(buffered);
-    body_stream_->skip(buffered);
-    const Status written = co_await out.write(head_bytes);
+    const auto data = connection_->buffer.data();  // contiguous: a flat_buffer
+    const Status written = co_await out.write({static_cast<const char*>(data.data()), buffered});
     if (!written.is_ok()) {
       has_failed_ = true;
       co_return written;
     }
+    connection_->buffer.consume(buffered);
+    body_stream_->skip(buffered);
   }
   const uint64_t rest = *remaining - buffered;
   if (rest > 0) CO_RETURN_IF_ERROR(co_await splice_body(*sink, rest));

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
-#include <sstream>
 #include <unordered_map>
 #include <vector>
 
@@ -293,9 +292,18 @@ Awaitable<Status> ServerExchange::begin(ResponseHead head, std::optional<uint64_
     closes_after_response_ = true;  // HTTP/1.0 without a length: the close ends the body
   }
   response.keep_alive(!closes_after_response_);
-  std::ostringstream text;
-  text << response.base();
-  pending_head_ = std::move(text).str();
+  // Serialized by hand (status line, fields, blank line), as Beast would write it.
+  pending_head_ = fmt::format("HTTP/{}.{} {} ", response.version() / 10, response.version() % 10,
+                              response.result_int());
+  pending_head_ += response.reason();
+  pending_head_ += "\r\n";
+  for (const auto& field : response.base()) {
+    pending_head_ += field.name_string();
+    pending_head_ += ": ";
+    pending_head_ += field.value();
+    pending_head_ += "\r\n";
+  }
+  pending_head_ += "\r\n";
   if (is_head_ || (content_length && *content_length == 0)) co_return co_await flush_head(/*more=*/false);
   co_return Status::ok();
 }

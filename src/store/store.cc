@@ -166,17 +166,25 @@ Awaitable<Result<std::unique_ptr<ObjectWriter>>> StoreImpl::create(const ObjectR
 }
 
 Result<StoreImpl::Found> StoreImpl::find_record(const ObjectRef& object, size_t owner) {
+  return *find_record_in(object, owner, /*from_memory=*/false);
+}
+
+std::optional<Result<StoreImpl::Found>> StoreImpl::find_record_in(const ObjectRef& object, size_t owner,
+                                                                  bool from_memory) {
   // The owner first: after a mountpath change an object may still sit on another one
   // until resilver moves it.
   for (size_t k = 0; k < mountpaths_.size(); ++k) {
     const size_t index = (owner + k) % mountpaths_.size();
-    Result<wire::ObjectRecord> record =
-        mountpaths_[index]->meta().get(object.bucket_id, object.name);
-    if (record) return Found{index, std::move(*record)};
-    if (record.error().code() != Code::kNotFound) return std::move(record).error();
+    const detail::MetaDb& meta = mountpaths_[index]->meta();
+    std::optional<Result<wire::ObjectRecord>> record =
+        from_memory ? meta.get_cached(object.bucket_id, object.name)
+                    : std::optional<Result<wire::ObjectRecord>>(meta.get(object.bucket_id, object.name));
+    if (!record) return std::nullopt;  // from_memory: the answer is on disk
+    if (*record) return Result<Found>(Found{index, std::move(**record)});
+    if (record->error().code() != Code::kNotFound) return Result<Found>(std::move(*record).error());
   }
-  return Status::not_found("object {}/{} not found", object.bucket_id, object.name)
-      .with_reason("NoSuchKey");
+  return Result<Found>(Status::not_found("object {}/{} not found", object.bucket_id, object.name)
+                           .with_reason("NoSuchKey"));
 }
 
 Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& object,
@@ -278,23 +286,11 @@ std::optional<Result<OpenObject>> StoreImpl::try_open_cached(const ObjectRef& ob
   if (is_unsupported.load(std::memory_order_relaxed)) return std::nullopt;
   const auto lock = locks_.try_lock(object);
   if (!lock.owns_lock()) return std::nullopt;  // a commit or delete is running
-  std::optional<Found> found;
-  for (size_t k = 0; k < mountpaths_.size() && !found; ++k) {
-    const size_t index = (owner + k) % mountpaths_.size();
-    auto record = mountpaths_[index]->meta().get_cached(object.bucket_id, object.name);
-    if (!record) return std::nullopt;
-    if (*record) {
-      found = Found{index, std::move(**record)};
-    } else if (record->error().code() != Code::kNotFound) {
-      return std::move(*record).error();
-    }
-  }
-  if (!found) {
-    return Result<OpenObject>(Status::not_found("object {}/{} not found", object.bucket_id, object.name)
-                                  .with_reason("NoSuchKey"));
-  }
-  const std::string path = mountpaths_[found->index]->object_file_path(object.bucket_id, object.name,
-                                                                       found->record.generation());
+  std::optional<Result<Found>> found = find_record_in(object, owner, /*from_memory=*/true);
+  if (!found) return std::nullopt;
+  if (!*found) return Result<OpenObject>(std::move(*found).error());
+  const std::string path = mountpaths_[(*found)->index]->object_file_path(object.bucket_id, object.name,
+                                                                       (*found)->record.generation());
   struct open_how how {};
   how.flags = O_RDONLY | O_CLOEXEC;
   how.resolve = RESOLVE_CACHED;
@@ -303,7 +299,7 @@ std::optional<Result<OpenObject>> StoreImpl::try_open_cached(const ObjectRef& ob
     if (errno == ENOSYS || errno == EINVAL) is_unsupported.store(true, std::memory_order_relaxed);
     return std::nullopt;  // EAGAIN (not cached), or let the blocking path report the error
   }
-  return Result<OpenObject>(OpenObject(fd, std::move(found->record)));
+  return Result<OpenObject>(OpenObject(fd, std::move((*found)->record)));
 }
 
 Awaitable<Result<OpenObject>> StoreImpl::open(const ObjectRef& object) {

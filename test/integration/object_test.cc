@@ -45,11 +45,7 @@ TEST(ObjectTest, ListingPagesStayFullWhenNamesCrowdOneTarget) {
   client::Client& c = cluster->client();
   ASSERT_OK(c.create_bucket("crowd"));
   ASSERT_OK_AND_ASSIGN(const client::BucketEntry bucket, c.bucket_props("crowd"));
-  ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
-  std::vector<std::string> targets;
-  for (const auto& node : map.nodes) {
-    if (node.role == "target") targets.push_back(node.id);
-  }
+  const std::vector<std::string> targets = cluster->target_ids();
   ASSERT_EQ(targets.size(), 3u);
   const placement::HrwCandidates hrw(targets);
   std::vector<std::string> names;

@@ -129,6 +129,9 @@ class StoreImpl final : public Store {
       Durability durability, size_t owner);
   // The record on the owner, else on the first other mountpath that has one.
   Result<Found> find_record(const ObjectRef& object, size_t owner);
+  // find_record(), or with `from_memory` the same from RocksDB's memory only: nullopt
+  // when the answer needs the disk.
+  std::optional<Result<Found>> find_record_in(const ObjectRef& object, size_t owner, bool from_memory);
   Result<OpenObject> open_blocking(const ObjectRef& object, size_t owner);
   // open() without touching the disk: the object lock if free, its record from RocksDB's
   // memory, its file by openat2(RESOLVE_CACHED). nullopt when any step would block; the
