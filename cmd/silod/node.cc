@@ -120,8 +120,16 @@ http::Awaitable<void> Node::start() {
   const config::NodeConfig& nc = config_.node;
   const bool is_primary = config::is_proxy(nc.role) && nc.primary_url.empty();
   if (is_primary) {
+    auto jobs = cluster::JobRegistry::open(nc.data_dir + "/state");
+    if (!jobs) {
+      SILO_LOG_ERROR("jobs: {}", jobs.error());
+      exit_code_ = 1;
+      io_.stop();
+      co_return;
+    }
+    jobs_ = std::move(*jobs);
     primary_ = std::make_unique<cluster::Primary>(*maps_, state_disk_, control_client_, self_, config_.cluster,
-                                                  Clock::real());
+                                                  Clock::real(), *jobs_);
   } else {
     auto endpoint = http::Endpoint::parse(nc.primary_url);
     if (!endpoint) {
@@ -136,7 +144,10 @@ http::Awaitable<void> Node::start() {
   if (store_) {
     target_ = std::make_unique<target::Target>(target::TargetOptions{self_, config_.cluster}, *maps_, *store_,
                                                data_client_, member_.get(), stats_);
-    maps_->on_change([this] { asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached); });
+    maps_->on_change([this] {
+      asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
+      asio::co_spawn(io_, target_->sync_rebalance(), asio::detached);
+    });
   }
   // Every node is a gateway (DESIGN.md: every node answers the S3 and native API); the
   // proxy role only means it stores nothing.
@@ -164,6 +175,7 @@ http::Awaitable<void> Node::start() {
       co_return;
     }
     asio::co_spawn(io_, primary_->watch_keepalives(), asio::detached);
+    asio::co_spawn(io_, primary_->run_rebalance(), asio::detached);
   } else {
     // Join: retry until the primary answers (it may be starting too), or a stop request.
     asio::steady_timer timer(io_);
@@ -181,6 +193,7 @@ http::Awaitable<void> Node::start() {
   if (target_) {
     asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
     asio::co_spawn(io_, target_->sweep_uploads(std::chrono::hours(1)), asio::detached);
+    asio::co_spawn(io_, target_->sync_rebalance(), asio::detached);  // resumes one cut off by a restart
   }
   is_ready_ = true;
   if (const Status s = write_ready_file(); !s.is_ok()) SILO_LOG_ERROR("ready file: {}", s);
@@ -200,6 +213,7 @@ http::Awaitable<void> Node::shutdown() {
   is_ready_ = false;
   if (primary_) primary_->stop();
   if (member_) member_->stop();
+  if (target_) target_->stop_rebalance();
   co_await server_->stop();
   if (store_) store_->close();
   if (!config_.node.ready_file.empty()) ::unlink(config_.node.ready_file.c_str());
@@ -288,6 +302,16 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
     co_await handle_keepalive(exchange);
   } else if (path == cluster::kMetasyncPath && request.method == http::Method::kPost) {
     co_await handle_metasync(exchange);
+  } else if (path == cluster::kLeavePath && request.method == http::Method::kPost) {
+    co_await handle_leave(exchange);
+  } else if (path == cluster::kRebalancePath && target_) {
+    co_await target_->handle_rebalance_progress(exchange);
+  } else if (starts_with(path, "/v1/internal/objects/") && target_) {
+    co_await target_->handle_internal_object(exchange, std::string_view(path).substr(21));
+  } else if (starts_with(path, "/v1/cluster/nodes")) {
+    co_await proxy_->handle_nodes(exchange, path.substr(std::string_view("/v1/cluster/nodes").size()), is_admin);
+  } else if (path == "/v1/jobs" || starts_with(path, "/v1/jobs/")) {
+    co_await proxy_->handle_jobs(exchange, path.substr(std::string_view("/v1/jobs").size()), is_admin);
   } else if (starts_with(path, "/v1/internal/list/") && target_) {
     co_await target_->handle_list(exchange, path.substr(std::string_view("/v1/internal/list/").size()));
   } else if (starts_with(path, "/v1/internal/uploads/") && target_) {
@@ -352,13 +376,23 @@ http::Awaitable<void> Node::handle_metasync(http::Exchange& exchange) {
   co_await cluster::send_json(exchange, 200, "{}");
 }
 
+http::Awaitable<void> Node::handle_leave(http::Exchange& exchange) {
+  if (primary_) {
+    co_await cluster::send_error(exchange, Status::failed_precondition("node {} is the primary", self_.id()));
+    co_return;
+  }
+  SILO_LOG_INFO("decommissioned by the primary: leaving the cluster and stopping");
+  if (member_) member_->stop();  // no keepalive may add this node back
+  co_await cluster::send_json(exchange, 200, "{}");
+  if (!is_stopping_.exchange(true)) asio::co_spawn(io_, shutdown(), asio::detached);
+}
+
 int Node::run() {
   asio::signal_set signals(io_, SIGTERM, SIGINT);
   signals.async_wait([this](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     SILO_LOG_INFO("signal {} received", signal);
-    is_stopping_ = true;
-    asio::co_spawn(io_, shutdown(), asio::detached);
+    if (!is_stopping_.exchange(true)) asio::co_spawn(io_, shutdown(), asio::detached);
   });
   asio::co_spawn(io_, start(), asio::detached);
   std::vector<std::thread> threads;

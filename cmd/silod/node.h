@@ -39,6 +39,8 @@ class Node {
 
   http::Awaitable<void> handle_metasync(http::Exchange& exchange);
   http::Awaitable<void> handle_keepalive(http::Exchange& exchange);
+  // POST /v1/internal/leave from the primary: this node was decommissioned.
+  http::Awaitable<void> handle_leave(http::Exchange& exchange);
   Status write_ready_file() const;
 
   config::Config config_;
@@ -52,6 +54,7 @@ class Node {
   std::shared_ptr<http::Client> data_client_;
   std::shared_ptr<http::Client> control_client_;
   std::unique_ptr<http::Server> server_;
+  std::unique_ptr<cluster::JobRegistry> jobs_;
   std::unique_ptr<cluster::Primary> primary_;
   std::unique_ptr<cluster::Member> member_;
   std::unique_ptr<target::Target> target_;

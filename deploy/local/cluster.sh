@@ -122,8 +122,9 @@ wait_ready() {  # id: until its ready file appears; pins a kernel-picked port
   fi
 }
 
-wait_online() {  # every node of DIR online in the primary's node map
-  local want; want=$(node_ids | wc -l) deadline=$((SECONDS + ready_timeout))
+wait_online() {  # every running node of DIR online in the primary's node map
+  local want=0 id deadline=$((SECONDS + ready_timeout))
+  for id in $(node_ids); do if is_alive "$id"; then want=$((want + 1)); fi; done
   while :; do
     local map; map=$(curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$access_key:$secret_key" \
       "$(primary_url)/v1/cluster/map" 2>/dev/null || true)

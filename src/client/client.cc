@@ -276,9 +276,91 @@ Result<NodeMap> Client::node_map() {
   ASSIGN_OR_RETURN(map.version, doc["version"].to_u64());
   map.primary = doc["primary"].str();
   for (const JsonValue& n : doc["nodes"].items()) {
-    map.nodes.push_back(NodeEntry{n["id"].str(), n["role"].str(), n["url"].str(), n["state"].str()});
+    map.nodes.push_back(NodeEntry{n["id"].str(), n["role"].str(), n["url"].str(), n["state"].str(), n["mode"].str()});
+  }
+  if (doc["rebalance"].is_object()) {
+    ASSIGN_OR_RETURN(map.rebalance_id, doc["rebalance"]["id"].to_u64());
+    map.rebalance_phase = doc["rebalance"]["phase"].str();
   }
   return map;
+}
+
+std::string NodeMap::rebalance_job() const {
+  return rebalance_id == 0 ? std::string() : fmt::format("rebalance-{}", rebalance_id);
+}
+
+Result<MembershipChange> Client::membership_call(http::Method method, std::string target) {
+  const std::string what = fmt::format("{} {}", http::method_name(method), target);
+  ASSIGN_OR_RETURN(const Response r, request(method, target));
+  RETURN_IF_ERROR(status_of(r, what));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, what));
+  MembershipChange change;
+  ASSIGN_OR_RETURN(change.node_map_version, doc["node_map_version"].to_u64());
+  change.rebalance_job = doc["rebalance"].str();
+  change.rebalance_phase = doc["rebalance_phase"].str();
+  return change;
+}
+
+Result<MembershipChange> Client::set_maintenance(std::string_view node_id, bool on) {
+  return membership_call(on ? http::Method::kPost : http::Method::kDelete,
+                         "/v1/cluster/nodes/" + http::percent_encode(node_id, false) + "/maintenance");
+}
+
+Result<MembershipChange> Client::decommission(std::string_view node_id) {
+  return membership_call(http::Method::kPost, "/v1/cluster/nodes/" + http::percent_encode(node_id, false) + "/decommission");
+}
+
+Result<MembershipChange> Client::remove_node(std::string_view node_id) {
+  return membership_call(http::Method::kDelete, "/v1/cluster/nodes/" + http::percent_encode(node_id, false));
+}
+
+namespace {
+
+Result<JobEntry> job_of(const JsonValue& j) {
+  JobEntry job{j["id"].str(), j["kind"].str(), j["state"].str(), j["phase"].str(), j["detail"].str()};
+  ASSIGN_OR_RETURN(job.objects_done, j["objects_done"].to_u64());
+  ASSIGN_OR_RETURN(job.objects_total, j["objects_total"].to_u64());
+  ASSIGN_OR_RETURN(job.bytes_done, j["bytes_done"].to_u64());
+  ASSIGN_OR_RETURN(job.errors, j["errors"].to_u64());
+  return job;
+}
+
+}  // namespace
+
+Result<std::vector<JobEntry>> Client::jobs() {
+  constexpr std::string_view kWhat = "GET /v1/jobs";
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, "/v1/jobs"));
+  RETURN_IF_ERROR(status_of(r, kWhat));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, kWhat));
+  std::vector<JobEntry> jobs;
+  for (const JsonValue& j : doc["jobs"].items()) {
+    ASSIGN_OR_RETURN(JobEntry job, job_of(j));
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+Result<JobEntry> Client::job(std::string_view id) {
+  const std::string target = "/v1/jobs/" + http::percent_encode(id, false);
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
+  RETURN_IF_ERROR(status_of(r, "GET " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
+  return job_of(doc);
+}
+
+Result<JobEntry> Client::wait_job(std::string_view id, std::chrono::seconds timeout) {
+  const std::string target =
+      fmt::format("/v1/jobs/{}/wait?timeout_s={}", http::percent_encode(id, false), timeout.count());
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
+  RETURN_IF_ERROR(status_of(r, "GET " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
+  return job_of(doc);
+}
+
+Status Client::abort_job(std::string_view id) {
+  const std::string target = "/v1/jobs/" + http::percent_encode(id, false) + "/abort";
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, target));
+  return status_of(r, "POST " + target);
 }
 
 Status Client::create_bucket(std::string_view bucket, std::string props_json) {

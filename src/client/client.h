@@ -33,6 +33,7 @@ struct NodeEntry {
   std::string role;   // "proxy" | "target" | "all"
   std::string url;    // "http://127.0.0.1:PORT"
   std::string state;  // "online" | "down" | ...
+  std::string mode;   // "normal" | "maintenance" | "decommissioning"
 };
 
 // GET /v1/cluster/map
@@ -40,7 +41,31 @@ struct NodeMap {
   uint64_t version = 0;
   std::string primary;
   std::vector<NodeEntry> nodes;
+  uint64_t rebalance_id = 0;    // the current or last rebalance; 0 before the first
+  std::string rebalance_phase;  // "copy" | "cleanup" | "done"
   const NodeEntry* find(std::string_view id) const;
+  // "rebalance-<rebalance_id>", or "" when there was none.
+  std::string rebalance_job() const;
+};
+
+// What a membership change answers.
+struct MembershipChange {
+  uint64_t node_map_version = 0;  // the map with the change
+  std::string rebalance_job;      // the rebalance that moves the objects ("" when none ran yet)
+  std::string rebalance_phase;    // "copy" | "cleanup" | "done"
+};
+
+// GET /v1/jobs/{id}
+struct JobEntry {
+  std::string id;
+  std::string kind;   // "rebalance", ...
+  std::string state;  // "running" | "finished" | "preempted" | "aborted" | "failed"
+  std::string phase;
+  std::string detail;
+  uint64_t objects_done = 0;
+  uint64_t objects_total = 0;
+  uint64_t bytes_done = 0;
+  uint64_t errors = 0;
 };
 
 struct BucketEntry {
@@ -138,6 +163,18 @@ class Client {
 
   Status health();
   Result<NodeMap> node_map();
+  // Membership (admins): POST|DELETE /v1/cluster/nodes/{id}/maintenance,
+  // POST /v1/cluster/nodes/{id}/decommission, DELETE /v1/cluster/nodes/{id}. Each answers
+  // with the node map version of the change and the rebalance that moves the objects.
+  Result<MembershipChange> set_maintenance(std::string_view node_id, bool on);
+  Result<MembershipChange> decommission(std::string_view node_id);
+  Result<MembershipChange> remove_node(std::string_view node_id);
+  // Jobs: GET /v1/jobs, GET /v1/jobs/{id}, GET /v1/jobs/{id}/wait (until the job is no
+  // longer running or `timeout` passes; then the job as it is), POST /v1/jobs/{id}/abort.
+  Result<std::vector<JobEntry>> jobs();
+  Result<JobEntry> job(std::string_view id);
+  Result<JobEntry> wait_job(std::string_view id, std::chrono::seconds timeout);
+  Status abort_job(std::string_view id);
 
   // PUT /v1/buckets/{bucket}; `props_json` is the optional properties body.
   Status create_bucket(std::string_view bucket, std::string props_json = {});
@@ -181,6 +218,8 @@ class Client {
   static Status status_of(const Response& response, std::string_view what);
 
  private:
+  // A membership change, then the node map it led to.
+  Result<MembershipChange> membership_call(http::Method method, std::string target);
   Client(std::string endpoint_url, http::Endpoint endpoint, ClientOptions options);
 
   // Runs `make()` (returning Awaitable<Result<T>>) on the io thread and waits for it.

@@ -14,9 +14,8 @@ namespace {
 constexpr const char* kNodeMapFile = "node_map.pb";
 constexpr const char* kBucketMapFile = "bucket_map.pb";
 
-bool owns_objects(const wire::NodeInfo& n) {
-  return (n.role() == wire::NODE_ROLE_TARGET || n.role() == wire::NODE_ROLE_ALL) &&
-         n.state() != wire::NODE_STATE_MAINTENANCE;
+bool stores_objects(const wire::NodeInfo& n) {
+  return n.role() == wire::NODE_ROLE_TARGET || n.role() == wire::NODE_ROLE_ALL;
 }
 
 template <typename Message>
@@ -42,14 +41,38 @@ Status fsync_path(const std::string& path, int flags) {
 
 }  // namespace
 
-TargetPlacement::TargetPlacement(const wire::NodeMap& map) {
+bool owns_objects(const wire::NodeInfo& node) {
+  return stores_objects(node) && node.mode() == wire::NODE_MODE_NORMAL &&
+         node.state() != wire::NODE_STATE_MAINTENANCE;
+}
+
+std::vector<std::string> owner_ids(const wire::NodeMap& map) {
   std::vector<std::string> ids;
   for (const auto& n : map.nodes()) {
+    if (owns_objects(n)) ids.push_back(n.id());
+  }
+  return ids;
+}
+
+TargetPlacement::TargetPlacement(const wire::NodeMap& map) {
+  std::vector<std::string> ids;
+  std::vector<std::string> all_ids;
+  for (const auto& n : map.nodes()) {
+    if (!stores_objects(n)) continue;
+    every_.push_back(n);
+    all_ids.push_back(n.id());
     if (!owns_objects(n)) continue;
     nodes_.push_back(n);
     ids.push_back(n.id());
   }
   hrw_ = placement::HrwCandidates(std::move(ids));
+  every_hrw_ = placement::HrwCandidates(std::move(all_ids));
+}
+
+std::vector<wire::NodeInfo> TargetPlacement::ranked_holders(const ObjectRef& object) const {
+  std::vector<wire::NodeInfo> ranked;
+  for (const size_t i : every_hrw_.ranking(object, every_.size())) ranked.push_back(every_[i]);
+  return ranked;
 }
 
 Status write_file_atomically(const std::string& path, std::string_view bytes) {

@@ -15,8 +15,14 @@
 
 namespace silo::cluster {
 
-// Where objects live under one node map: the targets that own objects (every target not
-// in maintenance, down ones included: a down target still owns its objects, and a request
+// Whether `node` owns objects: a target (or role all) in normal mode, down or not.
+bool owns_objects(const wire::NodeInfo& node);
+// The ids of the nodes that own objects, in map order: a change of this list is what
+// starts a rebalance.
+std::vector<std::string> owner_ids(const wire::NodeMap& map);
+
+// Where objects live under one node map: the targets that own objects (every target in
+// normal mode, down ones included: a down target still owns its objects, and a request
 // for them fails with 503 until it returns or rebalance moves them). Immutable.
 class TargetPlacement {
  public:
@@ -25,10 +31,15 @@ class TargetPlacement {
   // Requires: !empty().
   const wire::NodeInfo& owner(const ObjectRef& object) const { return nodes_[hrw_.owner(object)]; }
   const std::vector<wire::NodeInfo>& targets() const { return nodes_; }
+  // Every target of the map (maintenance ones too), best HRW rank for `object` first: the
+  // order in which to look for an object that a rebalance may not have moved yet.
+  std::vector<wire::NodeInfo> ranked_holders(const ObjectRef& object) const;
 
  private:
   std::vector<wire::NodeInfo> nodes_;  // index-aligned with hrw_
   placement::HrwCandidates hrw_;
+  std::vector<wire::NodeInfo> every_;  // index-aligned with every_hrw_
+  placement::HrwCandidates every_hrw_;
 };
 
 // The node's current node map and bucket map, as immutable snapshots. Newer versions

@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "cluster/gather.h"
+#include "cluster/sleep.h"
 
 namespace silo::cluster {
 namespace {
@@ -29,18 +30,6 @@ void sort_nodes(wire::NodeMap& map) {
             [](const auto& a, const auto& b) { return a.id() < b.id(); });
 }
 
-// Sleeps for `period` unless the timer is cancelled (stop()).
-http::Awaitable<void> pause(std::unique_ptr<asio::steady_timer>& timer, std::chrono::milliseconds period) {
-  if (!timer) timer = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor);
-  timer->expires_after(period);
-  boost::system::error_code ec;
-  co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-}
-
-void cancel(std::unique_ptr<asio::steady_timer>& timer) {
-  if (timer) asio::post(timer->get_executor(), [t = timer.get()] { t->cancel(); });
-}
-
 }  // namespace
 
 http::Awaitable<Status> install_maps(ClusterMaps& maps, store::DiskExecutor& state_disk,
@@ -53,13 +42,14 @@ http::Awaitable<Status> install_maps(ClusterMaps& maps, store::DiskExecutor& sta
 }
 
 Primary::Primary(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
-                 wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock)
+                 wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock, JobRegistry& jobs)
     : maps_(maps),
       state_disk_(state_disk),
       client_(std::move(client)),
       self_(std::move(self)),
       cluster_(std::move(cluster)),
-      clock_(clock) {}
+      clock_(clock),
+      jobs_(jobs) {}
 
 http::Awaitable<Status> Primary::start() {
   {
@@ -87,6 +77,7 @@ http::Awaitable<Status> Primary::start() {
 void Primary::stop() {
   stopping_ = true;
   cancel(timer_);
+  cancel(rebalance_timer_);
 }
 
 http::Awaitable<void> Primary::watch_keepalives() {
@@ -272,6 +263,48 @@ http::Awaitable<Result<wire::Bucket>> Primary::set_bucket_props(std::string name
   co_return *bucket;
 }
 
+http::Awaitable<Result<wire::NodeMap>> Primary::set_node_mode(std::string id, wire::NodeMode mode) {
+  if (id == self_.id()) {
+    co_return Status::failed_precondition("node {} is the primary; start another proxy first and stop this one", id);
+  }
+  CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
+    wire::NodeInfo* n = find_node(nodes, id);
+    if (n == nullptr) return Status::not_found("node {} is not in the cluster", id);
+    if (n->mode() == wire::NODE_MODE_DECOMMISSIONING && mode != wire::NODE_MODE_DECOMMISSIONING) {
+      return Status::failed_precondition("node {} is being decommissioned; that cannot be undone", id);
+    }
+    if (n->mode() == mode) return Status::ok();
+    SILO_LOG_INFO("node {}: mode {} -> {}", id, wire::mode_name(n->mode()), wire::mode_name(mode));
+    n->set_mode(mode);
+    changed.node_map = true;
+    return Status::ok();
+  }));
+  co_return *maps_.node_map();
+}
+
+http::Awaitable<Result<wire::NodeMap>> Primary::remove_node(std::string id) {
+  if (id == self_.id()) co_return Status::failed_precondition("node {} is the primary", id);
+  CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
+    auto* list = nodes.mutable_nodes();
+    auto it = std::find_if(list->begin(), list->end(), [&](const auto& n) { return n.id() == id; });
+    if (it == list->end()) return Status::not_found("node {} is not in the cluster", id);
+    if (it->state() != wire::NODE_STATE_DOWN) {
+      return Status::failed_precondition(
+          "node {} is {}: only a down node can be removed (decommission a live one, which moves its objects off)",
+          id, wire::state_name(it->state()));
+    }
+    SILO_LOG_WARN("node {} removed from the cluster while down: its objects are lost unless copies exist", id);
+    list->erase(it);
+    changed.node_map = true;
+    return Status::ok();
+  }));
+  {
+    std::lock_guard lock(seen_mutex_);
+    last_seen_.erase(id);
+  }
+  co_return *maps_.node_map();
+}
+
 http::Awaitable<Status> Primary::mutate(Change change) {
   auto changed = co_await state_disk_.run([&]() -> Result<Changed> {
     std::lock_guard lock(mutation_mutex_);
@@ -282,7 +315,15 @@ http::Awaitable<Status> Primary::mutate(Change change) {
     if (c.node_map) {
       nodes.set_version(nodes.version() + 1);
       nodes.set_primary_id(self_.id());
+      // A change of the object owners starts a rebalance, preempting one that runs.
+      if (owner_ids(nodes) != owner_ids(*maps_.node_map())) {
+        nodes.set_rebalance_id(nodes.version());
+        nodes.set_rebalance_phase(wire::REBALANCE_PHASE_COPY);
+        SILO_LOG_INFO("object owners change with node map v{}: rebalance {} starts", nodes.version(),
+                      rebalance_job_id(nodes.rebalance_id()));
+      }
       RETURN_IF_ERROR(maps_.install(nodes).status());
+      RETURN_IF_ERROR(note_rebalance(nodes));
     }
     if (c.bucket_map) {
       buckets.set_version(buckets.version() + 1);

@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/thread_annotations.h"
 #include "cluster/cluster_maps.h"
+#include "cluster/jobs.h"
 #include "config/config.h"
 #include "http/client.h"
 #include "store/disk_executor.h"
@@ -25,7 +26,7 @@ namespace silo::cluster {
 class Primary {
  public:
   Primary(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
-          wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock);
+          wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock, JobRegistry& jobs);
 
   // Enters this node in the node map as the primary. Call once before serving.
   http::Awaitable<Status> start();
@@ -49,6 +50,19 @@ class Primary {
   // Errors: kNotFound.
   http::Awaitable<Result<wire::Bucket>> set_bucket_props(std::string name, wire::BucketProps props);
 
+  // Membership (docs/membership-and-rebalance.md). Maintenance and decommission take the
+  // node's objects off it by a rebalance; a decommissioned node is removed from the map
+  // (and told to stop) once that rebalance is done. Returns the new node map.
+  // Errors: kNotFound; kFailedPrecondition (the primary itself, a retiring node).
+  http::Awaitable<Result<wire::NodeMap>> set_node_mode(std::string id, wire::NodeMode mode);
+  // Forgets a node that is down for good (its objects are lost unless copies exist).
+  // Errors: kNotFound; kFailedPrecondition when it is not down.
+  http::Awaitable<Result<wire::NodeMap>> remove_node(std::string id);
+  // Drives the rebalance of the node map: polls the targets, advances the phase once all
+  // have finished it, keeps the job's progress, retires decommissioned nodes. Runs until stop().
+  http::Awaitable<void> run_rebalance();
+  JobRegistry& jobs() { return jobs_; }
+
  private:
   struct Changed {
     bool node_map = false;
@@ -61,6 +75,12 @@ class Primary {
   http::Awaitable<Status> mutate(Change change);
   http::Awaitable<void> push_maps();
   std::optional<wire::Bucket> bucket_now(const std::string& name) const;
+  // One round of run_rebalance().
+  http::Awaitable<void> rebalance_round();
+  // Registers the job of the map's rebalance, ending older running ones as preempted.
+  Status note_rebalance(const wire::NodeMap& map);
+  // Removes decommissioned nodes whose objects are off them, telling each to stop.
+  http::Awaitable<void> retire_decommissioned();
 
   ClusterMaps& maps_;
   store::DiskExecutor& state_disk_;
@@ -68,11 +88,13 @@ class Primary {
   const wire::NodeInfo self_;
   const config::ClusterConfig cluster_;
   Clock& clock_;
+  JobRegistry& jobs_;
   std::mutex mutation_mutex_;  // held on the state disk thread only, never across co_await
   std::mutex seen_mutex_;
   std::unordered_map<std::string, Clock::TimePoint> last_seen_ GUARDED_BY(seen_mutex_);
   std::atomic<bool> stopping_{false};
   std::unique_ptr<boost::asio::steady_timer> timer_;
+  std::unique_ptr<boost::asio::steady_timer> rebalance_timer_;
 };
 
 // A non-primary node's link to the primary: joins, then sends keepalives and installs the
@@ -104,5 +126,11 @@ http::Awaitable<Status> install_maps(ClusterMaps& maps, store::DiskExecutor& sta
 
 inline constexpr const char* kKeepalivePath = "/v1/internal/keepalive";
 inline constexpr const char* kMetasyncPath = "/v1/internal/metasync";
+// GET on a target: its wire::RebalanceProgress.
+inline constexpr const char* kRebalancePath = "/v1/internal/rebalance";
+// POST to a decommissioned node: stop sending keepalives and shut down.
+inline constexpr const char* kLeavePath = "/v1/internal/leave";
+// "rebalance-<id>"
+std::string rebalance_job_id(uint64_t rebalance_id);
 
 }  // namespace silo::cluster

@@ -41,6 +41,16 @@ class Proxy {
   // /v1/users[/{access_key}]: GET lists keys (never secrets), PUT adds or replaces a user
   // ({"secret_key", "admin"}), DELETE removes one. Only for admins.
   http::Awaitable<void> handle_users(http::Exchange& exchange, std::string rest, bool is_admin);
+  // Membership (cluster_admin.cc), admins only, run by the primary (relayed there):
+  //   POST|DELETE /v1/cluster/nodes/{id}/maintenance   start | stop maintenance
+  //   POST /v1/cluster/nodes/{id}/decommission         move its objects off, then remove it
+  //   DELETE /v1/cluster/nodes/{id}                    forget a node that is down for good
+  // `rest` is the path after /v1/cluster/nodes.
+  http::Awaitable<void> handle_nodes(http::Exchange& exchange, std::string rest, bool is_admin);
+  // Jobs (cluster_admin.cc), on the primary (relayed there): GET /v1/jobs[?kind=&state=],
+  // GET /v1/jobs/{id}, GET /v1/jobs/{id}/wait?timeout_s=N (answers when the job is no
+  // longer running or after N s, default 30, at most 300), POST /v1/jobs/{id}/abort (admins).
+  http::Awaitable<void> handle_jobs(http::Exchange& exchange, std::string rest, bool is_admin);
   // Every S3 request (s3_gateway.cc): object operations go to the owner target, bucket
   // changes to the primary, the rest (listings, DeleteObjects...) run here.
   http::Awaitable<void> handle_s3(http::Exchange& exchange, const cluster::S3Request& request);

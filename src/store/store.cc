@@ -320,8 +320,15 @@ Awaitable<Result<wire::ObjectRecord>> StoreImpl::stat(const ObjectRef& object) {
       });
 }
 
-Status StoreImpl::remove_blocking(const ObjectRef& object, size_t owner) {
+Status StoreImpl::remove_blocking(const ObjectRef& object, size_t owner, std::optional<uint64_t> if_generation) {
   const auto lock = locks_.lock(object);
+  if (if_generation) {
+    ASSIGN_OR_RETURN(const Found found, find_record(object, owner));
+    if (found.record.generation() != *if_generation) {
+      return Status::failed_precondition("object {}/{} was rewritten (generation {:016x}, not {:016x})",
+                                         object.bucket_id, object.name, found.record.generation(), *if_generation);
+    }
+  }
   bool is_found = false;
   for (size_t k = 0; k < mountpaths_.size(); ++k) {
     Mountpath& mountpath = *mountpaths_[(owner + k) % mountpaths_.size()];
@@ -385,7 +392,20 @@ Awaitable<Status> StoreImpl::remove(const ObjectRef& object) {
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   const size_t owner = owner_of(object);
   co_return co_await mountpaths_[owner]->disk().run(
-      [this, &object, owner] { return remove_blocking(object, owner); });
+      [this, &object, owner] { return remove_blocking(object, owner, std::nullopt); });
+}
+
+Awaitable<Status> StoreImpl::remove_generation(const ObjectRef& object, uint64_t generation) {
+  if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
+  const size_t owner = owner_of(object);
+  co_return co_await mountpaths_[owner]->disk().run(
+      [this, &object, owner, generation] { return remove_blocking(object, owner, generation); });
+}
+
+uint64_t StoreImpl::object_count_estimate() const {
+  uint64_t count = 0;
+  for (const auto& mountpath : mountpaths_) count += mountpath->meta().estimate_object_count();
+  return count;
 }
 
 Awaitable<Result<ListResult>> StoreImpl::list(BucketId bucket, ListOptions options) {

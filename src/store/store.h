@@ -42,6 +42,10 @@ struct PutOptions {
   // Evaluated in commit (and complete_upload) just before the new object is renamed into
   // place. Not used for parts.
   Precondition precondition;
+  // A copy of an object that exists elsewhere (rebalance, get-from-neighbor): the record
+  // keeps this one's times, ETag, MD5 and parts, and commit() fails with kDataLoss unless
+  // the bytes have its size and XXH3. Set `attributes` to the same record.
+  std::optional<wire::ObjectRecord> original;
 };
 
 // One PUT in flight: bytes go to a work file on the object's mountpath while XXH3 and
@@ -160,6 +164,12 @@ class Store {
   virtual Awaitable<Result<wire::ObjectRecord>> stat(const ObjectRef& object) = 0;
   // kNotFound when the object does not exist.
   virtual Awaitable<Status> remove(const ObjectRef& object) = 0;
+  // Removes the object only if its record still has `generation` (a rebalance removing
+  // the copy it moved, which a newer write must not lose). kNotFound when absent,
+  // kFailedPrecondition when another generation is there now.
+  virtual Awaitable<Status> remove_generation(const ObjectRef& object, uint64_t generation) = 0;
+  // An estimate of how many objects the store holds (all buckets).
+  virtual uint64_t object_count_estimate() const = 0;
   // One page of a bucket's objects, merged across mountpaths, from the metadata only.
   virtual Awaitable<Result<ListResult>> list(BucketId bucket, ListOptions options) = 0;
   // Removes every object and multipart upload of `bucket` (after the bucket was

@@ -228,12 +228,22 @@ http::Awaitable<void> Target::handle_s3(http::Exchange& exchange, const cluster:
 
 http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::S3Request& request,
                                        const Resolved& r) {
-  switch (request.route.op) {
+  const s3::Op op = request.route.op;
+  // While objects move, one not moved here yet is copied from its previous owner first
+  // (get-from-neighbor) for every operation that reads or keeps what exists.
+  const bool is_conditional_put = op == s3::Op::kPutObject && (exchange.request().headers.has("If-Match") ||
+                                                               exchange.request().headers.has("If-None-Match"));
+  const bool reads_existing = op == s3::Op::kGetObject || op == s3::Op::kHeadObject || op == s3::Op::kCopyObject ||
+                              op == s3::Op::kGetObjectTagging || op == s3::Op::kPutObjectTagging ||
+                              op == s3::Op::kDeleteObjectTagging || op == s3::Op::kGetObjectAcl || is_conditional_put;
+  if (reads_existing) CO_RETURN_IF_ERROR(co_await pull_if_missing(r.object));
+  switch (op) {
     case s3::Op::kPutObject: co_return co_await s3_put(exchange, request, r);
     case s3::Op::kGetObject:
     case s3::Op::kHeadObject: co_return co_await s3_get(exchange, request, r);
     case s3::Op::kDeleteObject: {
       deletes_.add();
+      CO_RETURN_IF_ERROR((co_await remove_elsewhere(r.object)).status());
       const Status removed = co_await store_.remove(r.object);
       if (!removed.is_ok() && removed.code() != Code::kNotFound) co_return removed;
       co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");

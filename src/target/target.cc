@@ -180,7 +180,10 @@ http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::strin
     switch (request.method) {
       case http::Method::kPut: s = co_await put(exchange, *resolved); break;
       case http::Method::kGet:
-      case http::Method::kHead: s = co_await get(exchange, *resolved); break;
+      case http::Method::kHead:
+        s = co_await pull_if_missing(resolved->object);  // while objects move (rebalance.cc)
+        if (s.is_ok()) s = co_await get(exchange, *resolved);
+        break;
       case http::Method::kDelete: s = co_await remove(exchange, *resolved); break;
       default: s = Status::invalid_argument("method {} is not allowed on an object", request.method_text);
     }
@@ -257,7 +260,9 @@ http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r)
 
 http::Awaitable<Status> Target::remove(http::Exchange& exchange, const Resolved& r) {
   deletes_.add();
-  CO_RETURN_IF_ERROR(co_await store_.remove(r.object));
+  CO_ASSIGN_OR_RETURN(const bool was_elsewhere, co_await remove_elsewhere(r.object));
+  const Status removed = co_await store_.remove(r.object);
+  if (!removed.is_ok() && !(removed.code() == Code::kNotFound && was_elsewhere)) co_return removed;
   http::ResponseHead head;
   head.status = 204;
   co_return co_await exchange.response().send(std::move(head), "");

@@ -14,6 +14,7 @@
 #include "http/client.h"
 #include "http/server.h"
 #include "stats/registry.h"
+#include "store/disk_executor.h"
 #include "store/store.h"
 
 namespace silo::target {
@@ -48,6 +49,19 @@ class Target {
   http::Awaitable<void> handle_list_uploads(http::Exchange& exchange, std::string bucket);
   // Removes multipart uploads older than the configured TTL, every `period`, forever.
   http::Awaitable<void> sweep_uploads(std::chrono::milliseconds period);
+
+  // Rebalance (rebalance.cc, docs/membership-and-rebalance.md).
+  // Starts, restarts or stops this target's rebalance walk as the node map says. Call after
+  // every installed map change and at start.
+  http::Awaitable<void> sync_rebalance();
+  // GET /v1/internal/rebalance -> wire::RebalanceProgress.
+  http::Awaitable<void> handle_rebalance_progress(http::Exchange& exchange);
+  // /v1/internal/objects/{bucket id}/{name}: this target's own copy, whoever owns the
+  // object. GET (?meta=1: the record only), PUT (a copy from another target), DELETE
+  // (?mtime=&xxh3=: only that version).
+  http::Awaitable<void> handle_internal_object(http::Exchange& exchange, std::string_view rest);
+  // Stops the walk (shutdown).
+  void stop_rebalance();
 
  private:
   struct Resolved {
@@ -103,6 +117,31 @@ class Target {
   http::Awaitable<Status> s3_copy(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
   http::Awaitable<Status> s3_multipart(http::Exchange& exchange, const cluster::S3Request& request,
                                        const Resolved& r);
+
+  // Rebalance (rebalance.cc).
+  struct Walk;
+  bool is_rebalancing() const;
+  // Get-from-neighbor: while a rebalance runs, copies a missing object here from the
+  // target that still has it. ok when the object is here now or nowhere (the caller's own
+  // lookup then answers NoSuchKey); kUnavailable when a target that may hold it is down.
+  http::Awaitable<Status> pull_if_missing(const ObjectRef& object);
+  // While a rebalance runs, a DELETE also removes the copies other targets still hold.
+  // Returns whether any had one.
+  http::Awaitable<Result<bool>> remove_elsewhere(const ObjectRef& object);
+  http::Awaitable<void> walk(std::shared_ptr<Walk> walk);
+  http::Awaitable<Status> walk_once(Walk& walk);
+  // Copies one object to its owner (COPY), or makes sure the owner has it and removes it
+  // here (CLEANUP).
+  http::Awaitable<Status> move_object(Walk& walk, const ObjectRef& object, const wire::NodeInfo& owner);
+  http::Awaitable<Status> push_copy(const http::Endpoint& to, const ObjectRef& object, const store::OpenObject& source);
+  // Receives [record length][record][bytes] from `body` into the store; false when the
+  // copy here was kept (as new or newer).
+  http::Awaitable<Result<bool>> store_copy(http::BodyReader& body, const ObjectRef& object);
+  std::optional<wire::Bucket> bucket_by_id(uint64_t id) const;
+
+  std::mutex rebalance_mutex_;
+  std::shared_ptr<Walk> walk_;     // GUARDED_BY(rebalance_mutex_); the current or last walk
+  store::DiskExecutor reader_{2};  // reads object files for pushes
 
   std::mutex writes_mutex_;
   std::unordered_map<uint64_t, int> writes_in_flight_;  // bucket id -> commits past the guard

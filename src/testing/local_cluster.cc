@@ -194,6 +194,16 @@ Status LocalCluster::stop(std::string_view id) { return script({"stop", std::str
 
 Status LocalCluster::restart(std::string_view id) { return script({"restart", std::string(id)}, kNodeTimeout); }
 
+Result<std::string> LocalCluster::add_node(std::string_view role) {
+  const std::vector<std::string> before = node_ids();
+  RETURN_IF_ERROR(script({"add", "--role", std::string(role), "--mountpaths", std::to_string(options_.mountpaths)},
+                         kNodeTimeout));
+  for (const std::string& id : node_ids()) {
+    if (std::find(before.begin(), before.end(), id) == before.end()) return id;
+  }
+  return Status::internal("cluster.sh add reported success but no new node directory appeared");
+}
+
 Status LocalCluster::down() { return script({"down"}, kNodeTimeout); }
 
 Status LocalCluster::restart_all() {

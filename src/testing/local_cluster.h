@@ -70,6 +70,9 @@ class LocalCluster {
   // `cluster.sh stop ID` / `cluster.sh restart ID` (restart waits until all are online).
   Status stop(std::string_view id);
   Status restart(std::string_view id);
+  // `cluster.sh add --role ROLE` (with the cluster's mountpath count): a new node joins;
+  // returns its id once it is online.
+  Result<std::string> add_node(std::string_view role);
   // `cluster.sh down`: every node stopped with SIGTERM; data kept.
   Status down();
   // down(), then restarts every node, the primary first.

@@ -20,6 +20,24 @@ std::string_view state_name(NodeState state) {
   }
 }
 
+std::string_view mode_name(NodeMode mode) {
+  switch (mode) {
+    case NODE_MODE_NORMAL: return "normal";
+    case NODE_MODE_MAINTENANCE: return "maintenance";
+    case NODE_MODE_DECOMMISSIONING: return "decommissioning";
+    default: return "unspecified";
+  }
+}
+
+std::string_view phase_name(RebalancePhase phase) {
+  switch (phase) {
+    case REBALANCE_PHASE_DONE: return "done";
+    case REBALANCE_PHASE_COPY: return "copy";
+    case REBALANCE_PHASE_CLEANUP: return "cleanup";
+    default: return "unspecified";
+  }
+}
+
 Result<NodeRole> parse_role(std::string_view name) {
   if (name == "proxy") return NODE_ROLE_PROXY;
   if (name == "target") return NODE_ROLE_TARGET;

@@ -46,6 +46,8 @@ Result<Message> decode(std::string_view bytes, Source source) {
 
 std::string_view role_name(NodeRole role);
 std::string_view state_name(NodeState state);
+std::string_view mode_name(NodeMode mode);
+std::string_view phase_name(RebalancePhase phase);
 Result<NodeRole> parse_role(std::string_view name);
 
 }  // namespace silo::wire

@@ -30,10 +30,51 @@ json props_to_json(const BucketProps& props) {
 std::string node_map_json(const NodeMap& map) {
   json nodes = json::array();
   for (const auto& n : map.nodes()) {
-    nodes.push_back(
-        {{"id", n.id()}, {"role", role_name(n.role())}, {"url", n.url()}, {"state", state_name(n.state())}});
+    nodes.push_back({{"id", n.id()},
+                     {"role", role_name(n.role())},
+                     {"url", n.url()},
+                     {"state", state_name(n.state())},
+                     {"mode", mode_name(n.mode())}});
   }
-  return json{{"version", map.version()}, {"primary", map.primary_id()}, {"nodes", nodes}}.dump();
+  return json{{"version", map.version()},
+              {"primary", map.primary_id()},
+              {"nodes", nodes},
+              {"rebalance", {{"id", map.rebalance_id()}, {"phase", phase_name(map.rebalance_phase())}}}}
+      .dump();
+}
+
+namespace {
+
+json job_to_json(const JobInfo& job) {
+  json nodes = json::object();
+  for (const auto& [id, p] : job.nodes()) {
+    nodes[id] = {{"phase", phase_name(p.phase())},       {"finished", p.finished()},
+                 {"objects_scanned", p.objects_scanned()}, {"objects_total", p.objects_total()},
+                 {"objects_moved", p.objects_moved()},     {"bytes_moved", p.bytes_moved()},
+                 {"errors", p.errors()},                   {"last_error", p.last_error()}};
+  }
+  return json{{"id", job.id()},
+              {"kind", job.kind()},
+              {"state", job.state()},
+              {"phase", job.phase()},
+              {"detail", job.detail()},
+              {"started", job.started_unix_nanos()},
+              {"finished", job.finished_unix_nanos()},
+              {"objects_done", job.objects_done()},
+              {"objects_total", job.objects_total()},
+              {"bytes_done", job.bytes_done()},
+              {"errors", job.errors()},
+              {"nodes", nodes}};
+}
+
+}  // namespace
+
+std::string job_json(const JobInfo& job) { return job_to_json(job).dump(); }
+
+std::string job_list_json(std::span<const JobInfo> jobs) {
+  json list = json::array();
+  for (const auto& job : jobs) list.push_back(job_to_json(job));
+  return json{{"jobs", list}}.dump();
 }
 
 std::string bucket_json(const Bucket& bucket) {

@@ -10,8 +10,14 @@
 
 namespace silo::wire {
 
-// {"version", "primary", "nodes": [{"id", "role", "url", "state"}]} (CONTRACT.md).
+// {"version", "primary", "nodes": [{"id", "role", "url", "state", "mode"}],
+//  "rebalance": {"id", "phase"}} (CONTRACT.md).
 std::string node_map_json(const NodeMap& map);
+// {"id", "kind", "state", "phase", "detail", "started", "finished", "objects_done",
+//  "objects_total", "bytes_done", "errors", "nodes": {id: {...progress}}} (CONTRACT.md).
+std::string job_json(const JobInfo& job);
+// {"jobs": [job_json...]}
+std::string job_list_json(std::span<const JobInfo> jobs);
 // {"buckets": [{"name", "id", "created", "props"}]}
 std::string bucket_list_json(const BucketMap& map);
 std::string bucket_json(const Bucket& bucket);

@@ -325,6 +325,12 @@ Status MetaDb::remove_bucket(BucketId bucket) {
                       fmt::format("delete metadata of bucket {}", bucket));
 }
 
+uint64_t MetaDb::estimate_object_count() const {
+  uint64_t count = 0;
+  if (!db_->GetIntProperty(objects_, "rocksdb.estimate-num-keys", &count)) return 0;
+  return count;
+}
+
 Status MetaDb::append_bucket_ids(std::vector<BucketId>& out) const {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), objects_));
   it->SeekToFirst();

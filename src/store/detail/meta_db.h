@@ -99,6 +99,8 @@ class MetaDb {
   Status remove_bucket(BucketId bucket);
   // Appends the ids of buckets with at least one record, ascending.
   Status append_bucket_ids(std::vector<BucketId>& out) const;
+  // RocksDB's estimate of the object records here (rebalance progress).
+  uint64_t estimate_object_count() const;
   // An iterator over the `objects` family (listing, reconciliation).
   std::unique_ptr<rocksdb::Iterator> new_object_iterator(const rocksdb::ReadOptions& options) const;
   // Uploads. get_upload: kNotFound when absent, kDataLoss when it does not decode or

@@ -41,6 +41,8 @@ class StoreImpl final : public Store {
   Awaitable<Result<OpenObject>> open(const ObjectRef& object) override;
   Awaitable<Result<wire::ObjectRecord>> stat(const ObjectRef& object) override;
   Awaitable<Status> remove(const ObjectRef& object) override;
+  Awaitable<Status> remove_generation(const ObjectRef& object, uint64_t generation) override;
+  uint64_t object_count_estimate() const override;
   Awaitable<Result<ListResult>> list(BucketId bucket, ListOptions options) override;
   Awaitable<Status> remove_bucket(BucketId bucket) override;
   Awaitable<Result<wire::ObjectRecord>> update(const ObjectRef& object,
@@ -137,7 +139,8 @@ class StoreImpl final : public Store {
   // memory, its file by openat2(RESOLVE_CACHED). nullopt when any step would block; the
   // caller then goes through the disk executor.
   std::optional<Result<OpenObject>> try_open_cached(const ObjectRef& object, size_t owner);
-  Status remove_blocking(const ObjectRef& object, size_t owner);
+  // With `if_generation`, only when the visible record has that generation.
+  Status remove_blocking(const ObjectRef& object, size_t owner, std::optional<uint64_t> if_generation);
   void remove_stale_copies(const ObjectRef& object, size_t owner, Durability durability);
 
   std::vector<std::unique_ptr<Mountpath>> mountpaths_;

@@ -123,6 +123,20 @@ Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {
     copy_descriptive_fields(options_.attributes, record);
   }
   for (const auto& [algorithm, value] : checksums_) (*record.mutable_checksums())[algorithm] = value;
+  if (options_.original && !part_) {
+    const wire::ObjectRecord& original = *options_.original;
+    if (original.size() != record.size() || original.xxh3() != record.xxh3()) {
+      discard_blocking();
+      return Status::data_loss("copy of {}/{} has {} bytes with XXH3 {:016x}; the original has {} with {:016x}",
+                               object_.bucket_id, object_.name, record.size(), record.xxh3(), original.size(),
+                               original.xxh3());
+    }
+    record.set_md5_hex(original.md5_hex());
+    record.set_etag(original.etag());
+    *record.mutable_parts() = original.parts();
+    record.set_mtime_unix_nanos(original.mtime_unix_nanos());
+    record.set_atime_unix_nanos(original.atime_unix_nanos());
+  }
   Result<wire::ObjectRecord> installed =
       part_ ? store_.install_part(owner_, object_, *part_, work_path_, std::move(record),
                                   options_.durability)

@@ -1,0 +1,79 @@
+#include "cluster/jobs.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "cluster/cluster_maps.h"
+
+namespace silo::cluster {
+
+Result<std::unique_ptr<JobRegistry>> JobRegistry::open(const std::string& state_dir) {
+  std::unique_ptr<JobRegistry> registry(new JobRegistry(state_dir + "/jobs.pb"));
+  std::ifstream in(registry->path_, std::ios::binary);
+  if (!in) return registry;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  ASSIGN_OR_RETURN(wire::JobList list, wire::decode<wire::JobList>(buffer.str(), wire::Source::kDisk));
+  std::lock_guard lock(registry->mutex_);
+  for (auto& job : *list.mutable_jobs()) registry->jobs_.push_back(std::move(job));
+  return registry;
+}
+
+Status JobRegistry::persist() {
+  wire::JobList list;
+  for (const auto& job : jobs_) {
+    wire::JobInfo* saved = list.add_jobs();
+    *saved = job;
+    saved->clear_nodes();  // progress per node is rebuilt by whoever runs the job
+  }
+  return write_file_atomically(path_, wire::encode(std::move(list)));
+}
+
+Status JobRegistry::start(wire::JobInfo job) {
+  std::lock_guard lock(mutex_);
+  job.set_state("running");
+  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.id() == job.id(); });
+  if (it != jobs_.end()) {
+    *it = std::move(job);
+  } else {
+    jobs_.push_back(std::move(job));
+    if (jobs_.size() > kMaxJobs) jobs_.erase(jobs_.begin());
+  }
+  return persist();
+}
+
+Status JobRegistry::finish(const std::string& id, std::string state, std::string detail, int64_t now_unix_nanos) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.id() == id; });
+  if (it == jobs_.end() || it->state() != "running") return Status::ok();
+  it->set_state(std::move(state));
+  it->set_detail(std::move(detail));
+  it->set_finished_unix_nanos(now_unix_nanos);
+  return persist();
+}
+
+void JobRegistry::update(const wire::JobInfo& job) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.id() == job.id(); });
+  if (it == jobs_.end() || it->state() != "running") return;
+  const std::string state = it->state();
+  const int64_t started = it->started_unix_nanos();
+  *it = job;
+  it->set_state(state);
+  it->set_started_unix_nanos(started);
+}
+
+std::optional<wire::JobInfo> JobRegistry::find(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& job : jobs_) {
+    if (job.id() == id) return job;
+  }
+  return std::nullopt;
+}
+
+std::vector<wire::JobInfo> JobRegistry::list() const {
+  std::lock_guard lock(mutex_);
+  return jobs_;
+}
+
+}  // namespace silo::cluster

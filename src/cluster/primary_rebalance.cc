@@ -1,0 +1,184 @@
+// The primary's side of rebalance (docs/membership-and-rebalance.md): a job per change of
+// object owners, polled progress from every target, phase COPY -> CLEANUP -> DONE once all
+// targets finished the phase, and the retirement of decommissioned nodes after it.
+#include <algorithm>
+
+#include "base/log.h"
+#include "cluster/gather.h"
+#include "cluster/primary.h"
+#include "cluster/sleep.h"
+
+namespace silo::cluster {
+namespace {
+
+constexpr std::chrono::milliseconds kRebalancePoll{300};
+constexpr size_t kMaxProgressBody = 64 * 1024;
+
+bool stores_objects(const wire::NodeInfo& n) {
+  return n.role() == wire::NODE_ROLE_TARGET || n.role() == wire::NODE_ROLE_ALL;
+}
+
+}  // namespace
+
+std::string rebalance_job_id(uint64_t rebalance_id) { return fmt::format("rebalance-{}", rebalance_id); }
+
+Status Primary::note_rebalance(const wire::NodeMap& map) {
+  if (map.rebalance_id() == 0) return Status::ok();
+  const std::string id = rebalance_job_id(map.rebalance_id());
+  const int64_t now = clock_.unix_nanos();
+  for (const auto& job : jobs_.list()) {
+    if (job.kind() != "rebalance" || job.state() != "running" || job.id() == id) continue;
+    RETURN_IF_ERROR(jobs_.finish(job.id(), "preempted", fmt::format("node map v{} changed the owners again ({})",
+                                                                    map.rebalance_id(), id), now));
+  }
+  const auto existing = jobs_.find(id);
+  if (map.rebalance_phase() == wire::REBALANCE_PHASE_DONE) {
+    if (existing && existing->state() == "running") return jobs_.finish(id, "finished", "", now);
+    return Status::ok();
+  }
+  if (existing && existing->state() == "running") {
+    wire::JobInfo job = *existing;
+    job.set_phase(std::string(wire::phase_name(map.rebalance_phase())));
+    jobs_.update(job);
+    return Status::ok();
+  }
+  if (existing) return Status::ok();  // ended (e.g. finished) and seen again in an older push
+  wire::JobInfo job;
+  job.set_id(id);
+  job.set_kind("rebalance");
+  job.set_phase(std::string(wire::phase_name(map.rebalance_phase())));
+  job.set_started_unix_nanos(now);
+  return jobs_.start(std::move(job));
+}
+
+http::Awaitable<void> Primary::run_rebalance() {
+  // A primary that restarts mid-rebalance finds the job in its persisted node map.
+  const Status noted = co_await state_disk_.run([this] { return note_rebalance(*maps_.node_map()); });
+  if (!noted.is_ok()) SILO_LOG_WARN("rebalance job: {}", noted);
+  while (!stopping_) {
+    co_await pause(rebalance_timer_, kRebalancePoll);
+    if (stopping_) break;
+    co_await rebalance_round();
+  }
+}
+
+http::Awaitable<void> Primary::rebalance_round() {
+  const auto map = maps_.node_map();
+  if (map->rebalance_id() == 0 || map->rebalance_phase() == wire::REBALANCE_PHASE_DONE) {
+    co_await retire_decommissioned();
+    co_return;
+  }
+  // Every node that stores objects takes part: owners receive, the others send.
+  std::vector<wire::NodeInfo> targets;
+  std::vector<std::string> down;
+  for (const auto& n : map->nodes()) {
+    if (!stores_objects(n)) continue;
+    if (n.state() == wire::NODE_STATE_DOWN) {
+      down.push_back(n.id());
+    } else {
+      targets.push_back(n);
+    }
+  }
+  std::vector<std::function<http::Awaitable<Result<wire::RebalanceProgress>>()>> polls;
+  for (const auto& n : targets) {
+    polls.push_back([this, node = n]() -> http::Awaitable<Result<wire::RebalanceProgress>> {
+      CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
+      http::ClientRequest req;
+      req.target = kRebalancePath;
+      CO_ASSIGN_OR_RETURN(auto response, co_await client_->call(to, std::move(req), "", kMaxProgressBody));
+      if (response.status != 200) {
+        co_return Status::unavailable("{} answered {}: {}", node.id(), response.status, response.body);
+      }
+      co_return wire::decode<wire::RebalanceProgress>(response.body, wire::Source::kNetwork);
+    });
+  }
+  const auto results = co_await gather<Result<wire::RebalanceProgress>>(std::move(polls));
+
+  wire::JobInfo job;
+  if (auto existing = jobs_.find(rebalance_job_id(map->rebalance_id()))) job = *existing;
+  job.set_phase(std::string(wire::phase_name(map->rebalance_phase())));
+  job.clear_nodes();
+  uint64_t done = 0, total = 0, bytes = 0, errors = 0;
+  std::vector<std::string> waiting = down;
+  bool all_finished = down.empty();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const auto& result = results[i];
+    const bool is_current = result && result->rebalance_id() == map->rebalance_id() &&
+                            result->phase() == map->rebalance_phase();
+    if (!is_current || !result->finished()) {
+      all_finished = false;
+      waiting.push_back(targets[i].id());
+    }
+    if (!result) continue;
+    (*job.mutable_nodes())[targets[i].id()] = *result;
+    if (!is_current) continue;
+    done += result->objects_moved();
+    total += result->objects_total();
+    bytes += result->bytes_moved();
+    errors += result->errors();
+  }
+  job.set_objects_done(done);
+  job.set_objects_total(total);
+  job.set_bytes_done(bytes);
+  job.set_errors(errors);
+  std::string detail;
+  if (!down.empty()) {
+    detail = fmt::format("waiting for down targets {} (they hold or own objects; DELETE /v1/cluster/nodes/ID "
+                         "forgets one that will not return)",
+                         fmt::join(down, ", "));
+  } else if (!waiting.empty()) {
+    detail = fmt::format("waiting for {}", fmt::join(waiting, ", "));
+  }
+  job.set_detail(detail);
+  jobs_.update(job);
+  if (!all_finished) co_return;
+
+  const uint64_t id = map->rebalance_id();
+  const wire::RebalancePhase phase = map->rebalance_phase();
+  const wire::RebalancePhase next =
+      phase == wire::REBALANCE_PHASE_COPY ? wire::REBALANCE_PHASE_CLEANUP : wire::REBALANCE_PHASE_DONE;
+  const Status s = co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
+    // A newer change of owners may have replaced this rebalance meanwhile.
+    if (nodes.rebalance_id() != id || nodes.rebalance_phase() != phase) return Status::ok();
+    nodes.set_rebalance_phase(next);
+    changed.node_map = true;
+    SILO_LOG_INFO("{}: every target finished {}; now {}", rebalance_job_id(id), wire::phase_name(phase),
+                  wire::phase_name(next));
+    return Status::ok();
+  });
+  if (!s.is_ok()) SILO_LOG_WARN("{}: advancing the phase failed (will retry): {}", rebalance_job_id(id), s);
+}
+
+http::Awaitable<void> Primary::retire_decommissioned() {
+  const auto map = maps_.node_map();
+  for (const auto& n : map->nodes()) {
+    if (n.mode() != wire::NODE_MODE_DECOMMISSIONING) continue;
+    // Best effort: a node that does not hear this (down, gone) is removed all the same.
+    auto to = http::Endpoint::parse(n.url());
+    if (to && n.state() != wire::NODE_STATE_DOWN) {
+      http::ClientRequest req;
+      req.method = http::Method::kPost;
+      req.target = kLeavePath;
+      auto answer = co_await client_->call(*to, std::move(req), "", kMaxProgressBody);
+      if (!answer || answer->status != 200) {
+        SILO_LOG_WARN("node {} did not confirm it leaves: {}", n.id(),
+                      answer ? fmt::format("HTTP {}", answer->status) : answer.error().to_string());
+      }
+    }
+    const std::string id = n.id();
+    const Status s = co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
+      auto* list = nodes.mutable_nodes();
+      auto it = std::find_if(list->begin(), list->end(), [&](const auto& x) { return x.id() == id; });
+      if (it == list->end() || it->mode() != wire::NODE_MODE_DECOMMISSIONING) return Status::ok();
+      list->erase(it);
+      changed.node_map = true;
+      SILO_LOG_INFO("node {} decommissioned: its objects are on other targets; removed from the map", id);
+      return Status::ok();
+    });
+    if (!s.is_ok()) SILO_LOG_WARN("removing decommissioned node {}: {}", id, s);
+    std::lock_guard lock(seen_mutex_);
+    last_seen_.erase(id);
+  }
+}
+
+}  // namespace silo::cluster

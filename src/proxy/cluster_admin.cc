@@ -1,0 +1,149 @@
+// Membership changes and the job registry on the native API (docs/membership-and-rebalance.md).
+// Both run on the primary; other proxies relay to it (after checking the caller here:
+// a relayed request carries the cluster's signature, which the primary trusts).
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <charconv>
+
+#include "base/log.h"
+#include "cluster/reply.h"
+#include "proxy/proxy.h"
+#include "wire/json.h"
+
+namespace silo::proxy {
+namespace {
+
+constexpr int kDefaultWaitSeconds = 30;
+constexpr int kMaxWaitSeconds = 300;
+constexpr std::chrono::milliseconds kWaitPoll{100};
+
+std::string membership_json(const wire::NodeMap& map) {
+  std::string rebalance;
+  if (map.rebalance_id() != 0) rebalance = cluster::rebalance_job_id(map.rebalance_id());
+  return fmt::format(R"({{"node_map_version":{},"rebalance":"{}","rebalance_phase":"{}"}})", map.version(),
+                     rebalance, wire::phase_name(map.rebalance_phase()));
+}
+
+}  // namespace
+
+http::Awaitable<void> Proxy::handle_nodes(http::Exchange& exchange, std::string rest, bool is_admin) {
+  const http::RequestHead& request = exchange.request();
+  Status s;
+  // rest: "/{id}" or "/{id}/maintenance" or "/{id}/decommission"
+  std::string id = rest.size() > 1 ? rest.substr(1) : "";
+  std::string action;
+  if (const size_t slash = id.find('/'); slash != std::string::npos) {
+    action = id.substr(slash + 1);
+    id.resize(slash);
+  }
+  if (!is_admin) {
+    s = Status::permission_denied("only admin users may change the cluster's membership");
+  } else if (id.empty()) {
+    s = Status::not_found("no such endpoint /v1/cluster/nodes{} (use /v1/cluster/map to list nodes)", rest);
+  } else if (primary_ == nullptr) {
+    s = co_await relay_to_primary(exchange);
+    if (s.is_ok()) co_return;
+  } else {
+    Result<wire::NodeMap> changed = Status::not_found("no such endpoint: {} /v1/cluster/nodes{}", request.method_text, rest);
+    if (action == "maintenance" && request.method == http::Method::kPost) {
+      changed = co_await primary_->set_node_mode(id, wire::NODE_MODE_MAINTENANCE);
+    } else if (action == "maintenance" && request.method == http::Method::kDelete) {
+      changed = co_await primary_->set_node_mode(id, wire::NODE_MODE_NORMAL);
+    } else if (action == "decommission" && request.method == http::Method::kPost) {
+      changed = co_await primary_->set_node_mode(id, wire::NODE_MODE_DECOMMISSIONING);
+    } else if (action.empty() && request.method == http::Method::kDelete) {
+      changed = co_await primary_->remove_node(id);
+    }
+    if (changed) {
+      co_await cluster::send_json(exchange, 200, membership_json(*changed));
+      co_return;
+    }
+    s = std::move(changed).error();
+  }
+  errors_.add();
+  co_await cluster::send_error(exchange, s);
+}
+
+http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string rest, bool is_admin) {
+  const http::RequestHead& request = exchange.request();
+  Status s;
+  std::string id = rest.size() > 1 ? rest.substr(1) : "";
+  std::string action;
+  if (const size_t slash = id.find('/'); slash != std::string::npos) {
+    action = id.substr(slash + 1);
+    id.resize(slash);
+  }
+  const bool is_abort = action == "abort";
+  if (is_abort && !is_admin) {
+    s = Status::permission_denied("only admin users may abort jobs");
+  } else if (primary_ == nullptr) {
+    s = co_await relay_to_primary(exchange);
+    if (s.is_ok()) co_return;
+  } else if (id.empty()) {
+    if (request.method != http::Method::kGet) {
+      s = Status::invalid_argument("{} /v1/jobs is not supported (use GET)", request.method_text);
+    } else {
+      const std::string kind = request.query_param("kind").value_or("");
+      const std::string state = request.query_param("state").value_or("");
+      std::vector<wire::JobInfo> jobs;
+      for (auto& job : primary_->jobs().list()) {
+        if ((kind.empty() || job.kind() == kind) && (state.empty() || job.state() == state)) {
+          jobs.push_back(std::move(job));
+        }
+      }
+      co_await cluster::send_json(exchange, 200, wire::job_list_json(jobs));
+      co_return;
+    }
+  } else if (action.empty() && request.method == http::Method::kGet) {
+    if (auto job = primary_->jobs().find(id)) {
+      co_await cluster::send_json(exchange, 200, wire::job_json(*job));
+      co_return;
+    }
+    s = Status::not_found("no job {}", id);
+  } else if (action == "wait" && request.method == http::Method::kGet) {
+    const std::string text = request.query_param("timeout_s").value_or(std::to_string(kDefaultWaitSeconds));
+    int seconds = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (ec != std::errc() || end != text.data() + text.size() || seconds < 0 || seconds > kMaxWaitSeconds) {
+      s = Status::invalid_argument("timeout_s must be 0..{}", kMaxWaitSeconds);
+    } else {
+      boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+      std::optional<wire::JobInfo> job = primary_->jobs().find(id);
+      while (job && job->state() == "running" && std::chrono::steady_clock::now() < deadline) {
+        timer.expires_after(kWaitPoll);
+        boost::system::error_code ignored;
+        co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ignored));
+        job = primary_->jobs().find(id);
+      }
+      if (job) {
+        co_await cluster::send_json(exchange, 200, wire::job_json(*job));
+        co_return;
+      }
+      s = Status::not_found("no job {}", id);
+    }
+  } else if (is_abort && request.method == http::Method::kPost) {
+    auto job = primary_->jobs().find(id);
+    if (!job) {
+      s = Status::not_found("no job {}", id);
+    } else if (job->state() != "running") {
+      s = Status::failed_precondition("job {} is not running (it is {})", id, job->state());
+    } else if (job->kind() == "rebalance") {
+      // Stopping it would leave objects where their owners do not look for them.
+      s = Status::failed_precondition(
+          "a rebalance cannot be aborted: objects would stay away from their owners; the next membership "
+          "change preempts it");
+    } else {
+      s = Status::unimplemented("jobs of kind {} cannot be aborted", job->kind());
+    }
+  } else {
+    s = Status::not_found("no such endpoint: {} /v1/jobs{}", request.method_text, rest);
+  }
+  errors_.add();
+  co_await cluster::send_error(exchange, s);
+}
+
+}  // namespace silo::proxy

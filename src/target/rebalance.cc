@@ -1,0 +1,496 @@
+// A target's part in rebalance (docs/membership-and-rebalance.md): the walk that moves the
+// objects it holds but no longer owns, the copies it receives, get-from-neighbor for
+// objects not moved yet, and DELETEs that reach every copy while objects move.
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <atomic>
+#include <charconv>
+#include <cstring>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "cluster/gather.h"
+#include "cluster/names.h"
+#include "cluster/primary.h"
+#include "cluster/reply.h"
+#include "cluster/sleep.h"
+#include "target/target.h"
+
+namespace silo::target {
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr size_t kWalkPage = 1000;
+constexpr size_t kWalkParallelism = 8;  // objects in flight per walk
+constexpr size_t kCopyChunk = 1024 * 1024;
+constexpr std::chrono::milliseconds kRetryPause{1000};
+constexpr size_t kMaxSmallBody = 64 * 1024;
+constexpr uint32_t kMaxRecordBytes = 16 * 1024 * 1024;
+constexpr std::string_view kInternalObjects = "/v1/internal/objects/";
+
+std::string internal_object_target(const ObjectRef& object) {
+  return fmt::format("{}{}/{}", kInternalObjects, object.bucket_id.value(), http::percent_encode(object.name, true));
+}
+
+// [4-byte big-endian record length][record]: what precedes an object's bytes in a copy.
+std::string copy_prefix(const wire::ObjectRecord& record) {
+  const std::string encoded = wire::encode(record);
+  std::string prefix(4, '\0');
+  const auto n = static_cast<uint32_t>(encoded.size());
+  for (int i = 0; i < 4; ++i) prefix[i] = static_cast<char>((n >> (24 - 8 * i)) & 0xff);
+  return prefix + encoded;
+}
+
+http::Awaitable<Status> read_exact(http::BodyReader& body, std::span<char> out) {
+  size_t filled = 0;
+  while (filled < out.size()) {
+    CO_ASSIGN_OR_RETURN(const size_t n, co_await body.read(out.subspan(filled)));
+    if (n == 0) co_return Status::invalid_argument("copy ended after {} of {} header bytes", filled, out.size());
+    filled += n;
+  }
+  co_return Status::ok();
+}
+
+http::Awaitable<Result<wire::ObjectRecord>> read_copy_record(http::BodyReader& body) {
+  char length_bytes[4];
+  CO_RETURN_IF_ERROR(co_await read_exact(body, {length_bytes, 4}));
+  uint32_t length = 0;
+  for (char c : length_bytes) length = (length << 8) | static_cast<unsigned char>(c);
+  if (length > kMaxRecordBytes) co_return Status::invalid_argument("copy record of {} bytes is too large", length);
+  std::string encoded(length, '\0');
+  CO_RETURN_IF_ERROR(co_await read_exact(body, {encoded.data(), encoded.size()}));
+  co_return wire::decode<wire::ObjectRecord>(encoded, wire::Source::kNetwork);
+}
+
+// Which of two versions of one object a copy keeps: the newer; equal times with other
+// bytes (two PUTs in the same nanosecond on two targets) go to the larger XXH3, so every
+// target decides alike.
+bool incoming_wins(const wire::ObjectRecord* current, const wire::ObjectRecord& incoming) {
+  if (current == nullptr) return true;
+  if (current->mtime_unix_nanos() != incoming.mtime_unix_nanos()) {
+    return incoming.mtime_unix_nanos() > current->mtime_unix_nanos();
+  }
+  return incoming.xxh3() > current->xxh3();
+}
+
+uint64_t query_u64(const http::RequestHead& request, const char* name) {
+  const auto text = request.query_param(name).value_or("");
+  uint64_t v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
+}  // namespace
+
+// One walk of one phase of one rebalance; replaced when the node map moves on.
+struct Target::Walk {
+  uint64_t rebalance_id = 0;
+  wire::RebalancePhase phase = wire::REBALANCE_PHASE_DONE;
+  std::atomic<bool> cancelled{false};
+  std::atomic<uint64_t> scanned{0};
+  std::atomic<uint64_t> moved{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<bool> finished{false};
+  uint64_t total = 0;
+  int64_t started_unix_nanos = 0;
+  std::atomic<int64_t> finished_unix_nanos{0};
+  std::mutex mutex;
+  std::string last_error;  // GUARDED_BY(mutex)
+  std::unique_ptr<asio::steady_timer> timer;  // the pause between attempts
+
+  void fail(const Status& s) {
+    errors.fetch_add(1);
+    std::lock_guard lock(mutex);
+    last_error = s.to_string();
+  }
+};
+
+bool Target::is_rebalancing() const {
+  return maps_.node_map()->rebalance_phase() != wire::REBALANCE_PHASE_DONE;
+}
+
+std::optional<wire::Bucket> Target::bucket_by_id(uint64_t id) const {
+  for (const auto& b : maps_.bucket_map()->buckets()) {
+    if (b.id() == id) return b;
+  }
+  return std::nullopt;
+}
+
+http::Awaitable<void> Target::sync_rebalance() {
+  const auto map = maps_.node_map();
+  std::shared_ptr<Walk> started;
+  {
+    std::lock_guard lock(rebalance_mutex_);
+    const bool is_current = walk_ && walk_->rebalance_id == map->rebalance_id() && walk_->phase == map->rebalance_phase();
+    if (is_current) co_return;
+    if (walk_ && !walk_->finished) {
+      walk_->cancelled = true;
+      cluster::cancel(walk_->timer);
+      SILO_LOG_INFO("rebalance walk {} ({}) stops: node map v{} moved on", walk_->rebalance_id,
+                    wire::phase_name(walk_->phase), map->version());
+    }
+    if (map->rebalance_phase() == wire::REBALANCE_PHASE_DONE) co_return;  // keep the last walk's figures
+    started = std::make_shared<Walk>();
+    started->rebalance_id = map->rebalance_id();
+    started->phase = map->rebalance_phase();
+    started->started_unix_nanos = Clock::real().unix_nanos();
+    started->total = store_.object_count_estimate();
+    walk_ = started;
+  }
+  asio::co_spawn(co_await asio::this_coro::executor, walk(started), asio::detached);
+}
+
+void Target::stop_rebalance() {
+  std::lock_guard lock(rebalance_mutex_);
+  if (!walk_) return;
+  walk_->cancelled = true;
+  cluster::cancel(walk_->timer);
+}
+
+http::Awaitable<void> Target::walk(std::shared_ptr<Walk> walk) {
+  SILO_LOG_INFO("rebalance walk {} ({}) starts over ~{} objects", walk->rebalance_id, wire::phase_name(walk->phase),
+                walk->total);
+  while (!walk->cancelled) {
+    walk->scanned = 0;
+    walk->errors = 0;
+    const Status s = co_await walk_once(*walk);
+    if (walk->cancelled) break;
+    if (s.is_ok() && walk->errors == 0) {
+      walk->finished_unix_nanos = Clock::real().unix_nanos();
+      walk->finished = true;
+      SILO_LOG_INFO("rebalance walk {} ({}) finished: {} objects, {} bytes", walk->rebalance_id,
+                    wire::phase_name(walk->phase), walk->moved.load(), walk->bytes.load());
+      co_return;
+    }
+    if (!s.is_ok()) walk->fail(s);
+    std::string last_error;
+    {
+      std::lock_guard lock(walk->mutex);
+      last_error = walk->last_error;
+    }
+    SILO_LOG_WARN("rebalance walk {} ({}): {} objects failed, the last: {}; walking again", walk->rebalance_id,
+                  wire::phase_name(walk->phase), walk->errors.load(), last_error);
+    co_await cluster::pause(walk->timer, kRetryPause);
+  }
+}
+
+http::Awaitable<Status> Target::walk_once(Walk& walk) {
+  CO_ASSIGN_OR_RETURN(const std::vector<BucketId> buckets, co_await store_.bucket_ids());
+  for (const BucketId bucket : buckets) {
+    if (!bucket_by_id(bucket.value())) continue;  // deleted: collect_deleted_buckets removes it
+    store::ListOptions options;
+    options.limit = kWalkPage;
+    for (;;) {
+      if (walk.cancelled) co_return Status::ok();
+      CO_ASSIGN_OR_RETURN(const store::ListResult page, co_await store_.list(bucket, options));
+      // Owners come from the current map: a newer one cancels this walk anyway.
+      const auto placement = maps_.placement();
+      if (placement->empty()) co_return Status::unavailable("the node map has no targets that own objects");
+      std::vector<std::function<http::Awaitable<Status>()>> moves;
+      for (const auto& entry : page.entries) {
+        ++walk.scanned;
+        ObjectRef object{bucket, entry.name()};
+        const wire::NodeInfo& owner = placement->owner(object);
+        if (owner.id() == options_.self.id()) continue;
+        moves.push_back([this, &walk, object, owner]() { return move_object(walk, object, owner); });
+        if (moves.size() == kWalkParallelism) {
+          for (const Status& s : co_await cluster::gather<Status>(std::move(moves))) {
+            if (!s.is_ok()) walk.fail(s);
+          }
+          moves.clear();
+        }
+      }
+      for (const Status& s : co_await cluster::gather<Status>(std::move(moves))) {
+        if (!s.is_ok()) walk.fail(s);
+      }
+      if (!page.is_truncated || page.entries.empty()) break;
+      options.start_after = page.entries.back().name();
+    }
+  }
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object, const wire::NodeInfo& owner) {
+  if (owner.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("owner {} is down", owner.id());
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(owner.url()));
+  auto opened = co_await store_.open(object);
+  if (!opened && opened.error().code() == Code::kNotFound) co_return Status::ok();  // deleted meanwhile
+  if (!opened) co_return std::move(opened).error();
+  const wire::ObjectRecord& record = opened->record();
+
+  // What the owner has: nothing, this version, or a newer one (written there since).
+  http::ClientRequest ask;
+  ask.target = internal_object_target(object) + "?meta=1";
+  CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(ask), "", kMaxRecordBytes));
+  bool owner_has_it = false;
+  if (answer.status == 200) {
+    CO_ASSIGN_OR_RETURN(const wire::ObjectRecord theirs,
+                        wire::decode<wire::ObjectRecord>(answer.body, wire::Source::kNetwork));
+    owner_has_it = !incoming_wins(&theirs, record);
+  } else if (answer.status != 404) {
+    co_return Status::unavailable("{} answered {} for {}: {}", owner.id(), answer.status, object.name, answer.body);
+  }
+  if (!owner_has_it) {
+    CO_RETURN_IF_ERROR(co_await push_copy(to, object, *opened));
+    walk.bytes += record.size();
+    // A DELETE that ran while the copy was on its way removed this copy but may have
+    // missed the one just made: take that one away again.
+    auto still_here = co_await store_.stat(object);
+    if (!still_here && still_here.error().code() == Code::kNotFound) {
+      http::ClientRequest undo;
+      undo.method = http::Method::kDelete;
+      undo.target = fmt::format("{}?mtime={}&xxh3={}", internal_object_target(object), record.mtime_unix_nanos(),
+                                record.xxh3());
+      CO_ASSIGN_OR_RETURN(auto undone, co_await client_->call(to, std::move(undo), "", kMaxSmallBody));
+      if (undone.status != 204 && undone.status != 404 && undone.status != 412) {
+        co_return Status::unavailable("{} did not remove the copy of deleted {}: HTTP {}", owner.id(), object.name,
+                                      undone.status);
+      }
+      co_return Status::ok();
+    }
+  }
+  if (walk.phase == wire::REBALANCE_PHASE_CLEANUP) {
+    const Status removed = co_await store_.remove_generation(object, record.generation());
+    if (!removed.is_ok() && removed.code() != Code::kNotFound) co_return removed;  // rewritten: next walk
+  }
+  ++walk.moved;
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Target::push_copy(const http::Endpoint& to, const ObjectRef& object,
+                                          const store::OpenObject& source) {
+  const wire::ObjectRecord& record = source.record();
+  const std::string prefix = copy_prefix(record);
+  http::ClientRequest put;
+  put.method = http::Method::kPut;
+  put.target = internal_object_target(object);
+  put.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  CO_ASSIGN_OR_RETURN(auto call, co_await client_->start(to, std::move(put), prefix.size() + record.size()));
+  CO_RETURN_IF_ERROR(co_await call->write({prefix.data(), prefix.size()}));
+  std::vector<char> buffer(std::min<uint64_t>(kCopyChunk, std::max<uint64_t>(record.size(), 1)));
+  uint64_t offset = 0;
+  const int fd = source.fd();
+  while (offset < record.size()) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), record.size() - offset));
+    const ssize_t n = co_await reader_.run([fd, &buffer, want, offset] {
+      return ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
+    });
+    if (n <= 0) co_return Status::data_loss("reading {} at {} for rebalance: {}", object.name, offset,
+                                            n < 0 ? std::strerror(errno) : "file is shorter than its record");
+    CO_RETURN_IF_ERROR(co_await call->write({buffer.data(), static_cast<size_t>(n)}));
+    offset += static_cast<uint64_t>(n);
+  }
+  CO_ASSIGN_OR_RETURN(const http::ClientResponse head, co_await call->finish());
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(call->body(), kMaxSmallBody));
+  if (head.status != 200) {
+    co_return Status::unavailable("copy of {} to {} answered {}: {}", object.name, to.to_string(), head.status, body);
+  }
+  co_return Status::ok();
+}
+
+http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const ObjectRef& object) {
+  const auto bucket = bucket_by_id(object.bucket_id.value());
+  if (!bucket) {
+    co_return Status::not_found("bucket id {} does not exist", object.bucket_id.value()).with_reason("NoSuchBucket");
+  }
+  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await read_copy_record(body));
+  if (record.name() != object.name) {
+    co_return Status::invalid_argument("copy record names {}, the path {}", record.name(), object.name);
+  }
+  store::PutOptions options;
+  options.durability = store::Durability::kFsync;  // the sender removes its copy on our word
+  options.attributes = record;
+  options.original = record;
+  options.expected_size = record.size();
+  options.precondition = [&record](const wire::ObjectRecord* current) {
+    if (incoming_wins(current, record)) return Status::ok();
+    return Status::already_exists("a copy as new or newer is here");
+  };
+  WriteTicket ticket(*this);
+  guard_bucket(options, *bucket, ticket);
+  CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(object, std::move(options)));
+  CO_RETURN_IF_ERROR((co_await receive(body, *writer, {})).status());
+  auto committed = co_await writer->commit();
+  if (!committed && committed.error().code() == Code::kAlreadyExists) co_return false;
+  if (!committed) co_return std::move(committed).error();
+  co_return true;
+}
+
+http::Awaitable<Status> Target::pull_if_missing(const ObjectRef& object) {
+  if (!is_rebalancing()) co_return Status::ok();
+  auto here = co_await store_.stat(object);
+  if (here || here.error().code() != Code::kNotFound) co_return Status::ok();  // the caller sees the same
+  bool is_unsure = false;
+  for (const wire::NodeInfo& node : maps_.placement()->ranked_holders(object)) {
+    if (node.id() == options_.self.id()) continue;
+    if (node.state() == wire::NODE_STATE_DOWN) {
+      is_unsure = true;
+      continue;
+    }
+    auto to = http::Endpoint::parse(node.url());
+    if (!to) continue;
+    http::ClientRequest get;
+    get.target = internal_object_target(object);
+    auto call = co_await client_->start(*to, std::move(get), uint64_t{0});
+    if (!call) {
+      is_unsure = true;
+      continue;
+    }
+    auto head = co_await (*call)->finish();
+    if (!head || (head->status != 200 && head->status != 404)) {
+      is_unsure = true;
+      continue;
+    }
+    if (head->status == 404) {
+      std::ignore = co_await http::read_all((*call)->body(), kMaxSmallBody);
+      continue;
+    }
+    auto stored = co_await store_copy((*call)->body(), object);
+    if (!stored) {
+      Status failed = std::move(stored).error();
+      co_return failed.annotate("get-from-neighbor {} from {}", object.name, node.id());
+    }
+    SILO_LOG_DEBUG("get-from-neighbor: {} copied from {}", object.name, node.id());
+    co_return Status::ok();
+  }
+  if (is_unsure) {
+    co_return Status::unavailable("object {} is being rebalanced and a target that may hold it is down or unreachable",
+                                  object.name);
+  }
+  co_return Status::ok();
+}
+
+http::Awaitable<Result<bool>> Target::remove_elsewhere(const ObjectRef& object) {
+  if (!is_rebalancing()) co_return false;
+  std::vector<std::function<http::Awaitable<Result<bool>>()>> removals;
+  for (const wire::NodeInfo& node : maps_.placement()->ranked_holders(object)) {
+    if (node.id() == options_.self.id()) continue;
+    if (node.state() == wire::NODE_STATE_DOWN) {
+      co_return Status::unavailable("object {} is being rebalanced and target {}, which may hold it, is down",
+                                    object.name, node.id());
+    }
+    removals.push_back([this, node, object]() -> http::Awaitable<Result<bool>> {
+      CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
+      http::ClientRequest del;
+      del.method = http::Method::kDelete;
+      del.target = internal_object_target(object);
+      CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(del), "", kMaxSmallBody));
+      if (answer.status == 204) co_return true;
+      if (answer.status == 404) co_return false;
+      co_return Status::unavailable("{} answered {} to removing its copy of {}", node.id(), answer.status,
+                                    object.name);
+    });
+  }
+  bool found = false;
+  for (auto& r : co_await cluster::gather<Result<bool>>(std::move(removals))) {
+    if (!r) co_return std::move(r).error();
+    found = found || *r;
+  }
+  co_return found;
+}
+
+http::Awaitable<void> Target::handle_rebalance_progress(http::Exchange& exchange) {
+  wire::RebalanceProgress p;
+  {
+    std::lock_guard lock(rebalance_mutex_);
+    if (walk_) {
+      p.set_rebalance_id(walk_->rebalance_id);
+      p.set_phase(walk_->phase);
+      p.set_finished(walk_->finished);
+      p.set_objects_scanned(walk_->scanned);
+      p.set_objects_total(walk_->total);
+      p.set_objects_moved(walk_->moved);
+      p.set_bytes_moved(walk_->bytes);
+      p.set_errors(walk_->errors);
+      p.set_started_unix_nanos(walk_->started_unix_nanos);
+      p.set_finished_unix_nanos(walk_->finished_unix_nanos);
+      std::lock_guard walk_lock(walk_->mutex);
+      p.set_last_error(walk_->last_error);
+    }
+  }
+  http::ResponseHead head;
+  head.headers.set("Content-Type", "application/x-protobuf");
+  std::ignore = co_await exchange.response().send(std::move(head), wire::encode(std::move(p)));
+}
+
+http::Awaitable<void> Target::handle_internal_object(http::Exchange& exchange, std::string_view rest) {
+  const http::RequestHead& request = exchange.request();
+  const size_t slash = rest.find('/');
+  uint64_t bucket_id = 0;
+  Status s;
+  const bool is_valid = slash != std::string_view::npos && slash + 1 < rest.size() &&
+                        std::from_chars(rest.data(), rest.data() + slash, bucket_id).ptr == rest.data() + slash;
+  if (!is_valid) {
+    s = Status::invalid_argument("expected /v1/internal/objects/<bucket id>/<name>");
+  } else {
+    const ObjectRef object{BucketId(bucket_id), std::string(rest.substr(slash + 1))};
+    switch (request.method) {
+      case http::Method::kGet: {
+        auto opened = co_await store_.open(object);
+        if (!opened) {
+          s = std::move(opened).error();
+          break;
+        }
+        http::ResponseHead head;
+        head.headers.set("Content-Type", "application/octet-stream");
+        if (request.query_param("meta")) {
+          std::ignore = co_await exchange.response().send(std::move(head), wire::encode(opened->record()));
+          co_return;
+        }
+        const std::string prefix = copy_prefix(opened->record());
+        const uint64_t size = opened->record().size();
+        s = co_await exchange.response().begin(std::move(head), prefix.size() + size);
+        if (s.is_ok()) s = co_await exchange.response().write({prefix.data(), prefix.size()});
+        if (s.is_ok() && size > 0) s = co_await exchange.response().send_file(opened->fd(), 0, size);
+        if (s.is_ok()) bytes_sent_.add(size);
+        co_return;  // a failure here is the peer's connection: nothing more to answer
+      }
+      case http::Method::kPut: {
+        auto stored = co_await store_copy(exchange.body(), object);
+        if (!stored) {
+          s = std::move(stored).error();
+          break;
+        }
+        const std::string body = *stored ? R"({"kept":"incoming"})" : R"({"kept":"existing"})";
+        co_await cluster::send_json(exchange, 200, body);
+        co_return;
+      }
+      case http::Method::kDelete: {
+        const uint64_t mtime = query_u64(request, "mtime");
+        const uint64_t xxh3 = query_u64(request, "xxh3");
+        if (mtime != 0) {
+          // Only that version: a newer one written since must stay.
+          auto record = co_await store_.stat(object);
+          if (!record) {
+            s = std::move(record).error();
+            break;
+          }
+          if (static_cast<uint64_t>(record->mtime_unix_nanos()) != mtime || record->xxh3() != xxh3) {
+            s = Status::failed_precondition("{} here is another version", object.name);
+            break;
+          }
+          s = co_await store_.remove_generation(object, record->generation());
+        } else {
+          s = co_await store_.remove(object);
+        }
+        if (s.is_ok()) {
+          http::ResponseHead head;
+          head.status = 204;
+          std::ignore = co_await exchange.response().send(std::move(head), "");
+          co_return;
+        }
+        break;
+      }
+      default: s = Status::invalid_argument("{} is not supported on an internal object", request.method_text);
+    }
+  }
+  co_await cluster::send_error(exchange, s);
+}
+
+}  // namespace silo::target

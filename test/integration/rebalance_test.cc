@@ -1,0 +1,259 @@
+// Membership changes and rebalance against real processes (docs/membership-and-rebalance.md):
+// a target joins while a reader runs, maintenance and decommission, crashes in the middle.
+// Every test checks every byte of every object and that no object is left twice on disk.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "test_util.h"
+#include "testing/random.h"
+
+namespace silo::integration {
+namespace {
+
+using Objects = std::map<std::string, std::string>;
+
+constexpr std::string_view kBucket = "shards";
+
+ClusterOptions options(int targets) {
+  return {.proxies = 1, .targets = targets, .mountpaths = 2, .env = {{"SILO_DURABILITY", "page_cache"}}};
+}
+
+// `count` objects of 1 B .. 48 KiB, a few of 3 MiB, written by 4 threads.
+Objects put_objects(LocalCluster& cluster, int count, std::string_view prefix = "obj") {
+  Objects objects;
+  silo::testing::Random random;
+  for (int i = 0; i < count; ++i) {
+    const size_t size = i % 500 == 7 ? 3 << 20 : random.uniform(1, 48 * 1024);
+    objects[fmt::format("{}-{:05}", prefix, i)] = random.bytes(size);
+  }
+  std::vector<std::pair<std::string, std::string>> items(objects.begin(), objects.end());
+  std::atomic<size_t> next{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&] {
+      auto client = client::Client::create(cluster.endpoint());
+      if (!client) {
+        ++failures;
+        return;
+      }
+      for (size_t i = next++; i < items.size(); i = next++) {
+        if (!(*client)->put(kBucket, items[i].first, items[i].second)) ++failures;
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(failures.load(), 0) << "PUTs failed";
+  return objects;
+}
+
+void expect_all_readable(client::Client& c, const Objects& objects) {
+  size_t bad = 0;
+  for (const auto& [name, bytes] : objects) {
+    auto got = c.get(kBucket, name);
+    if (!got) {
+      if (++bad <= 5) ADD_FAILURE() << "GET " << name << ": " << got.error();
+      continue;
+    }
+    const std::string diff = difference(bytes, *got);
+    if (!diff.empty() && ++bad <= 5) ADD_FAILURE() << name << ": " << diff;
+  }
+  EXPECT_EQ(bad, 0u) << "objects unreadable or wrong";
+}
+
+// Object files over the given targets (each object is one file when it sits once).
+size_t files_on(const LocalCluster& cluster, const std::vector<std::string>& ids) {
+  size_t n = 0;
+  for (const auto& id : ids) {
+    auto node = cluster.node(id);
+    if (node) n += object_file_count(*node);
+  }
+  return n;
+}
+
+// Waits for the rebalance the map names to finish; fails the test when it does not.
+void wait_rebalance(client::Client& c, const std::string& job_id) {
+  ASSERT_FALSE(job_id.empty()) << "the change started no rebalance";
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry job, c.wait_job(job_id, seconds(120)));
+  ASSERT_EQ(job.state, "finished") << job_id << " is " << job.state << " (" << job.phase << "): " << job.detail;
+}
+
+// Reads random objects through its own client until stopped; counts what fails.
+class Reader {
+ public:
+  Reader(const LocalCluster& cluster, const Objects& objects) : objects_(objects.begin(), objects.end()) {
+    thread_ = std::thread([this, endpoint = cluster.endpoint()] { run(endpoint); });
+  }
+  ~Reader() { stop(); }
+  void stop() {
+    stopping_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  size_t reads() const { return reads_; }
+  size_t failures() const { return failures_; }
+  std::string first_failure() {
+    std::lock_guard lock(mutex_);
+    return first_failure_;
+  }
+
+ private:
+  void run(const std::string& endpoint) {
+    auto c = client::Client::create(endpoint);
+    if (!c) return fail(c.error().to_string());
+    silo::testing::Random random;
+    while (!stopping_) {
+      const auto& [name, bytes] = objects_[random.uniform(0, objects_.size() - 1)];
+      auto got = (*c)->get(kBucket, name);
+      ++reads_;
+      if (!got) {
+        fail(fmt::format("GET {}: {}", name, got.error()));
+      } else if (const std::string diff = difference(bytes, *got); !diff.empty()) {
+        fail(fmt::format("GET {}: {}", name, diff));
+      }
+    }
+  }
+  void fail(std::string what) {
+    ++failures_;
+    std::lock_guard lock(mutex_);
+    if (first_failure_.empty()) first_failure_ = std::move(what);
+  }
+
+  const std::vector<std::pair<std::string, std::string>> objects_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<size_t> reads_{0};
+  std::atomic<size_t> failures_{0};
+  std::mutex mutex_;
+  std::string first_failure_;
+  std::thread thread_;
+};
+
+// The listing names every object exactly once.
+void expect_listing_complete(client::Client& c, const Objects& objects, std::string_view when) {
+  ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all(kBucket, "", 1000));
+  std::set<std::string> names;
+  size_t duplicates = 0;
+  for (const auto& e : listed) {
+    if (!names.insert(e.name).second) ++duplicates;
+  }
+  EXPECT_EQ(duplicates, 0u) << "names listed twice " << when;
+  size_t missing = 0;
+  for (const auto& [name, bytes] : objects) missing += names.count(name) == 0 ? 1 : 0;
+  EXPECT_EQ(missing, 0u) << "objects missing from the listing " << when;
+  EXPECT_EQ(names.size(), objects.size()) << when;
+}
+
+TEST(RebalanceTest, AddedTargetGetsItsShareWhileReadsNeverFail) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  const Objects objects = put_objects(*cluster, 2000);
+  ASSERT_EQ(files_on(*cluster, cluster->target_ids()), objects.size());
+
+  Reader reader(*cluster, objects);
+  ASSERT_OK_AND_ASSIGN(const std::string added, cluster->add_node("target"));
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
+  const std::string job_id = map.rebalance_job();
+  // Listings while objects move: each object exactly once.
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_OK_AND_ASSIGN(const client::JobEntry job, c.job(job_id));
+    expect_listing_complete(c, objects, "during the rebalance");
+    if (job.state != "running") break;
+  }
+  wait_rebalance(c, job_id);
+  reader.stop();
+  EXPECT_EQ(reader.failures(), 0u) << "of " << reader.reads() << " reads; first: " << reader.first_failure();
+  EXPECT_GT(reader.reads(), 50u);
+
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry job, c.job(job_id));
+  EXPECT_EQ(job.kind, "rebalance");
+  EXPECT_EQ(job.errors, 0u);
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, "after the rebalance");
+  // Spread over four targets, none left twice.
+  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size()) << "objects left twice (or lost) on disk";
+  for (const std::string& id : cluster->target_ids()) {
+    const size_t n = files_on(*cluster, {id});
+    EXPECT_GT(n, objects.size() / 8) << "target " << id << " holds only " << n << " objects";
+  }
+}
+
+TEST(RebalanceTest, MaintenanceMovesObjectsOffAndBackThenDecommissionRemovesTheNode) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  Objects objects = put_objects(*cluster, 600);
+
+  // Maintenance: t3 stays in the map, its objects move off, new ones do not land on it.
+  ASSERT_OK_AND_ASSIGN(const client::MembershipChange on, c.set_maintenance("t3", true));
+  wait_rebalance(c, on.rebalance_job);
+  ASSERT_OK_AND_ASSIGN(client::NodeMap map, c.node_map());
+  ASSERT_NE(map.find("t3"), nullptr);
+  EXPECT_EQ(map.find("t3")->mode, "maintenance");
+  EXPECT_EQ(files_on(*cluster, {"t3"}), 0u);
+  Objects more = put_objects(*cluster, 100, "more");
+  objects.insert(more.begin(), more.end());
+  EXPECT_EQ(files_on(*cluster, {"t3"}), 0u) << "a target in maintenance got new objects";
+  expect_all_readable(c, objects);
+
+  // Back from maintenance: it gets its share again.
+  ASSERT_OK_AND_ASSIGN(const client::MembershipChange off, c.set_maintenance("t3", false));
+  wait_rebalance(c, off.rebalance_job);
+  EXPECT_GT(files_on(*cluster, {"t3"}), objects.size() / 8);
+  expect_all_readable(c, objects);
+
+  // The jobs registry keeps both; a rebalance cannot be aborted; unknown ids are 404.
+  ASSERT_OK_AND_ASSIGN(const auto jobs, c.jobs());
+  EXPECT_GE(jobs.size(), 2u);
+  EXPECT_EQ(c.abort_job(off.rebalance_job).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(c.job("rebalance-999999").status().code(), Code::kNotFound);
+  EXPECT_EQ(c.set_maintenance("t9", true).status().code(), Code::kNotFound);
+  EXPECT_EQ(c.remove_node("t1").status().code(), Code::kFailedPrecondition) << "t1 is online";
+
+  // Decommission: objects move off, then the node leaves the map and stops.
+  ASSERT_OK_AND_ASSIGN(const client::MembershipChange gone, c.decommission("t2"));
+  wait_rebalance(c, gone.rebalance_job);
+  ASSERT_OK(silo::testing::wait_until(
+      [&] {
+        auto m = c.node_map();
+        return m && m->find("t2") == nullptr;
+      },
+      seconds(30), "t2 removed from the node map"));
+  ASSERT_OK_AND_ASSIGN(const NodeInfo t2, cluster->node("t2"));
+  ASSERT_OK(silo::testing::wait_until([&] { return ::kill(t2.pid, 0) != 0; }, seconds(30), "t2 stopped"));
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, "after the decommission");
+  EXPECT_EQ(files_on(*cluster, {"t1", "t3"}), objects.size());
+}
+
+TEST(RebalanceTest, KilledTargetAndPrimaryMidRebalanceConverge) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  const Objects objects = put_objects(*cluster, 2000);
+
+  ASSERT_OK_AND_ASSIGN(const std::string added, cluster->add_node("target"));
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
+  const std::string job_id = map.rebalance_job();
+  ASSERT_FALSE(job_id.empty());
+  // In the middle of it: a source target and the primary die.
+  ASSERT_OK(cluster->kill("t1"));
+  ASSERT_OK(cluster->kill("p1"));
+  ASSERT_OK(cluster->restart("p1"));
+  ASSERT_OK(cluster->restart("t1"));
+
+  wait_rebalance(c, job_id);
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, "after the rebalance");
+  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size()) << "objects left twice (or lost) on disk";
+  EXPECT_GT(files_on(*cluster, {added}), objects.size() / 8);
+}
+
+}  // namespace
+}  // namespace silo::integration
