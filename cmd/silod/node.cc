@@ -118,8 +118,11 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
 
 http::Awaitable<void> Node::start() {
   const config::NodeConfig& nc = config_.node;
-  const bool is_primary = config::is_proxy(nc.role) && nc.primary_url.empty();
-  if (is_primary) {
+  const bool is_ha = config_.cluster.meta_store.kind == config::MetaStoreConfig::Kind::kEtcd;
+  // With the local meta store the proxy without a primary_url is the primary for good;
+  // with etcd every proxy may become it.
+  const bool is_fixed_primary = config::is_proxy(nc.role) && !is_ha && nc.primary_url.empty();
+  if (config::is_proxy(nc.role) && (is_ha || is_fixed_primary)) {
     auto jobs = cluster::JobRegistry::open(nc.data_dir + "/state");
     if (!jobs) {
       SILO_LOG_ERROR("jobs: {}", jobs.error());
@@ -128,18 +131,30 @@ http::Awaitable<void> Node::start() {
       co_return;
     }
     jobs_ = std::move(*jobs);
-    primary_ = std::make_unique<cluster::Primary>(*maps_, state_disk_, control_client_, self_, config_.cluster,
-                                                  Clock::real(), *jobs_);
-  } else {
-    auto endpoint = http::Endpoint::parse(nc.primary_url);
-    if (!endpoint) {
-      SILO_LOG_ERROR("node.primary_url: {}", endpoint.error());
-      exit_code_ = 2;
-      io_.stop();
-      co_return;
+    if (is_ha) {
+      auto etcd = std::make_unique<cluster::EtcdMetaStore>(control_client_, config_.cluster.meta_store, self_, *maps_,
+                                                           io_.get_executor());
+      etcd_meta_ = etcd.get();
+      meta_ = std::move(etcd);
+    } else {
+      meta_ = std::make_unique<cluster::LocalMetaStore>();
     }
-    member_ = std::make_unique<cluster::Member>(*maps_, state_disk_, control_client_, self_, *endpoint,
-                                                config_.cluster);
+    primary_ = std::make_unique<cluster::Primary>(*maps_, state_disk_, control_client_, self_, config_.cluster,
+                                                  Clock::real(), *jobs_, *meta_);
+  }
+  if (!is_fixed_primary) {
+    std::optional<http::Endpoint> seed;
+    if (!nc.primary_url.empty()) {
+      auto endpoint = http::Endpoint::parse(nc.primary_url);
+      if (!endpoint) {
+        SILO_LOG_ERROR("node.primary_url: {}", endpoint.error());
+        exit_code_ = 2;
+        io_.stop();
+        co_return;
+      }
+      seed = *endpoint;
+    }
+    member_ = std::make_unique<cluster::Member>(*maps_, state_disk_, control_client_, self_, seed, config_.cluster);
   }
   if (store_) {
     target_ = std::make_unique<target::Target>(target::TargetOptions{self_, config_.cluster}, *maps_, *store_,
@@ -163,10 +178,13 @@ http::Awaitable<void> Node::start() {
   }
   stats_.gauge("silo_http_connections", "Open client connections.",
                [this] { return static_cast<double>(server_->connection_count()); });
+  if (primary_) {
+    stats_.gauge("silo_primary", "1 while this proxy acts as the primary.", [this] { return is_primary() ? 1.0 : 0.0; });
+  }
   server_->start();
   SILO_LOG_INFO("{} node {} listening on {}", config::role_name(nc.role), nc.id, self_.url());
 
-  if (primary_) {
+  if (is_fixed_primary) {
     const Status s = co_await primary_->start();
     if (!s.is_ok()) {
       SILO_LOG_ERROR("cannot take the primary role: {}", s);
@@ -176,6 +194,8 @@ http::Awaitable<void> Node::start() {
     }
     asio::co_spawn(io_, primary_->watch_keepalives(), asio::detached);
     asio::co_spawn(io_, primary_->run_rebalance(), asio::detached);
+  } else if (etcd_meta_ != nullptr) {
+    if (!co_await start_ha_proxy()) co_return;
   } else {
     // Join: retry until the primary answers (it may be starting too), or a stop request.
     asio::steady_timer timer(io_);
@@ -201,6 +221,35 @@ http::Awaitable<void> Node::start() {
                 maps_->bucket_map()->version());
 }
 
+http::Awaitable<bool> Node::start_ha_proxy() {
+  // The primary's loops idle while another proxy holds the role.
+  asio::co_spawn(io_, primary_->watch_keepalives(), asio::detached);
+  asio::co_spawn(io_, primary_->run_rebalance(), asio::detached);
+  cluster::EtcdMetaStore::Hooks hooks;
+  hooks.install = [this](std::optional<wire::NodeMap> nodes,
+                         std::optional<wire::BucketMap> buckets) -> http::Awaitable<void> {
+    const Status s = co_await cluster::install_maps(*maps_, state_disk_, nodes ? &*nodes : nullptr,
+                                                    buckets ? &*buckets : nullptr);
+    if (!s.is_ok()) SILO_LOG_WARN("installing the maps from etcd: {}", s);
+  };
+  hooks.elected = [this]() { return primary_->start(); };
+  hooks.deposed = [this]() { primary_->deactivate(); };
+  asio::co_spawn(io_, etcd_meta_->run(std::move(hooks)), asio::detached);
+  // Ready once this proxy is the primary or has joined the one that is.
+  asio::steady_timer timer(io_);
+  for (int attempt = 0; !is_stopping_ && !is_primary(); ++attempt) {
+    const Status s = co_await member_->sync();
+    if (s.is_ok()) break;
+    if (attempt % 25 == 24) SILO_LOG_WARN("no primary to join yet: {} (retrying)", s);
+    timer.expires_after(std::chrono::milliseconds(200));
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  if (is_stopping_) co_return false;
+  asio::co_spawn(io_, member_->run([this] { return is_primary(); }), asio::detached);
+  co_return true;
+}
+
 Status Node::write_ready_file() const {
   if (config_.node.ready_file.empty()) return Status::ok();
   const std::string body = fmt::format(R"({{"id":"{}","port":{},"pid":{},"url":"{}"}})", config_.node.id,
@@ -211,6 +260,7 @@ Status Node::write_ready_file() const {
 http::Awaitable<void> Node::shutdown() {
   SILO_LOG_INFO("stopping: draining requests");
   is_ready_ = false;
+  if (etcd_meta_ != nullptr) co_await etcd_meta_->resign();  // hand the role over at once
   if (primary_) primary_->stop();
   if (member_) member_->stop();
   if (target_) target_->stop_rebalance();
@@ -335,7 +385,7 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
 }
 
 http::Awaitable<void> Node::handle_keepalive(http::Exchange& exchange) {
-  if (!primary_) {
+  if (!is_primary()) {
     co_await cluster::send_error(exchange, Status::failed_precondition("node {} is not the primary", self_.id()));
     co_return;
   }
@@ -355,7 +405,7 @@ http::Awaitable<void> Node::handle_keepalive(http::Exchange& exchange) {
 }
 
 http::Awaitable<void> Node::handle_metasync(http::Exchange& exchange) {
-  if (primary_) {
+  if (is_primary()) {
     co_await cluster::send_error(exchange, Status::failed_precondition(
                                                "node {} is the primary; it does not take maps from others",
                                                self_.id()));
@@ -377,7 +427,7 @@ http::Awaitable<void> Node::handle_metasync(http::Exchange& exchange) {
 }
 
 http::Awaitable<void> Node::handle_leave(http::Exchange& exchange) {
-  if (primary_) {
+  if (is_primary()) {
     co_await cluster::send_error(exchange, Status::failed_precondition("node {} is the primary", self_.id()));
     co_return;
   }

@@ -7,6 +7,7 @@
 
 #include "cluster/cluster_maps.h"
 #include "cluster/intra_auth.h"
+#include "cluster/meta_store.h"
 #include "cluster/primary.h"
 #include "cluster/s3_request.h"
 #include "config/config.h"
@@ -32,6 +33,9 @@ class Node {
  private:
   explicit Node(config::Config config);
   http::Awaitable<void> start();
+  // HA (etcd) proxy: campaigns and follows the maps; ready once primary or joined.
+  http::Awaitable<bool> start_ha_proxy();
+  bool is_primary() const { return primary_ && primary_->is_active(); }
   http::Awaitable<void> shutdown();
   http::Awaitable<void> dispatch(http::Exchange& exchange);
   http::Awaitable<void> dispatch_native(http::Exchange& exchange, bool is_intra_cluster);
@@ -55,6 +59,8 @@ class Node {
   std::shared_ptr<http::Client> control_client_;
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<cluster::JobRegistry> jobs_;
+  std::unique_ptr<cluster::MetaStore> meta_;
+  cluster::EtcdMetaStore* etcd_meta_ = nullptr;  // meta_ when it is etcd
   std::unique_ptr<cluster::Primary> primary_;
   std::unique_ptr<cluster::Member> member_;
   std::unique_ptr<target::Target> target_;

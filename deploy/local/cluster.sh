@@ -5,12 +5,16 @@
 #   cluster.sh status [--dir DIR] [--json]
 #   cluster.sh down [--dir DIR]
 #   cluster.sh add --role proxy|target [--mountpaths M] [--dir DIR]
-#   cluster.sh stop NODE_ID [--dir DIR]
-#   cluster.sh restart NODE_ID [--dir DIR]
+#   cluster.sh stop NODE_ID|etcd [--dir DIR]
+#   cluster.sh restart NODE_ID|etcd [--dir DIR]
 #
 # Each node lives in DIR/nodes/<id>/: config.json, silod.log, pid, state/ and, on targets,
 # mp1..mpM (one directory per mountpath). --base-port 0 lets the kernel pick every port;
 # the port a node got is then written into its config so a restart keeps it.
+# --ha keeps the maps in a real etcd (DIR/etcd/, Debian's etcd-server) started on
+# loopback: every proxy campaigns for primary. etcd listens on 127.0.0.1..127.0.0.9 and
+# proxy pN talks to it at 127.0.0.(N+1) (N <= 8), so a test can cut one proxy off from
+# etcd with one nftables rule on that address.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,7 +26,7 @@ access_key=${SILO_ACCESS_KEY:-silo-admin}
 secret_key=${SILO_SECRET_KEY:-silo-secret-key}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 cmd=${1:-}; [ -n "$cmd" ] || usage 2; shift
 while [ $# -gt 0 ]; do
@@ -68,6 +72,52 @@ pid_alive() { [ -n "$1" ] && [ -r "/proc/$1/stat" ] && [ "$(cut -d')' -f2 "/proc
 is_alive() { pid_alive "$(node_pid "$1")"; }
 node_port() { sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$(node_dir "$1")/config.json"; }
 primary_url() { cat "$dir/primary_url"; }
+is_ha() { [ -f "$dir/etcd/port" ]; }
+etcd_pid() { cat "$dir/etcd/pid" 2>/dev/null || true; }
+# A proxy that runs: the one to ask about the cluster (with HA the first may be gone).
+live_proxy_url() {
+  local id
+  for id in $(node_ids); do
+    if [ "$(node_role "$id")" = proxy ] && is_alive "$id"; then echo "http://127.0.0.1:$(node_port "$id")"; return; fi
+  done
+  primary_url
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+start_etcd() {  # starts (or restarts) the cluster's etcd; waits until it answers
+  local port peer urls i
+  port=$(cat "$dir/etcd/port"); peer=$(cat "$dir/etcd/peer_port")
+  command -v etcd >/dev/null || die "--ha needs etcd (Debian package etcd-server; tools/setup.sh installs it)"
+  urls=""; for i in $(seq 1 9); do urls+="${urls:+,}http://127.0.0.$i:$port"; done
+  setsid etcd --name silo --data-dir "$dir/etcd/data" --listen-client-urls "$urls" \
+    --advertise-client-urls "http://127.0.0.1:$port" --listen-peer-urls "http://127.0.0.1:$peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "silo=http://127.0.0.1:$peer" \
+    >>"$dir/etcd/etcd.log" 2>&1 </dev/null &
+  echo $! >"$dir/etcd/pid"
+  local deadline=$((SECONDS + ready_timeout))
+  until curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1; do
+    pid_alive "$(etcd_pid)" || { tail -n 20 "$dir/etcd/etcd.log" >&2; die "etcd exited (log: $dir/etcd/etcd.log)"; }
+    [ $SECONDS -lt $deadline ] || die "etcd not ready after ${ready_timeout}s (log: $dir/etcd/etcd.log)"
+    sleep 0.1
+  done
+}
+
+stop_etcd() {
+  local pid; pid=$(etcd_pid)
+  if pid_alive "$pid"; then
+    kill -TERM "$pid"
+    for _ in $(seq 1 100); do pid_alive "$pid" || break; sleep 0.1; done
+    if pid_alive "$pid"; then kill -KILL "$pid"; fi
+  fi
+}
+
+meta_store_json() {  # id: the cluster.meta_store section of a node's config
+  is_ha || return 0
+  local id=$1 n addr=1
+  if [[ $id =~ ^p([0-9]+)$ ]]; then n=${BASH_REMATCH[1]}; [ "$n" -le 8 ] && addr=$((n + 1)); fi
+  echo "\"meta_store\": {\"kind\": \"etcd\", \"etcd_endpoints\": [\"http://127.0.0.$addr:$(cat "$dir/etcd/port")\"], \"primary_lease_s\": ${SILO_PRIMARY_LEASE_S:-3}},"
+}
 
 write_config() {  # id role port mountpath-count primary-url
   local id=$1 r=$2 port=$3 m=$4 primary=$5 nd; nd=$(node_dir "$id")
@@ -89,6 +139,7 @@ write_config() {  # id role port mountpath-count primary-url
     "log_level": "${SILO_LOG_LEVEL:-info}"
   },
   "cluster": {
+    $(meta_store_json "$id")
     "keepalive_interval_ms": ${SILO_KEEPALIVE_INTERVAL_MS:-1000},
     "keepalive_timeout_ms": ${SILO_KEEPALIVE_TIMEOUT_MS:-5000},
     "durability": "${SILO_DURABILITY:-fsync}",
@@ -127,7 +178,7 @@ wait_online() {  # every running node of DIR online in the primary's node map
   for id in $(node_ids); do if is_alive "$id"; then want=$((want + 1)); fi; done
   while :; do
     local map; map=$(curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$access_key:$secret_key" \
-      "$(primary_url)/v1/cluster/map" 2>/dev/null || true)
+      "$(live_proxy_url)/v1/cluster/map" 2>/dev/null || true)
     local online; online=$(grep -o '"state":"online"' <<<"$map" | wc -l)
     [ "$online" -ge "$want" ] && return 0
     [ $SECONDS -lt $deadline ] || die "only $online of $want nodes online after ${ready_timeout}s"
@@ -151,7 +202,7 @@ print_endpoint() {
   cat <<MSG
 Silo is up: $(node_ids | wc -l) nodes in $dir
   endpoint:     $(primary_url)   (S3 API, path-style or http://BUCKET.localhost:PORT; native API /v1/...)
-  credentials:  SILO_ACCESS_KEY=$access_key SILO_SECRET_KEY=$secret_key
+  credentials:  SILO_ACCESS_KEY=$access_key SILO_SECRET_KEY=$secret_key$(is_ha && printf '\n  meta store:   etcd at http://127.0.0.1:%s (every proxy may become primary)' "$(cat "$dir/etcd/port")")
   status:       $0 status --dir $dir
   stop:         $0 down --dir $dir
 MSG
@@ -159,7 +210,6 @@ MSG
 
 case "$cmd" in
   up)
-    [ "$ha" = 0 ] || die "--ha (etcd meta store) is not available yet: it lands with the HA control plane (issue #5)"
     [ "$proxies" -ge 1 ] || die "--proxies must be at least 1 (the first proxy is the primary)"
     [ "$mountpaths" -ge 1 ] || die "--mountpaths must be at least 1"
     if [ -d "$dir/nodes" ] && [ -n "$(node_ids)" ]; then
@@ -168,6 +218,11 @@ case "$cmd" in
     fi
     mkdir -p "$dir/nodes"
     silod_bin >/dev/null
+    if [ "$ha" = 1 ]; then
+      mkdir -p "$dir/etcd"
+      free_port >"$dir/etcd/port"; free_port >"$dir/etcd/peer_port"
+      start_etcd
+    fi
     port_of() { [ "$base_port" = 0 ] && echo 0 || echo $((base_port + $1)); }
     k=0
     first=$(add_node proxy 0 "$(port_of $k)"); k=$((k + 1))
@@ -188,7 +243,15 @@ case "$cmd" in
     echo "node $id ($role) joined on port $(node_port "$id")"
     ;;
   stop|restart)
+    if [ "$node_id" = etcd ]; then
+      is_ha || die "the cluster in $dir runs no etcd (not started with --ha)"
+      stop_etcd
+      if [ "$cmd" = restart ]; then start_etcd; echo "etcd restarted"; fi
+      exit 0
+    fi
     [ -n "$node_id" ] && [ -d "$(node_dir "$node_id")" ] || die "$cmd needs the id of a node in $dir"
+    # After `down`, the first restart brings etcd back too.
+    if [ "$cmd" = restart ] && is_ha && ! pid_alive "$(etcd_pid)"; then start_etcd; fi
     if is_alive "$node_id"; then
       pid=$(node_pid "$node_id"); kill -TERM "$pid"
       for _ in $(seq 1 200); do pid_alive "$pid" || break; sleep 0.1; done
@@ -210,7 +273,13 @@ case "$cmd" in
           "$sep" "$id" "$r" "$pid" "$(node_port "$id")" "$alive" "$(node_port "$id")" "$nd/silod.log" "$nd/state" "$mps"
         sep=","
       done
-      printf ']}\n'
+      printf ']'
+      if is_ha; then
+        epid=$(etcd_pid); ealive=false; pid_alive "$epid" && ealive=true
+        printf ',"etcd":{"url":"http://127.0.0.1:%s","pid":%s,"alive":%s,"log":"%s"}' \
+          "$(cat "$dir/etcd/port")" "${epid:-null}" "$ealive" "$dir/etcd/etcd.log"
+      fi
+      printf '}\n'
     else
       printf '%-6s %-7s %-8s %-6s %-6s %s\n' ID ROLE PID PORT ALIVE LOG
       for id in $(node_ids); do
@@ -229,6 +298,7 @@ case "$cmd" in
       [ $left = 0 ] && break; sleep 0.1
     done
     for pid in "${pids[@]}"; do if pid_alive "$pid"; then kill -KILL "$pid"; fi; done
+    if is_ha; then stop_etcd; fi
     echo "cluster in $dir stopped (data kept; remove $dir to delete it)"
     ;;
   *) die "unknown command '$cmd' (up|status|down|add|stop|restart)";;

@@ -42,23 +42,28 @@ http::Awaitable<Status> install_maps(ClusterMaps& maps, store::DiskExecutor& sta
 }
 
 Primary::Primary(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
-                 wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock, JobRegistry& jobs)
+                 wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock, JobRegistry& jobs,
+                 MetaStore& meta)
     : maps_(maps),
       state_disk_(state_disk),
       client_(std::move(client)),
       self_(std::move(self)),
       cluster_(std::move(cluster)),
       clock_(clock),
-      jobs_(jobs) {}
+      jobs_(jobs),
+      meta_(meta) {}
+
+void Primary::deactivate() { is_active_ = false; }
 
 http::Awaitable<Status> Primary::start() {
+  is_active_ = true;
   {
     // Every node already in the map gets a full timeout to check in before it is marked down.
     std::lock_guard lock(seen_mutex_);
     for (const auto& n : maps_.node_map()->nodes()) last_seen_[n.id()] = clock_.now();
   }
   const int64_t now = clock_.unix_nanos();
-  co_return co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
+  const Status s = co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
     wire::NodeInfo* me = find_node(nodes, self_.id());
     if (me == nullptr) {
       me = nodes.add_nodes();
@@ -72,6 +77,8 @@ http::Awaitable<Status> Primary::start() {
     changed.node_map = true;  // a new version also announces that the primary is back
     return Status::ok();
   });
+  if (!s.is_ok()) is_active_ = false;
+  co_return s;
 }
 
 void Primary::stop() {
@@ -84,6 +91,7 @@ http::Awaitable<void> Primary::watch_keepalives() {
   while (!stopping_) {
     co_await pause(timer_, cluster_.keepalive_interval);
     if (stopping_) break;
+    if (!is_active()) continue;
     std::vector<std::string> silent;
     {
       std::lock_guard lock(seen_mutex_);
@@ -133,8 +141,8 @@ http::Awaitable<Result<wire::KeepaliveResponse>> Primary::keepalive(const wire::
                             known->state() == wire::NODE_STATE_DOWN;
   // A node that holds a newer map than the primary (the primary lost its state) makes the
   // primary jump past it, since nodes refuse versions older than their own.
-  const bool behind = request.node_map_version() > current->version() ||
-                      request.bucket_map_version() > maps_.bucket_map()->version();
+  const bool behind = !meta_.has_external_versions() && (request.node_map_version() > current->version() ||
+                                                         request.bucket_map_version() > maps_.bucket_map()->version());
   if (needs_update || behind) {
     const int64_t now = clock_.unix_nanos();
     CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap& buckets, Changed& changed) {
@@ -306,29 +314,34 @@ http::Awaitable<Result<wire::NodeMap>> Primary::remove_node(std::string id) {
 }
 
 http::Awaitable<Status> Primary::mutate(Change change) {
+  if (!is_active()) co_return Status::unavailable("node {} is not the primary (any more); retry", self_.id());
   auto changed = co_await state_disk_.run([&]() -> Result<Changed> {
     std::lock_guard lock(mutation_mutex_);
     wire::NodeMap nodes = *maps_.node_map();
     wire::BucketMap buckets = *maps_.bucket_map();
     Changed c;
     RETURN_IF_ERROR(change(nodes, buckets, c));
+    if (!c.node_map && !c.bucket_map) return c;
+    bool starts_rebalance = false;
     if (c.node_map) {
-      nodes.set_version(nodes.version() + 1);
       nodes.set_primary_id(self_.id());
       // A change of the object owners starts a rebalance, preempting one that runs.
       if (owner_ids(nodes) != owner_ids(*maps_.node_map())) {
-        nodes.set_rebalance_id(nodes.version());
+        nodes.set_rebalance_id(nodes.rebalance_id() + 1);
         nodes.set_rebalance_phase(wire::REBALANCE_PHASE_COPY);
-        SILO_LOG_INFO("object owners change with node map v{}: rebalance {} starts", nodes.version(),
+        starts_rebalance = true;
+      }
+    }
+    RETURN_IF_ERROR(meta_.commit(c.node_map ? &nodes : nullptr, c.bucket_map ? &buckets : nullptr));
+    if (c.node_map) {
+      if (starts_rebalance) {
+        SILO_LOG_INFO("object owners change with node map v{}: {} starts", nodes.version(),
                       rebalance_job_id(nodes.rebalance_id()));
       }
       RETURN_IF_ERROR(maps_.install(nodes).status());
       RETURN_IF_ERROR(note_rebalance(nodes));
     }
-    if (c.bucket_map) {
-      buckets.set_version(buckets.version() + 1);
-      RETURN_IF_ERROR(maps_.install(buckets).status());
-    }
+    if (c.bucket_map) RETURN_IF_ERROR(maps_.install(buckets).status());
     return c;
   });
   if (!changed) co_return std::move(changed).error();
@@ -366,15 +379,41 @@ http::Awaitable<void> Primary::push_maps() {
 }
 
 Member::Member(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
-               wire::NodeInfo self, http::Endpoint primary, config::ClusterConfig cluster)
+               wire::NodeInfo self, std::optional<http::Endpoint> seed, config::ClusterConfig cluster)
     : maps_(maps),
       state_disk_(state_disk),
       client_(std::move(client)),
       self_(std::move(self)),
-      primary_(std::move(primary)),
+      seed_(std::move(seed)),
       cluster_(std::move(cluster)) {}
 
 http::Awaitable<Status> Member::sync() {
+  const auto map = maps_.node_map();
+  std::vector<http::Endpoint> candidates;
+  const auto add = [&](const std::string& url) {
+    if (auto to = http::Endpoint::parse(url)) {
+      const bool is_new = std::none_of(candidates.begin(), candidates.end(),
+                                       [&](const auto& c) { return c.to_string() == to->to_string(); });
+      if (is_new) candidates.push_back(*to);
+    }
+  };
+  for (const auto& n : map->nodes()) {
+    if (n.id() == map->primary_id() && n.id() != self_.id()) add(n.url());
+  }
+  if (seed_) add("http://" + seed_->to_string());
+  for (const auto& n : map->nodes()) {
+    const bool is_proxy = n.role() == wire::NODE_ROLE_PROXY || n.role() == wire::NODE_ROLE_ALL;
+    if (is_proxy && n.id() != self_.id() && n.state() != wire::NODE_STATE_DOWN) add(n.url());
+  }
+  Status last = Status::unavailable("no primary known yet (no node map, no node.primary_url)");
+  for (const auto& to : candidates) {
+    last = co_await sync_with(to);
+    if (last.is_ok()) break;
+  }
+  co_return last;
+}
+
+http::Awaitable<Status> Member::sync_with(const http::Endpoint& primary) {
   wire::KeepaliveRequest request;
   *request.mutable_node() = self_;
   request.set_node_map_version(maps_.node_map()->version());
@@ -383,10 +422,10 @@ http::Awaitable<Status> Member::sync() {
   req.method = http::Method::kPost;
   req.target = kKeepalivePath;
   req.headers.set("Content-Type", "application/x-protobuf");
-  CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(primary_, std::move(req), wire::encode(request),
+  CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(primary, std::move(req), wire::encode(request),
                                                           kMaxControlBody));
   if (answer.status != 200) {
-    co_return Status::unavailable("primary {} answered keepalive with {}: {}", primary_.to_string(),
+    co_return Status::unavailable("primary {} answered keepalive with {}: {}", primary.to_string(),
                                   answer.status, answer.body);
   }
   CO_ASSIGN_OR_RETURN(auto response, wire::decode<wire::KeepaliveResponse>(answer.body, wire::Source::kNetwork));
@@ -395,11 +434,12 @@ http::Awaitable<Status> Member::sync() {
                                   response.has_bucket_map() ? &response.bucket_map() : nullptr);
 }
 
-http::Awaitable<void> Member::run() {
+http::Awaitable<void> Member::run(std::function<bool()> is_primary) {
   bool was_ok = true;
   while (!stopping_) {
     co_await pause(timer_, cluster_.keepalive_interval);
     if (stopping_) break;
+    if (is_primary && is_primary()) continue;
     const Status s = co_await sync();
     if (!s.is_ok() && was_ok) SILO_LOG_WARN("keepalive to the primary failed (will retry): {}", s);
     if (s.is_ok() && !was_ok) SILO_LOG_INFO("keepalive to the primary works again");

@@ -12,6 +12,7 @@
 #include "base/thread_annotations.h"
 #include "cluster/cluster_maps.h"
 #include "cluster/jobs.h"
+#include "cluster/meta_store.h"
 #include "config/config.h"
 #include "http/client.h"
 #include "store/disk_executor.h"
@@ -26,10 +27,16 @@ namespace silo::cluster {
 class Primary {
  public:
   Primary(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
-          wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock, JobRegistry& jobs);
+          wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock, JobRegistry& jobs, MetaStore& meta);
 
-  // Enters this node in the node map as the primary. Call once before serving.
+  // Takes the role: enters this node in the node map as the primary and pushes the maps.
+  // Called once at start (local meta store), or on every election win (etcd).
   http::Awaitable<Status> start();
+  // Gives the role up (etcd: deposed); the loops idle until start() again.
+  void deactivate();
+  // Whether this node acts as the primary now: started, not deactivated, and the meta
+  // store still grants it the role (an etcd lease renewed in time).
+  bool is_active() const { return is_active_ && meta_.is_authoritative(); }
   // Marks nodes down when their keepalives stop. Runs until stop().
   http::Awaitable<void> watch_keepalives();
   void stop();
@@ -89,6 +96,8 @@ class Primary {
   const config::ClusterConfig cluster_;
   Clock& clock_;
   JobRegistry& jobs_;
+  MetaStore& meta_;
+  std::atomic<bool> is_active_{false};
   std::mutex mutation_mutex_;  // held on the state disk thread only, never across co_await
   std::mutex seen_mutex_;
   std::unordered_map<std::string, Clock::TimePoint> last_seen_ GUARDED_BY(seen_mutex_);
@@ -101,20 +110,26 @@ class Primary {
 // maps the primary sends back.
 class Member {
  public:
+  // `seed`: where to find the primary before the node map names one (node.primary_url);
+  // none for an HA proxy, which learns the primary from etcd.
   Member(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
-         wire::NodeInfo self, http::Endpoint primary, config::ClusterConfig cluster);
-  // One keepalive round trip now (the first one is the join).
+         wire::NodeInfo self, std::optional<http::Endpoint> seed, config::ClusterConfig cluster);
+  // One keepalive round trip now (the first one is the join), to the primary of the node
+  // map, else the seed, else any other proxy of the map (HA: the primary may have moved).
   http::Awaitable<Status> sync();
-  // Keepalives every interval until stop().
-  http::Awaitable<void> run();
+  // Keepalives every interval until stop(), skipped while `is_primary` says this node is
+  // the primary itself (HA proxies).
+  http::Awaitable<void> run(std::function<bool()> is_primary = nullptr);
   void stop();
 
  private:
+  http::Awaitable<Status> sync_with(const http::Endpoint& to);
+
   ClusterMaps& maps_;
   store::DiskExecutor& state_disk_;
   std::shared_ptr<http::Client> client_;
   const wire::NodeInfo self_;
-  const http::Endpoint primary_;
+  const std::optional<http::Endpoint> seed_;
   const config::ClusterConfig cluster_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<boost::asio::steady_timer> timer_;

@@ -58,7 +58,7 @@ http::Awaitable<void> Primary::run_rebalance() {
   while (!stopping_) {
     co_await pause(rebalance_timer_, kRebalancePoll);
     if (stopping_) break;
-    co_await rebalance_round();
+    if (is_active()) co_await rebalance_round();
   }
 }
 

@@ -131,6 +131,15 @@ Status read_s3(const json& j, S3Config& s) {
   return r.finish();
 }
 
+Status read_meta_store(const json& j, MetaStoreConfig& m) {
+  Reader r(j, "cluster.meta_store");
+  r.choice("kind", m.kind, {{"local", MetaStoreConfig::Kind::kLocal}, {"etcd", MetaStoreConfig::Kind::kEtcd}});
+  r.field("etcd_endpoints", m.etcd_endpoints);
+  r.field("etcd_prefix", m.etcd_prefix);
+  r.duration("primary_lease_s", m.primary_lease);
+  return r.finish();
+}
+
 // Reads the optional sub-object `key` of `j` with `read`.
 template <typename Section, typename ReadFn>
 Status read_section(Reader& r, const json& j, const char* key, Section& out, ReadFn read) {
@@ -150,6 +159,7 @@ Status read_cluster(const json& j, ClusterConfig& c) {
   RETURN_IF_ERROR(read_section(r, j, "http", c.http, read_http));
   RETURN_IF_ERROR(read_section(r, j, "auth", c.auth, read_auth));
   RETURN_IF_ERROR(read_section(r, j, "s3", c.s3, read_s3));
+  RETURN_IF_ERROR(read_section(r, j, "meta_store", c.meta_store, read_meta_store));
   return r.finish();
 }
 
@@ -212,6 +222,18 @@ Status finalize(Config& config) {
   }
   if (!is_proxy(n.role) && n.primary_url.empty()) {
     return Status::invalid_argument("config: a target needs node.primary_url (the primary proxy to join)");
+  }
+  const MetaStoreConfig& m = config.cluster.meta_store;
+  if (m.kind == MetaStoreConfig::Kind::kEtcd) {
+    if (m.etcd_endpoints.empty()) {
+      return Status::invalid_argument("config: cluster.meta_store.kind etcd needs etcd_endpoints (\"http://host:2379\")");
+    }
+    if (m.etcd_prefix.empty() || m.etcd_prefix.front() != '/') {
+      return Status::invalid_argument("config: cluster.meta_store.etcd_prefix must start with '/'");
+    }
+    if (m.primary_lease.count() < 2 || m.primary_lease.count() > 60) {
+      return Status::invalid_argument("config: cluster.meta_store.primary_lease_s must be 2..60");
+    }
   }
   if (n.io_threads == 0 || n.io_threads > 256) return Status::invalid_argument("config: node.io_threads must be 1..256");
   if (n.disk_threads_per_mountpath == 0 || n.disk_threads_per_mountpath > 256) {

@@ -52,6 +52,19 @@ struct S3Config {
   uint64_t max_object_size = 5ULL * 1024 * 1024 * 1024 * 1024;  // EntityTooLarge past this
 };
 
+// Where the primary keeps the node map and bucket map (DESIGN.md "Control plane").
+struct MetaStoreConfig {
+  enum class Kind { kLocal, kEtcd };
+  // kLocal: the first proxy is the primary and keeps the maps in its state directory.
+  // kEtcd: proxies campaign for primary through an etcd lease; the maps live in etcd.
+  Kind kind = Kind::kLocal;
+  std::vector<std::string> etcd_endpoints;  // "http://host:port" of etcd's client URLs
+  std::string etcd_prefix = "/silo";        // keys: <prefix>/primary, <prefix>/maps/{node,bucket}
+  // The primary's lease: a primary cut off from etcd stops acting as one within this
+  // time, and another takes over within about this time after the lease ends.
+  std::chrono::seconds primary_lease{3};
+};
+
 // Settings every node of a cluster shares. The primary's copy is the cluster's.
 struct ClusterConfig {
   std::chrono::milliseconds keepalive_interval{1000};
@@ -62,6 +75,7 @@ struct ClusterConfig {
   HttpLimits http;
   AuthConfig auth;
   S3Config s3;
+  MetaStoreConfig meta_store;
 };
 
 // Settings of one node.

@@ -43,7 +43,7 @@ http::Awaitable<void> Proxy::handle_nodes(http::Exchange& exchange, std::string 
     s = Status::permission_denied("only admin users may change the cluster's membership");
   } else if (id.empty()) {
     s = Status::not_found("no such endpoint /v1/cluster/nodes{} (use /v1/cluster/map to list nodes)", rest);
-  } else if (primary_ == nullptr) {
+  } else if (!is_primary()) {
     s = co_await relay_to_primary(exchange);
     if (s.is_ok()) co_return;
   } else {
@@ -79,7 +79,7 @@ http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string r
   const bool is_abort = action == "abort";
   if (is_abort && !is_admin) {
     s = Status::permission_denied("only admin users may abort jobs");
-  } else if (primary_ == nullptr) {
+  } else if (!is_primary()) {
     s = co_await relay_to_primary(exchange);
     if (s.is_ok()) co_return;
   } else if (id.empty()) {

@@ -156,7 +156,7 @@ http::Awaitable<void> Proxy::handle_users(http::Exchange& exchange, std::string 
       co_return;
     }
     s = Status::invalid_argument("{} /v1/users is not supported (use GET)", request.method_text);
-  } else if (primary_ == nullptr) {
+  } else if (!is_primary()) {
     s = co_await relay_to_primary(exchange);
   } else {
     const std::string access_key = rest.substr(1);
@@ -205,6 +205,12 @@ http::Awaitable<Status> Proxy::relay_to_primary(http::Exchange& exchange) {
   const auto map = maps_.node_map();
   const auto primary = maps_.find_node(map->primary_id());
   if (!primary) co_return Status::unavailable("no primary in node map v{}", map->version());
+  // Relayed once already, or the map still names this proxy, which lost the role (HA):
+  // the cluster is electing a primary; relaying again could only go round in circles.
+  if (primary->id() == options_.self.id() || exchange.request().headers.has(cluster::kForwardedHeader)) {
+    co_return Status::unavailable("no primary right now (node map v{} names {}); a new one is being elected, retry",
+                                  map->version(), primary->id());
+  }
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(primary->url()));
   http::Headers extra;
   extra.set(cluster::kForwardedHeader, options_.self.id());
@@ -213,7 +219,7 @@ http::Awaitable<Status> Proxy::relay_to_primary(http::Exchange& exchange) {
 }
 
 http::Awaitable<Status> Proxy::create_bucket(http::Exchange& exchange, const std::string& name) {
-  if (primary_ == nullptr) co_return co_await relay_to_primary(exchange);
+  if (!is_primary()) co_return co_await relay_to_primary(exchange);
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxPropsBody));
   CO_ASSIGN_OR_RETURN(const wire::BucketProps props, wire::apply_bucket_props_json(body, wire::BucketProps()));
   CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await primary_->create_bucket(name, props));
@@ -223,7 +229,7 @@ http::Awaitable<Status> Proxy::create_bucket(http::Exchange& exchange, const std
 }
 
 http::Awaitable<Status> Proxy::set_props(http::Exchange& exchange, const std::string& name) {
-  if (primary_ == nullptr) co_return co_await relay_to_primary(exchange);
+  if (!is_primary()) co_return co_await relay_to_primary(exchange);
   const auto bucket = maps_.find_bucket(name);
   if (!bucket) co_return Status::not_found("bucket {} does not exist", name);
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxPropsBody));
@@ -234,7 +240,7 @@ http::Awaitable<Status> Proxy::set_props(http::Exchange& exchange, const std::st
 }
 
 http::Awaitable<Status> Proxy::delete_bucket(http::Exchange& exchange, const std::string& name) {
-  if (primary_ == nullptr) co_return co_await relay_to_primary(exchange);
+  if (!is_primary()) co_return co_await relay_to_primary(exchange);
   CO_RETURN_IF_ERROR(co_await delete_if_empty(name));
   http::ResponseHead head;
   head.status = 204;

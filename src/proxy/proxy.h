@@ -30,7 +30,7 @@ struct ProxyOptions {
 // Stateless beyond the maps; lives as long as the node.
 class Proxy {
  public:
-  // `primary` is null unless this proxy is the primary.
+  // `primary` is null unless this proxy is, or may become, the primary.
   Proxy(ProxyOptions options, cluster::ClusterMaps& maps, std::shared_ptr<http::Client> client,
         cluster::Primary* primary, stats::Registry& stats);
 
@@ -56,6 +56,8 @@ class Proxy {
   http::Awaitable<void> handle_s3(http::Exchange& exchange, const cluster::S3Request& request);
 
  private:
+  // Whether this proxy acts as the primary now (HA: it may win or lose the role any time).
+  bool is_primary() const { return primary_ != nullptr && primary_->is_active(); }
   http::Awaitable<Status> create_bucket(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> delete_bucket(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> set_props(http::Exchange& exchange, const std::string& name);

@@ -110,7 +110,7 @@ http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const cluster::
       co_await route_object(exchange, request, *bucket);
       co_return;
     }
-    if (is_bucket_change(op) && primary_ == nullptr) {
+    if (is_bucket_change(op) && !is_primary()) {
       s = co_await relay_to_primary(exchange);
     } else {
       s = co_await run_s3(exchange, request, bucket);

@@ -95,9 +95,10 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start(ClusterOptions options
   ASSIGN_OR_RETURN(TempDir dir, TempDir::create("silo-it"));
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(std::move(options), std::move(dir)));
   const ClusterOptions& o = cluster->options_;
-  Status up = cluster->script({"up", "--proxies", std::to_string(o.proxies), "--targets", std::to_string(o.targets),
-                               "--mountpaths", std::to_string(o.mountpaths), "--base-port", "0"},
-                              kUpTimeout);
+  std::vector<std::string> args = {"up", "--proxies", std::to_string(o.proxies), "--targets", std::to_string(o.targets),
+                                   "--mountpaths", std::to_string(o.mountpaths), "--base-port", "0"};
+  if (o.ha) args.push_back("--ha");
+  Status up = cluster->script(std::move(args), kUpTimeout);
   if (!up.is_ok()) {
     cluster->dir_.keep();  // the test has not failed yet, but its logs are needed
     return up.annotate("cluster kept in {}", cluster->dir());
@@ -193,6 +194,15 @@ Status LocalCluster::kill(std::string_view id) {
 Status LocalCluster::stop(std::string_view id) { return script({"stop", std::string(id)}, kNodeTimeout); }
 
 Status LocalCluster::restart(std::string_view id) { return script({"restart", std::string(id)}, kNodeTimeout); }
+
+Result<uint16_t> LocalCluster::etcd_port() const {
+  ASSIGN_OR_RETURN(const std::string text, read_file(dir() + "/etcd/port"));
+  const std::string port = trim(text);
+  uint16_t value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || end != port.data() + port.size()) return Status::internal("bad etcd port '{}'", port);
+  return value;
+}
 
 Result<std::string> LocalCluster::add_node(std::string_view role) {
   const std::vector<std::string> before = node_ids();

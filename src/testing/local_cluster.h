@@ -25,6 +25,8 @@ struct ClusterOptions {
   // {"SILO_KEEPALIVE_TIMEOUT_MS", "1000"}. Inherited SILO_* variables are dropped so a
   // developer's shell cannot change a test.
   EnvVars env{};
+  // `cluster.sh up --ha`: a real etcd holds the maps and every proxy may become primary.
+  bool ha = false;
 };
 
 // One node as its files under <dir>/nodes/<id>/ describe it right now.
@@ -70,6 +72,8 @@ class LocalCluster {
   // `cluster.sh stop ID` / `cluster.sh restart ID` (restart waits until all are online).
   Status stop(std::string_view id);
   Status restart(std::string_view id);
+  // The client port of the cluster's etcd (ha clusters).
+  Result<uint16_t> etcd_port() const;
   // `cluster.sh add --role ROLE` (with the cluster's mountpath count): a new node joins;
   // returns its id once it is online.
   Result<std::string> add_node(std::string_view role);

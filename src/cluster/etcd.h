@@ -1,0 +1,70 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "http/client.h"
+
+namespace silo::cluster {
+
+// One key of etcd as a range answer gives it.
+struct EtcdKv {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;
+  int64_t lease = 0;
+};
+
+struct EtcdCompare {
+  enum class Target { kCreateRevision, kModRevision, kValue };
+  std::string key;
+  Target target = Target::kModRevision;
+  int64_t revision = 0;  // kCreateRevision, kModRevision (0: the key does not exist)
+  std::string value;     // kValue
+};
+
+struct EtcdPut {
+  std::string key;
+  std::string value;
+  int64_t lease = 0;  // 0: none
+};
+
+struct EtcdTxnResult {
+  bool succeeded = false;
+  int64_t revision = 0;  // the store's revision after the transaction
+};
+
+// A small client of etcd's v3 API through its JSON gateway (POST /v3/kv/range, /v3/kv/txn,
+// /v3/lease/grant|keepalive|revoke): what the control plane needs, over the node's own HTTP
+// client. Endpoints are tried in order, starting with the last one that answered.
+// Errors: kUnavailable when no endpoint answers, kInternal for answers it cannot read.
+class EtcdClient {
+ public:
+  EtcdClient(std::shared_ptr<http::Client> http, std::vector<http::Endpoint> endpoints);
+
+  // Every key that starts with `prefix`, and the store's revision.
+  http::Awaitable<Result<std::vector<EtcdKv>>> get_prefix(const std::string& prefix, int64_t* revision = nullptr);
+  http::Awaitable<Result<std::optional<EtcdKv>>> get(const std::string& key);
+  // If every compare holds, applies every put; else nothing.
+  http::Awaitable<Result<EtcdTxnResult>> txn(std::vector<EtcdCompare> compares, std::vector<EtcdPut> puts);
+  // A new lease of `ttl_seconds`; its id.
+  http::Awaitable<Result<int64_t>> grant_lease(int64_t ttl_seconds);
+  // Renews the lease; kNotFound when it has expired.
+  http::Awaitable<Status> keep_alive(int64_t lease);
+  http::Awaitable<Status> revoke(int64_t lease);
+
+ private:
+  // POSTs `body` to `path` at the first endpoint that answers 200; the answer's body.
+  http::Awaitable<Result<std::string>> post(const char* path, std::string body);
+
+  std::shared_ptr<http::Client> http_;
+  const std::vector<http::Endpoint> endpoints_;
+  std::atomic<size_t> preferred_{0};
+};
+
+}  // namespace silo::cluster

@@ -1,0 +1,215 @@
+#include "cluster/meta_store.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include "base/log.h"
+#include "cluster/sleep.h"
+
+namespace silo::cluster {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ticks_now() { return Clock::now().time_since_epoch().count(); }
+
+// A map as etcd holds it: without a version (its mod revision is the version).
+template <typename Map>
+std::string stored(Map map) {
+  map.set_version(0);
+  return wire::encode(std::move(map));
+}
+
+}  // namespace
+
+Status LocalMetaStore::commit(wire::NodeMap* nodes, wire::BucketMap* buckets) {
+  if (nodes != nullptr) nodes->set_version(nodes->version() + 1);
+  if (buckets != nullptr) buckets->set_version(buckets->version() + 1);
+  return Status::ok();
+}
+
+EtcdMetaStore::EtcdMetaStore(std::shared_ptr<http::Client> http, const config::MetaStoreConfig& config,
+                             wire::NodeInfo self, ClusterMaps& maps, boost::asio::any_io_executor executor)
+    : etcd_(std::move(http),
+            [&config] {
+              std::vector<http::Endpoint> endpoints;
+              for (const auto& url : config.etcd_endpoints) {
+                if (auto e = http::Endpoint::parse(url)) endpoints.push_back(*e);
+              }
+              return endpoints;
+            }()),
+      config_(config),
+      self_(std::move(self)),
+      maps_(maps),
+      executor_(std::move(executor)),
+      primary_key_(config.etcd_prefix + "/primary"),
+      node_map_key_(config.etcd_prefix + "/maps/node"),
+      bucket_map_key_(config.etcd_prefix + "/maps/bucket") {}
+
+Clock::duration EtcdMetaStore::authority() const {
+  return std::chrono::duration_cast<Clock::duration>(config_.primary_lease) * 2 / 3;
+}
+
+bool EtcdMetaStore::is_authoritative() const {
+  if (!is_leader_) return false;
+  return Clock::now().time_since_epoch().count() - renewed_at_.load() < authority().count();
+}
+
+std::string EtcdMetaStore::primary_id() const {
+  std::lock_guard lock(mutex_);
+  return primary_id_;
+}
+
+http::Awaitable<void> EtcdMetaStore::resign() {
+  stopping_ = true;
+  cancel(timer_);
+  if (!is_leader_.exchange(false)) co_return;
+  SILO_LOG_INFO("resigning as primary");
+  std::ignore = co_await etcd_.revoke(lease_);
+}
+
+http::Awaitable<void> EtcdMetaStore::run(Hooks hooks) {
+  const auto period = std::chrono::duration_cast<std::chrono::milliseconds>(config_.primary_lease) / 6;
+  while (!stopping_) {
+    if (is_leader_) {
+      co_await renew(hooks);
+    } else {
+      co_await follow(hooks);
+      if (!stopping_ && primary_id().empty()) co_await campaign(hooks);
+    }
+    co_await pause(timer_, period);
+  }
+}
+
+http::Awaitable<void> EtcdMetaStore::follow(Hooks& hooks) {
+  auto kvs = co_await etcd_.get_prefix(config_.etcd_prefix + "/");
+  if (!kvs) {
+    SILO_LOG_DEBUG("etcd: {}", kvs.error());
+    co_return;
+  }
+  std::string primary;
+  std::optional<wire::NodeMap> nodes;
+  std::optional<wire::BucketMap> buckets;
+  for (const auto& kv : *kvs) {
+    if (kv.key == primary_key_) {
+      primary = kv.value;
+    } else if (kv.key == node_map_key_ && static_cast<uint64_t>(kv.mod_revision) > maps_.node_map()->version()) {
+      auto map = wire::decode<wire::NodeMap>(kv.value, wire::Source::kNetwork);
+      if (!map) {
+        SILO_LOG_ERROR("etcd {}: {}", kv.key, map.error());
+        continue;
+      }
+      map->set_version(kv.mod_revision);
+      nodes = std::move(*map);
+    } else if (kv.key == bucket_map_key_ && static_cast<uint64_t>(kv.mod_revision) > maps_.bucket_map()->version()) {
+      auto map = wire::decode<wire::BucketMap>(kv.value, wire::Source::kNetwork);
+      if (!map) {
+        SILO_LOG_ERROR("etcd {}: {}", kv.key, map.error());
+        continue;
+      }
+      map->set_version(kv.mod_revision);
+      buckets = std::move(*map);
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    primary_id_ = primary;
+  }
+  if (nodes || buckets) co_await hooks.install(std::move(nodes), std::move(buckets));
+}
+
+http::Awaitable<void> EtcdMetaStore::campaign(Hooks& hooks) {
+  auto lease = co_await etcd_.grant_lease(config_.primary_lease.count());
+  if (!lease) {
+    SILO_LOG_WARN("etcd: cannot campaign for primary: {}", lease.error());
+    co_return;
+  }
+  const int64_t sent = ticks_now();
+  std::vector<EtcdCompare> compares;
+  compares.push_back({primary_key_, EtcdCompare::Target::kCreateRevision, 0, ""});
+  std::vector<EtcdPut> puts;
+  puts.push_back({primary_key_, self_.id(), *lease});
+  auto won = co_await etcd_.txn(std::move(compares), std::move(puts));
+  if (!won || !won->succeeded) {
+    std::ignore = co_await etcd_.revoke(*lease);
+    co_return;
+  }
+  lease_ = *lease;
+  leadership_revision_ = won->revision;
+  renewed_at_ = sent;
+  {
+    std::lock_guard lock(mutex_);
+    primary_id_ = self_.id();
+  }
+  // The newest maps first: only then may this node change them.
+  co_await follow(hooks);
+  is_leader_ = true;
+  SILO_LOG_INFO("elected primary through etcd (lease {:x}, revision {})", *lease, won->revision);
+  const Status s = co_await hooks.elected();
+  if (!s.is_ok()) {
+    SILO_LOG_ERROR("could not take the primary role: {}", s);
+    step_down(hooks, "taking the role failed");
+    std::ignore = co_await etcd_.revoke(lease_);
+  }
+}
+
+http::Awaitable<void> EtcdMetaStore::renew(Hooks& hooks) {
+  const int64_t sent = ticks_now();
+  const Status s = co_await etcd_.keep_alive(lease_);
+  if (s.is_ok()) {
+    if (is_leader_) renewed_at_ = sent;
+  } else if (s.code() == Code::kNotFound) {
+    step_down(hooks, "the lease expired");
+    co_return;
+  }
+  if (!is_authoritative() && is_leader_) {
+    step_down(hooks, fmt::format("the lease could not be renewed for {} ms ({})",
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(authority()).count(),
+                                 s.is_ok() ? "late" : s.message()));
+  }
+}
+
+void EtcdMetaStore::step_down(Hooks& hooks, std::string_view why) {
+  if (!is_leader_.exchange(false)) return;
+  SILO_LOG_WARN("no longer the primary: {}", why);
+  {
+    std::lock_guard lock(mutex_);
+    primary_id_.clear();
+  }
+  hooks.deposed();
+}
+
+http::Awaitable<std::optional<Result<EtcdTxnResult>>> EtcdMetaStore::txn_for_future(std::vector<EtcdCompare> compares,
+                                                                                   std::vector<EtcdPut> puts) {
+  co_return co_await etcd_.txn(std::move(compares), std::move(puts));
+}
+
+Status EtcdMetaStore::commit(wire::NodeMap* nodes, wire::BucketMap* buckets) {
+  if (!is_authoritative()) return Status::failed_precondition("this proxy is not the primary (etcd lease)");
+  std::vector<EtcdCompare> compares;
+  std::vector<EtcdPut> puts;
+  compares.push_back({primary_key_, EtcdCompare::Target::kCreateRevision, leadership_revision_.load(), ""});
+  if (nodes != nullptr) {
+    compares.push_back({node_map_key_, EtcdCompare::Target::kModRevision, static_cast<int64_t>(nodes->version()), ""});
+    puts.push_back({node_map_key_, stored(*nodes), 0});
+  }
+  if (buckets != nullptr) {
+    compares.push_back(
+        {bucket_map_key_, EtcdCompare::Target::kModRevision, static_cast<int64_t>(buckets->version()), ""});
+    puts.push_back({bucket_map_key_, stored(*buckets), 0});
+  }
+  // use_future needs a default-constructible result: an optional around it.
+  std::future<std::optional<Result<EtcdTxnResult>>> pending = boost::asio::co_spawn(
+      executor_, txn_for_future(std::move(compares), std::move(puts)), boost::asio::use_future);
+  Result<EtcdTxnResult> result = *pending.get();
+  if (!result) return std::move(result).error();
+  if (!result->succeeded) {
+    return Status::failed_precondition(
+        "etcd refused the change: this proxy lost the primary role or the maps changed meanwhile");
+  }
+  if (nodes != nullptr) nodes->set_version(result->revision);
+  if (buckets != nullptr) buckets->set_version(result->revision);
+  return Status::ok();
+}
+
+}  // namespace silo::cluster
