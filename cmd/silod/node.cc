@@ -157,7 +157,7 @@ http::Awaitable<void> Node::start() {
     member_ = std::make_unique<cluster::Member>(*maps_, state_disk_, control_client_, self_, seed, config_.cluster);
   }
   if (store_) {
-    target_ = std::make_unique<target::Target>(target::TargetOptions{self_, config_.cluster}, *maps_, *store_,
+    target_ = std::make_unique<target::Target>(target::TargetOptions{self_, config_.cluster, nc.data_dir + "/state"}, *maps_, *store_,
                                                data_client_, member_.get(), stats_);
     maps_->on_change([this] {
       asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
@@ -214,6 +214,7 @@ http::Awaitable<void> Node::start() {
     asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
     asio::co_spawn(io_, target_->sweep_uploads(std::chrono::hours(1)), asio::detached);
     asio::co_spawn(io_, target_->sync_rebalance(), asio::detached);  // resumes one cut off by a restart
+    asio::co_spawn(io_, target_->watch_mountpaths(std::chrono::seconds(1)), asio::detached);
   }
   is_ready_ = true;
   if (const Status s = write_ready_file(); !s.is_ok()) SILO_LOG_ERROR("ready file: {}", s);
@@ -358,6 +359,8 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
     co_await target_->handle_rebalance_progress(exchange);
   } else if (starts_with(path, "/v1/internal/objects/") && target_) {
     co_await target_->handle_internal_object(exchange, std::string_view(path).substr(21));
+  } else if ((path == "/v1/mountpaths" || starts_with(path, "/v1/mountpaths/")) && target_) {
+    co_await target_->handle_mountpaths(exchange, std::string_view(path).substr(14), is_admin);
   } else if (starts_with(path, "/v1/cluster/nodes")) {
     co_await proxy_->handle_nodes(exchange, path.substr(std::string_view("/v1/cluster/nodes").size()), is_admin);
   } else if (path == "/v1/jobs" || starts_with(path, "/v1/jobs/")) {

@@ -63,6 +63,15 @@ Result<std::unique_ptr<Store>> Store::open(StoreOptions options) {
       new detail::StoreImpl(std::move(mountpaths), options.min_part_size));
 }
 
+std::string_view mountpath_state_name(MountpathState state) {
+  switch (state) {
+    case MountpathState::kInService: return "in_service";
+    case MountpathState::kDisabled: return "disabled";
+    case MountpathState::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
 namespace detail {
 namespace {
 
@@ -155,6 +164,7 @@ Awaitable<Result<std::unique_ptr<ObjectWriter>>> StoreImpl::create(const ObjectR
   CO_RETURN_IF_ERROR(check_object_name(object));
   const size_t owner = owner_of(object);
   Mountpath& mountpath = *mountpaths_[owner];
+  if (!mountpath.is_in_service()) co_return Status::unavailable("no mountpath of this target is in service");
   Result<WorkFile> work =
       co_await mountpath.disk().run([&] { return mountpath.create_work_file(); });
   if (!work) {
@@ -175,6 +185,7 @@ std::optional<Result<StoreImpl::Found>> StoreImpl::find_record_in(const ObjectRe
   // until resilver moves it.
   for (size_t k = 0; k < mountpaths_.size(); ++k) {
     const size_t index = (owner + k) % mountpaths_.size();
+    if (!mountpaths_[index]->is_readable()) continue;
     const detail::MetaDb& meta = mountpaths_[index]->meta();
     std::optional<Result<wire::ObjectRecord>> record =
         from_memory ? meta.get_cached(object.bucket_id, object.name)
@@ -249,7 +260,7 @@ void StoreImpl::remove_stale_copies(const ObjectRef& object, size_t owner, Durab
   // Best effort: the owner's new record already wins every lookup; a copy left here only
   // costs space until resilver or the next overwrite.
   for (size_t index = 0; index < mountpaths_.size(); ++index) {
-    if (index == owner) continue;
+    if (index == owner || !mountpaths_[index]->is_readable()) continue;
     Mountpath& mountpath = *mountpaths_[index];
     Result<wire::ObjectRecord> stale = mountpath.meta().get(object.bucket_id, object.name);
     if (!stale && stale.error().code() == Code::kNotFound) continue;
@@ -332,6 +343,7 @@ Status StoreImpl::remove_blocking(const ObjectRef& object, size_t owner, std::op
   bool is_found = false;
   for (size_t k = 0; k < mountpaths_.size(); ++k) {
     Mountpath& mountpath = *mountpaths_[(owner + k) % mountpaths_.size()];
+    if (!mountpath.is_readable()) continue;
     Result<wire::ObjectRecord> record = mountpath.meta().get(object.bucket_id, object.name);
     if (!record && record.error().code() == Code::kNotFound) continue;
     // A record that does not decode is removed too: DELETE is how a client gets rid of it.
@@ -404,7 +416,9 @@ Awaitable<Status> StoreImpl::remove_generation(const ObjectRef& object, uint64_t
 
 uint64_t StoreImpl::object_count_estimate() const {
   uint64_t count = 0;
-  for (const auto& mountpath : mountpaths_) count += mountpath->meta().estimate_object_count();
+  for (const auto& mountpath : mountpaths_) {
+    if (mountpath->is_readable()) count += mountpath->meta().estimate_object_count();
+  }
   return count;
 }
 
@@ -412,13 +426,14 @@ Awaitable<Result<ListResult>> StoreImpl::list(BucketId bucket, ListOptions optio
   // One disk thread merges all mountpaths' iterators; spread buckets over the executors.
   Mountpath& mountpath = *mountpaths_[bucket.value() % mountpaths_.size()];
   co_return co_await mountpath.disk().run(
-      [this, bucket, &options] { return list_objects(dbs_, bucket, options); });
+      [this, bucket, &options] { return list_objects(readable_dbs(), bucket, options); });
 }
 
 Awaitable<Status> StoreImpl::remove_bucket(BucketId bucket) {
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   for (const auto& mountpath_ptr : mountpaths_) {
     Mountpath& mountpath = *mountpath_ptr;
+    if (!mountpath.is_readable()) continue;
     Status status = co_await mountpath.disk().run([&mountpath, bucket]() -> Status {
       // Metadata first: a crash before the files are gone leaves only orphans, which the
       // reconciliation at the next start removes.
@@ -440,6 +455,7 @@ Awaitable<Result<std::vector<BucketId>>> StoreImpl::bucket_ids() {
   std::vector<BucketId> ids;
   for (const auto& mountpath_ptr : mountpaths_) {
     Mountpath& mountpath = *mountpath_ptr;
+    if (!mountpath.is_readable()) continue;
     CO_RETURN_IF_ERROR(co_await mountpath.disk().run(
         [&mountpath, &ids] { return mountpath.meta().append_bucket_ids(ids); }));
   }
@@ -454,9 +470,142 @@ std::vector<MountpathInfo> StoreImpl::mountpaths() const {
   return infos;
 }
 
+size_t StoreImpl::owner_of(const ObjectRef& object) const {
+  const size_t owner = candidates_.owner(object);
+  if (mountpaths_[owner]->is_in_service()) return owner;
+  for (const size_t index : candidates_.ranking(object, candidates_.size())) {
+    if (mountpaths_[index]->is_in_service()) return index;
+  }
+  return owner;  // none in service: create() says so
+}
+
+std::vector<MetaDb*> StoreImpl::readable_dbs() const {
+  std::vector<MetaDb*> dbs;
+  for (size_t i = 0; i < mountpaths_.size(); ++i) {
+    if (mountpaths_[i]->is_readable()) dbs.push_back(dbs_[i]);
+  }
+  return dbs;
+}
+
+Result<MountpathInfo> StoreImpl::set_mountpath_enabled(std::string_view id, bool enabled) {
+  auto it = std::find_if(mountpaths_.begin(), mountpaths_.end(), [&](const auto& m) { return m->id() == id; });
+  if (it == mountpaths_.end()) return Status::not_found("no mountpath with id {} on this target", id);
+  Mountpath& mountpath = **it;
+  if (!enabled) {
+    const bool is_last = std::none_of(mountpaths_.begin(), mountpaths_.end(), [&](const auto& m) {
+      return m.get() != &mountpath && m->is_in_service();
+    });
+    if (is_last && mountpath.is_in_service()) {
+      return Status::failed_precondition("mountpath {} is the last one in service; attach another first",
+                                         mountpath.path());
+    }
+  }
+  RETURN_IF_ERROR(mountpath.set_disabled(!enabled));
+  SILO_LOG_INFO("mountpath {} {}", mountpath.path(), enabled ? "back in service" : "disabled");
+  return mountpath.info();
+}
+
+std::vector<MountpathInfo> StoreImpl::check_mountpaths() {
+  std::vector<MountpathInfo> failed;
+  for (const auto& mountpath : mountpaths_) {
+    if (!mountpath->is_readable()) continue;
+    const Status probe = mountpath->probe();
+    if (probe.is_ok()) continue;
+    const uint64_t objects = mountpath->meta().estimate_object_count();
+    mountpath->mark_failed(probe.to_string());
+    MountpathInfo info = mountpath->info();
+    info.objects = objects;
+    failed.push_back(std::move(info));
+  }
+  return failed;
+}
+
+Status StoreImpl::move_within(const ObjectRef& object, size_t from, size_t to, ResilverStats& stats) {
+  const auto lock = locks_.lock(object);
+  Mountpath& source = *mountpaths_[from];
+  Mountpath& owner = *mountpaths_[to];
+  if (!source.is_readable() || !owner.is_in_service()) return Status::ok();  // changed meanwhile
+  Result<wire::ObjectRecord> record = source.meta().get(object.bucket_id, object.name);
+  if (!record && record.error().code() == Code::kNotFound) return Status::ok();
+  if (!record) return std::move(record).error();
+  const std::string source_path = source.object_file_path(object.bucket_id, object.name, record->generation());
+  Result<wire::ObjectRecord> current = owner.meta().get(object.bucket_id, object.name);
+  if (current || current.error().code() != Code::kNotFound) {
+    // The owner has the object (written there since): this copy is stale.
+    RETURN_IF_ERROR(source.meta().remove(object.bucket_id, object.name, Durability::kFsync));
+    std::ignore = remove_file(source_path);
+    ++stats.stale_removed;
+    return Status::ok();
+  }
+  // Copy the file under the owner's work/, then install it like a PUT (same record, same
+  // generation), then forget the source: a crash in between leaves two copies, of which
+  // lookups prefer the owner's, and the next resilver drops the other.
+  ASSIGN_OR_RETURN(WorkFile work, owner.create_work_file());
+  const int source_fd = ::open(source_path.c_str(), O_RDONLY | O_CLOEXEC);
+  Status copied = source_fd < 0 ? Status::from_errno(errno, "open " + source_path)
+                                : append_file(work.fd, work.path, source_fd, source_path, record->size());
+  if (source_fd >= 0) ::close(source_fd);
+  if (copied.is_ok() && ::fdatasync(work.fd) != 0) copied = Status::from_errno(errno, "fdatasync " + work.path);
+  ::close(work.fd);
+  if (!copied.is_ok()) {
+    std::ignore = remove_file(work.path);
+    return copied;
+  }
+  const std::string relative = object_file_relative_path(object.bucket_id, object.name, record->generation());
+  Status installed = make_directories(owner.object_dir(), std::string_view(relative).substr(0, relative.rfind('/')),
+                                      Durability::kFsync);
+  const std::string final_path = owner.object_dir() + "/" + relative;
+  if (installed.is_ok() && ::rename(work.path.c_str(), final_path.c_str()) != 0) {
+    installed = Status::from_errno(errno, fmt::format("rename {} to {}", work.path, final_path));
+  }
+  if (installed.is_ok()) installed = sync_directory(final_path.substr(0, final_path.rfind('/')));
+  if (installed.is_ok()) installed = owner.meta().put(object.bucket_id, *record, Durability::kFsync);
+  if (!installed.is_ok()) {
+    std::ignore = remove_file(work.path);
+    return installed;
+  }
+  RETURN_IF_ERROR(source.meta().remove(object.bucket_id, object.name, Durability::kFsync));
+  std::ignore = remove_file(source_path);
+  ++stats.objects_moved;
+  stats.bytes_moved += record->size();
+  return Status::ok();
+}
+
+Awaitable<Result<ResilverStats>> StoreImpl::resilver(std::function<bool()> cancelled) {
+  ResilverStats stats;
+  for (size_t from = 0; from < mountpaths_.size(); ++from) {
+    Mountpath& mountpath = *mountpaths_[from];
+    if (!mountpath.is_readable()) continue;
+    std::vector<BucketId> buckets;
+    CO_RETURN_IF_ERROR(co_await mountpath.disk().run([&] { return mountpath.meta().append_bucket_ids(buckets); }));
+    for (const BucketId bucket : buckets) {
+      ListOptions options;
+      options.limit = 1000;
+      for (;;) {
+        if (cancelled()) co_return stats;
+        MetaDb* db = &mountpath.meta();
+        CO_ASSIGN_OR_RETURN(const ListResult page, co_await mountpath.disk().run([&] {
+          return list_objects(std::span<MetaDb* const>(&db, 1), bucket, options);
+        }));
+        for (const auto& entry : page.entries) {
+          ++stats.objects_scanned;
+          const ObjectRef object{bucket, entry.name()};
+          const size_t to = owner_of(object);
+          if (to == from) continue;
+          CO_RETURN_IF_ERROR(co_await mountpaths_[to]->disk().run([&] { return move_within(object, from, to, stats); }));
+        }
+        if (!page.is_truncated || page.entries.empty()) break;
+        options.start_after = page.entries.back().name();
+      }
+    }
+  }
+  co_return stats;
+}
+
 void StoreImpl::close() {
   if (is_closed_.exchange(true)) return;
   for (const auto& mountpath : mountpaths_) {
+    if (!mountpath->is_readable()) continue;  // failed: the next start finds out what is left
     Status status = mountpath->mark_clean();
     if (!status.is_ok()) {
       SILO_LOG_ERROR("mountpath {} not marked clean (full reconciliation at next start): {}",

@@ -92,11 +92,29 @@ struct ListResult {
   bool is_truncated = false;             // more entries follow the last one
 };
 
+// In service: takes new objects. Disabled (by an operator; kept across restarts by
+// <path>/.silo-disabled): takes none, and the objects still on it are read until resilver
+// has moved them to the other mountpaths. Failed (its directory or drive stopped working):
+// read no more; its objects are lost on this target.
+enum class MountpathState { kInService, kDisabled, kFailed };
+std::string_view mountpath_state_name(MountpathState state);
+
 struct MountpathInfo {
   std::string path;
   std::string id;  // stable id kept in <path>/.silo-mountpath, used by placement
   uint64_t capacity_bytes = 0;
   uint64_t available_bytes = 0;
+  MountpathState state = MountpathState::kInService;
+  std::string failure;   // why it failed
+  uint64_t objects = 0;  // an estimate of the object records on it
+};
+
+// What a resilver did.
+struct ResilverStats {
+  uint64_t objects_scanned = 0;
+  uint64_t objects_moved = 0;  // to the mountpath that owns them now
+  uint64_t bytes_moved = 0;
+  uint64_t stale_removed = 0;  // copies left behind where the owner already had the object
 };
 
 struct StoreOptions {
@@ -231,6 +249,18 @@ class Store {
   virtual Awaitable<Result<std::vector<BucketId>>> bucket_ids() = 0;
 
   virtual std::vector<MountpathInfo> mountpaths() const = 0;
+  // Takes a mountpath out of service (no new objects; run resilver to move its objects
+  // off) or puts it back. Persisted. Errors: kNotFound (no such id), kFailedPrecondition
+  // (a failed one, or the last one in service). Blocking.
+  virtual Result<MountpathInfo> set_mountpath_enabled(std::string_view id, bool enabled) = 0;
+  // Probes every mountpath not failed yet (its id file reads, a file can be made in
+  // work/); takes those that fail out for good (until restart) and returns them. Blocking.
+  virtual std::vector<MountpathInfo> check_mountpaths() = 0;
+  // Moves every object that is not on the mountpath placement picks for it now (after a
+  // mountpath was added, disabled or enabled), and drops copies the owner mountpath
+  // already supersedes. Objects stay readable throughout. Stops early, with what it did,
+  // once `cancelled` returns true.
+  virtual Awaitable<Result<ResilverStats>> resilver(std::function<bool()> cancelled) = 0;
   // Flushes metadata and marks every mountpath cleanly closed, so the next open skips the
   // full reconciliation. Call after the last request finished.
   virtual void close() = 0;

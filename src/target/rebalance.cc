@@ -147,6 +147,7 @@ http::Awaitable<void> Target::sync_rebalance() {
 }
 
 void Target::stop_rebalance() {
+  is_stopping_ = true;
   std::lock_guard lock(rebalance_mutex_);
   if (!walk_) return;
   walk_->cancelled = true;

@@ -22,6 +22,7 @@ namespace silo::target {
 struct TargetOptions {
   wire::NodeInfo self;
   config::ClusterConfig cluster;
+  std::string state_dir;  // the node's state directory (the mountpath set last seen)
 };
 
 // The storage role: serves the objects this node owns from its Store, forwards requests
@@ -62,6 +63,15 @@ class Target {
   http::Awaitable<void> handle_internal_object(http::Exchange& exchange, std::string_view rest);
   // Stops the walk (shutdown).
   void stop_rebalance();
+
+  // Mountpaths and resilver (mountpaths.cc).
+  // /v1/mountpaths: GET lists them with their state and the last resilver;
+  // POST /v1/mountpaths/{id}/disable|enable (admins) takes one out of service or puts it
+  // back, then resilvers. `rest` is the path after /v1/mountpaths.
+  http::Awaitable<void> handle_mountpaths(http::Exchange& exchange, std::string_view rest, bool is_admin);
+  // Probes the mountpaths every `period` and takes failed ones out; resilvers at start
+  // when the set of mountpaths changed since the last run. Runs until stop_rebalance().
+  http::Awaitable<void> watch_mountpaths(std::chrono::milliseconds period);
 
  private:
   struct Resolved {
@@ -138,6 +148,14 @@ class Target {
   // copy here was kept (as new or newer).
   http::Awaitable<Result<bool>> store_copy(http::BodyReader& body, const ObjectRef& object);
   std::optional<wire::Bucket> bucket_by_id(uint64_t id) const;
+
+  struct Resilver;
+  // Starts a resilver, preempting one that runs.
+  void start_resilver(boost::asio::any_io_executor executor, std::string reason);
+  http::Awaitable<void> run_resilver(std::shared_ptr<Resilver> resilver);
+  std::mutex resilver_mutex_;
+  std::shared_ptr<Resilver> resilver_;  // GUARDED_BY(resilver_mutex_); the current or last one
+  std::atomic<bool> is_stopping_{false};
 
   std::mutex rebalance_mutex_;
   std::shared_ptr<Walk> walk_;     // GUARDED_BY(rebalance_mutex_); the current or last walk

@@ -69,6 +69,10 @@ json job_to_json(const JobInfo& job) {
 
 }  // namespace
 
+std::string json_string(std::string_view text) {
+  return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string job_json(const JobInfo& job) { return job_to_json(job).dump(); }
 
 std::string job_list_json(std::span<const JobInfo> jobs) {

@@ -28,6 +28,8 @@ Result<BucketProps> apply_bucket_props_json(std::string_view json, BucketProps p
 std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token);
 // {"name", "size", "etag"}: the answer to an object PUT.
 std::string object_put_json(const ObjectRecord& record);
+// `text` as a JSON string literal, quoted and escaped.
+std::string json_string(std::string_view text);
 // {"error": {"code", "message"}}
 std::string error_json(const Status& status);
 // {"users": [{"access_key", "admin", "from"}]}: never the secrets.

@@ -6,11 +6,13 @@
 #include <signal.h>
 
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "client/detail/json_reader.h"
 #include "test_util.h"
 #include "testing/random.h"
 
@@ -253,6 +255,117 @@ TEST(RebalanceTest, KilledTargetAndPrimaryMidRebalanceConverge) {
   expect_listing_complete(c, objects, "after the rebalance");
   EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size()) << "objects left twice (or lost) on disk";
   EXPECT_GT(files_on(*cluster, {added}), objects.size() / 8);
+}
+
+}  // namespace
+}  // namespace silo::integration
+
+namespace silo::integration {
+namespace {
+
+using client::detail::JsonValue;
+
+// GET /v1/mountpaths of a target.
+Result<JsonValue> mountpaths_of(LocalCluster& cluster, std::string_view target) {
+  ASSIGN_OR_RETURN(auto c, cluster.client_of(target));
+  ASSIGN_OR_RETURN(const client::Response r, c->request(http::Method::kGet, "/v1/mountpaths"));
+  if (r.status != 200) return Status::unavailable("GET /v1/mountpaths: HTTP {}: {}", r.status, r.body);
+  return client::detail::parse_json(r.body);
+}
+
+std::string mountpath_field(const JsonValue& doc, std::string_view path, std::string_view field) {
+  for (const JsonValue& m : doc["mountpaths"].items()) {
+    if (m["path"].str() == path) return m[field].str();
+  }
+  return "";
+}
+
+Status wait_resilver_done(LocalCluster& cluster, std::string_view target) {
+  return silo::testing::wait_until(
+      [&] {
+        auto doc = mountpaths_of(cluster, target);
+        return doc && (*doc)["resilver"]["state"].str() == "finished";
+      },
+      seconds(60), "the resilver to finish");
+}
+
+size_t readable_count(client::Client& c, const Objects& objects) {
+  size_t readable = 0;
+  for (const auto& [name, bytes] : objects) {
+    auto got = c.get(kBucket, name);
+    if (!got) {
+      EXPECT_EQ(got.error().code(), Code::kNotFound) << name << ": " << got.error();
+      continue;
+    }
+    EXPECT_EQ(difference(bytes, *got), "") << name;  // never wrong bytes
+    ++readable;
+  }
+  return readable;
+}
+
+TEST(ResilverTest, DisabledMountpathIsEmptiedAndFilledAgainWhenEnabled) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(1)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  const Objects objects = put_objects(*cluster, 300);
+  ASSERT_OK_AND_ASSIGN(const NodeInfo t1, cluster->node("t1"));
+  const std::string mp = t1.mountpaths[0];
+  ASSERT_GT(object_files(mp).size(), 0u);
+  ASSERT_OK_AND_ASSIGN(const JsonValue before, mountpaths_of(*cluster, "t1"));
+  const std::string id = mountpath_field(before, mp, "id");
+  ASSERT_FALSE(id.empty());
+  ASSERT_OK_AND_ASSIGN(auto direct, cluster->client_of("t1"));
+
+  ASSERT_OK_AND_ASSIGN(client::Response r, direct->request(http::Method::kPost, "/v1/mountpaths/" + id + "/disable"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_OK(wait_resilver_done(*cluster, "t1"));
+  EXPECT_EQ(object_files(mp).size(), 0u) << "objects left on the disabled mountpath";
+  EXPECT_EQ(object_file_count(t1), objects.size());
+  expect_all_readable(c, objects);
+  // The last mountpath in service cannot be disabled.
+  ASSERT_OK_AND_ASSIGN(const JsonValue now, mountpaths_of(*cluster, "t1"));
+  EXPECT_EQ(mountpath_field(now, mp, "state"), "disabled");
+  const std::string other = mountpath_field(now, t1.mountpaths[1], "id");
+  ASSERT_OK_AND_ASSIGN(r, direct->request(http::Method::kPost, "/v1/mountpaths/" + other + "/disable"));
+  EXPECT_EQ(r.status, 409) << r.body;
+
+  ASSERT_OK_AND_ASSIGN(r, direct->request(http::Method::kPost, "/v1/mountpaths/" + id + "/enable"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_OK(wait_resilver_done(*cluster, "t1"));
+  EXPECT_GT(object_files(mp).size(), objects.size() / 4);
+  EXPECT_EQ(object_file_count(t1), objects.size());
+  expect_all_readable(c, objects);
+}
+
+TEST(ResilverTest, RemovedMountpathIsTakenOutAndTheTargetKeepsServing) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(2)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  const Objects objects = put_objects(*cluster, 300);
+  ASSERT_OK_AND_ASSIGN(const NodeInfo t1, cluster->node("t1"));
+  const std::string mp = t1.mountpaths[0];
+  const size_t lost = object_files(mp).size();
+  ASSERT_GT(lost, 0u);
+
+  std::error_code ec;
+  std::filesystem::remove_all(mp, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_OK(silo::testing::wait_until(
+      [&] {
+        auto doc = mountpaths_of(*cluster, "t1");
+        return doc && mountpath_field(*doc, mp, "state") == "failed";
+      },
+      seconds(10), "the removed mountpath to be taken out"));
+
+  // With one copy per object (no replicas in this bucket) its objects are lost; every
+  // other object reads, nothing reads wrong, and the target takes new objects.
+  EXPECT_EQ(readable_count(c, objects), objects.size() - lost);
+  ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all(kBucket, "", 1000));
+  EXPECT_EQ(listed.size(), objects.size() - lost);
+  const Objects more = put_objects(*cluster, 100, "after");
+  expect_all_readable(c, more);
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
+  EXPECT_EQ(map.find("t1")->state, "online");
 }
 
 }  // namespace

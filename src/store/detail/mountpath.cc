@@ -18,6 +18,7 @@ namespace silo::store::detail {
 namespace {
 
 constexpr char kIdFile[] = ".silo-mountpath";
+constexpr char kDisabledFile[] = ".silo-disabled";
 constexpr char kCleanFile[] = ".clean";
 constexpr char kFormatLine[] = "silo-mountpath-format 1";
 constexpr size_t kIdDigits = 16;
@@ -115,6 +116,8 @@ Status Mountpath::recover(const MetaDbResources& resources) {
   RETURN_IF_ERROR(make_directory(work_dir_));
   RETURN_IF_ERROR(make_directory(parts_dir_));
   ASSIGN_OR_RETURN(meta_, MetaDb::open(path_ + "/meta", resources));
+  struct stat disabled {};
+  if (::stat((path_ + "/" + kDisabledFile).c_str(), &disabled) == 0) state_ = MountpathState::kDisabled;
 
   // .clean goes away before the first request, so a crash from here on is seen as one.
   const std::string clean_path = path_ + "/" + kCleanFile;
@@ -175,10 +178,62 @@ Status Mountpath::mark_clean() {
   return write_file_durably(path_, kCleanFile, "");
 }
 
+
+Status Mountpath::set_disabled(bool disabled) {
+  if (state() == MountpathState::kFailed) {
+    return Status::failed_precondition("mountpath {} has failed; restart the target once its drive works", path_);
+  }
+  const std::string marker = path_ + "/" + kDisabledFile;
+  if (disabled) {
+    const int fd = ::open(marker.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::from_errno(errno, "create " + marker);
+    const int rc = ::fsync(fd);
+    ::close(fd);
+    if (rc != 0) return Status::from_errno(errno, "fsync " + marker);
+  } else if (::unlink(marker.c_str()) != 0 && errno != ENOENT) {
+    return Status::from_errno(errno, "remove " + marker);
+  }
+  RETURN_IF_ERROR(sync_directory(path_));
+  state_ = disabled ? MountpathState::kDisabled : MountpathState::kInService;
+  return Status::ok();
+}
+
+void Mountpath::mark_failed(std::string why) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    failure_ = std::move(why);
+  }
+  state_ = MountpathState::kFailed;
+}
+
+Status Mountpath::probe() const {
+  const std::string id_file = path_ + "/" + kIdFile;
+  const int id_fd = ::open(id_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (id_fd < 0) return Status::from_errno(errno, "open " + id_file);
+  char byte = 0;
+  const ssize_t n = ::read(id_fd, &byte, 1);
+  ::close(id_fd);
+  if (n != 1) return Status::data_loss("{} is empty or unreadable", id_file);
+  const std::string probe_file = work_dir_ + "/.probe";
+  const int fd = ::open(probe_file.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::from_errno(errno, "create " + probe_file);
+  const ssize_t written = ::write(fd, "x", 1);
+  ::close(fd);
+  ::unlink(probe_file.c_str());
+  if (written != 1) return Status::from_errno(errno, "write " + probe_file);
+  return Status::ok();
+}
+
 MountpathInfo Mountpath::info() const {
   MountpathInfo info;
   info.path = path_;
   info.id = id_;
+  info.state = state();
+  {
+    std::lock_guard lock(failure_mutex_);
+    info.failure = failure_;
+  }
+  if (info.state != MountpathState::kFailed) info.objects = meta_->estimate_object_count();
   struct statvfs vfs {};
   if (::statvfs(path_.c_str(), &vfs) == 0) {
     info.capacity_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;

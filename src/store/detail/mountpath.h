@@ -1,5 +1,8 @@
 #pragma once
 
+#include <atomic>
+#include <mutex>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -55,6 +58,16 @@ class Mountpath {
   Status mark_clean();
   MountpathInfo info() const;
 
+  MountpathState state() const { return state_.load(); }
+  bool is_in_service() const { return state() == MountpathState::kInService; }
+  bool is_readable() const { return state() != MountpathState::kFailed; }
+  // Writes or removes <path>/.silo-disabled, then changes the state. Blocking.
+  Status set_disabled(bool disabled);
+  // Takes it out for good: nothing is read from or written to it any more.
+  void mark_failed(std::string why);
+  // Whether the id file still reads and a file can be made in work/. Blocking.
+  Status probe() const;
+
  private:
   Mountpath(std::string path, std::string id, size_t threads);
   Status recover(const MetaDbResources& resources);
@@ -65,6 +78,9 @@ class Mountpath {
   std::string work_dir_;
   std::string parts_dir_;
   std::unique_ptr<MetaDb> meta_;
+  std::atomic<MountpathState> state_{MountpathState::kInService};
+  mutable std::mutex failure_mutex_;
+  std::string failure_;  // GUARDED_BY(failure_mutex_)
   DiskExecutor disk_;
 };
 

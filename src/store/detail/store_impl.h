@@ -67,6 +67,9 @@ class StoreImpl final : public Store {
   Awaitable<Result<size_t>> remove_uploads_initiated_before(int64_t unix_nanos) override;
   Awaitable<Result<std::vector<BucketId>>> bucket_ids() override;
   std::vector<MountpathInfo> mountpaths() const override;
+  Result<MountpathInfo> set_mountpath_enabled(std::string_view id, bool enabled) override;
+  std::vector<MountpathInfo> check_mountpaths() override;
+  Awaitable<Result<ResilverStats>> resilver(std::function<bool()> cancelled) override;
   void close() override;
 
   // Moves a finished work file into place as the object's new generation and commits
@@ -111,7 +114,14 @@ class StoreImpl final : public Store {
     std::string upload_id_;
   };
 
-  size_t owner_of(const ObjectRef& object) const { return candidates_.owner(object); }
+  // The mountpath that takes the object: the best-ranked one in service (the HRW owner
+  // unless it is disabled or failed).
+  size_t owner_of(const ObjectRef& object) const;
+  // The MetaDbs of mountpaths that have not failed.
+  std::vector<MetaDb*> readable_dbs() const;
+  // Resilver of one object found on mountpath `from` whose owner is `to`: copies it there
+  // (or drops it when `to` already has the object) under the object lock. Blocking.
+  Status move_within(const ObjectRef& object, size_t from, size_t to, ResilverStats& stats);
   // The upload on the owner, else on another mountpath. kNotFound "NoSuchUpload".
   Result<FoundUpload> find_upload(const ObjectRef& object, const std::string& upload_id,
                                   size_t owner);

@@ -174,6 +174,7 @@ Result<StoreImpl::FoundUpload> StoreImpl::find_upload(const ObjectRef& object,
   if (!is_upload_id(upload_id)) return no_such_upload(object, upload_id);
   for (size_t k = 0; k < mountpaths_.size(); ++k) {
     const size_t index = (owner + k) % mountpaths_.size();
+    if (!mountpaths_[index]->is_readable()) continue;
     Result<wire::UploadRecord> record =
         mountpaths_[index]->meta().get_upload(object.bucket_id, object.name, upload_id);
     if (record) return FoundUpload{index, std::move(*record)};
@@ -457,7 +458,7 @@ Awaitable<Status> StoreImpl::abort_upload(const ObjectRef& object, const std::st
 Awaitable<Result<UploadList>> StoreImpl::list_uploads(BucketId bucket, UploadListOptions options) {
   Mountpath& mountpath = *mountpaths_[bucket.value() % mountpaths_.size()];
   co_return co_await mountpath.disk().run(
-      [this, bucket, &options] { return detail::list_uploads(dbs_, bucket, options); });
+      [this, bucket, &options] { return detail::list_uploads(readable_dbs(), bucket, options); });
 }
 
 Awaitable<Result<size_t>> StoreImpl::remove_uploads_initiated_before(int64_t unix_nanos) {
@@ -465,6 +466,7 @@ Awaitable<Result<size_t>> StoreImpl::remove_uploads_initiated_before(int64_t uni
   size_t removed = 0;
   for (const auto& mountpath_ptr : mountpaths_) {
     Mountpath& mountpath = *mountpath_ptr;
+    if (!mountpath.is_readable()) continue;
     Result<size_t> aborted = co_await mountpath.disk().run([this, &mountpath, unix_nanos]() -> Result<size_t> {
       std::vector<std::pair<ObjectRef, std::string>> old;
       {
