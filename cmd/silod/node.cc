@@ -10,6 +10,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <csignal>
+#include <fstream>
 #include <thread>
 
 #include "base/clock.h"
@@ -23,6 +24,8 @@ namespace {
 namespace asio = boost::asio;
 
 constexpr size_t kMaxControlBody = 16 * 1024 * 1024;
+// <state>/attached_primary: the primary URL an admin's add gave a node started without one.
+constexpr const char* kAttachedFile = "attached_primary";
 
 wire::NodeRole wire_role(config::Role role) {
   switch (role) {
@@ -144,8 +147,11 @@ http::Awaitable<void> Node::start() {
   }
   if (!is_fixed_primary) {
     std::optional<http::Endpoint> seed;
-    if (!nc.primary_url.empty()) {
-      auto endpoint = http::Endpoint::parse(nc.primary_url);
+    // An admin added this node earlier (POST /v1/cluster/nodes): it remembers where.
+    std::string primary_url = nc.primary_url;
+    if (primary_url.empty()) primary_url = read_attached_primary();
+    if (!primary_url.empty()) {
+      auto endpoint = http::Endpoint::parse(primary_url);
       if (!endpoint) {
         SILO_LOG_ERROR("node.primary_url: {}", endpoint.error());
         exit_code_ = 2;
@@ -202,7 +208,14 @@ http::Awaitable<void> Node::start() {
     for (int attempt = 0; !is_stopping_; ++attempt) {
       const Status s = co_await member_->sync();
       if (s.is_ok()) break;
-      if (attempt % 10 == 0) SILO_LOG_WARN("joining the primary at {}: {} (retrying)", nc.primary_url, s);
+      if (!member_->has_seed() && maps_->node_map()->nodes().empty()) {
+        if (attempt == 0) {
+          SILO_LOG_INFO("waiting to be added: POST /v1/cluster/nodes {{\"url\": \"{}\"}} on a proxy of the cluster",
+                        self_.url());
+        }
+      } else if (attempt % 10 == 0) {
+        SILO_LOG_WARN("joining the primary: {} (retrying)", s);
+      }
       timer.expires_after(std::chrono::milliseconds(200));
       boost::system::error_code ec;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -353,6 +366,8 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
     co_await handle_keepalive(exchange);
   } else if (path == cluster::kMetasyncPath && request.method == http::Method::kPost) {
     co_await handle_metasync(exchange);
+  } else if (path == cluster::kAttachPath && request.method == http::Method::kPost) {
+    co_await handle_attach(exchange);
   } else if (path == cluster::kLeavePath && request.method == http::Method::kPost) {
     co_await handle_leave(exchange);
   } else if (path == cluster::kRebalancePath && target_) {
@@ -422,6 +437,43 @@ http::Awaitable<void> Node::handle_metasync(http::Exchange& exchange) {
   const Status s = co_await cluster::install_maps(*maps_, state_disk_,
                                                   request->has_node_map() ? &request->node_map() : nullptr,
                                                   request->has_bucket_map() ? &request->bucket_map() : nullptr);
+  if (!s.is_ok()) {
+    co_await cluster::send_error(exchange, s);
+    co_return;
+  }
+  co_await cluster::send_json(exchange, 200, "{}");
+}
+
+std::string Node::read_attached_primary() const {
+  std::ifstream in(config_.node.data_dir + "/state/" + kAttachedFile);
+  std::string url;
+  std::getline(in, url);
+  return url;
+}
+
+http::Awaitable<void> Node::handle_attach(http::Exchange& exchange) {
+  Status s;
+  auto body = co_await http::read_all(exchange.body(), 4096);
+  if (!body) {
+    s = body.error();
+  } else if (member_ == nullptr || is_primary()) {
+    s = Status::failed_precondition("node {} is the primary", self_.id());
+  } else if (member_->has_seed() || !maps_->node_map()->nodes().empty()) {
+    s = Status::failed_precondition("node {} belongs to a cluster already (node map v{})", self_.id(),
+                                    maps_->node_map()->version());
+  } else if (auto primary = http::Endpoint::parse(*body); !primary) {
+    s = primary.error();
+  } else {
+    const std::string url = *body;  // captured by reference inside co_await (docs/adr/0003)
+    s = co_await state_disk_.run([this, &url] {
+      return cluster::write_file_atomically(config_.node.data_dir + "/state/" + kAttachedFile, url + "\n");
+    });
+    if (s.is_ok()) {
+      member_->set_seed(*primary);
+      s = co_await member_->sync();
+      if (s.is_ok()) SILO_LOG_INFO("added to the cluster of the primary at {}", *body);
+    }
+  }
   if (!s.is_ok()) {
     co_await cluster::send_error(exchange, s);
     co_return;

@@ -43,6 +43,9 @@ class Node {
 
   http::Awaitable<void> handle_metasync(http::Exchange& exchange);
   http::Awaitable<void> handle_keepalive(http::Exchange& exchange);
+  // POST /v1/internal/attach from the primary: an admin added this waiting node.
+  http::Awaitable<void> handle_attach(http::Exchange& exchange);
+  std::string read_attached_primary() const;
   // POST /v1/internal/leave from the primary: this node was decommissioned.
   http::Awaitable<void> handle_leave(http::Exchange& exchange);
   Status write_ready_file() const;

@@ -4,7 +4,7 @@
 #   cluster.sh up [--proxies P] [--targets T] [--mountpaths M] [--dir DIR] [--base-port PORT] [--ha]
 #   cluster.sh status [--dir DIR] [--json]
 #   cluster.sh down [--dir DIR]
-#   cluster.sh add --role proxy|target [--mountpaths M] [--dir DIR]
+#   cluster.sh add --role proxy|target [--mountpaths M] [--dir DIR] [--no-join]
 #   cluster.sh stop NODE_ID|etcd [--dir DIR]
 #   cluster.sh restart NODE_ID|etcd [--dir DIR]
 #
@@ -20,7 +20,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 dir=${SILO_CLUSTER_DIR:-/tmp/silo-cluster}
-proxies=1 targets=3 mountpaths=2 base_port=8080 ha=0 json=0 role="" node_id=""
+proxies=1 targets=3 mountpaths=2 base_port=8080 ha=0 json=0 role="" node_id="" join=1
 ready_timeout=${SILO_READY_TIMEOUT:-60}
 access_key=${SILO_ACCESS_KEY:-silo-admin}
 secret_key=${SILO_SECRET_KEY:-silo-secret-key}
@@ -38,6 +38,7 @@ while [ $# -gt 0 ]; do
     --base-port) base_port=$2; shift 2;;
     --role) role=$2; shift 2;;
     --ha) ha=1; shift;;
+    --no-join) join=0; shift;;
     --json) json=1; shift;;
     -h|--help) usage 0;;
     -*) die "unknown option $1 (see --help)";;
@@ -186,7 +187,7 @@ wait_online() {  # every running node of DIR online in the primary's node map
   done
 }
 
-add_node() {  # role mountpaths port -> prints the new id
+add_node() {  # role mountpaths port [primary] -> prints the new id
   local r=$1 m=$2 port=$3 prefix n id
   prefix=$([ "$r" = proxy ] && echo p || echo t)
   n=1; while [ -d "$(node_dir "$prefix$n")" ]; do n=$((n + 1)); done
@@ -194,6 +195,7 @@ add_node() {  # role mountpaths port -> prints the new id
   mkdir -p "$(node_dir "$id")"
   echo "$r" >"$(node_dir "$id")/role"
   local primary=""; [ -f "$dir/primary_url" ] && primary=$(primary_url)
+  [ "${4-x}" = "" ] && primary=""  # --no-join: the node waits for an admin to add it
   write_config "$id" "$r" "$port" "$m" "$primary"
   echo "$id"
 }
@@ -238,6 +240,20 @@ case "$cmd" in
   add)
     [ "$role" = proxy ] || [ "$role" = target ] || die "add needs --role proxy|target"
     [ -f "$dir/primary_url" ] || die "no cluster in $dir (run up first)"
+    if [ "$join" = 0 ]; then
+      # Started without a primary: it serves, and waits until an admin adds it with
+      # POST /v1/cluster/nodes {"url": ...} on a proxy.
+      id=$(add_node "$role" "$mountpaths" "$(free_port)" "")
+      launch "$id"
+      deadline=$((SECONDS + ready_timeout))
+      until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$(node_port "$id")/v1/health")" != 000 ]; do
+        is_alive "$id" || { tail -n 20 "$(node_dir "$id")/silod.log" >&2; die "node $id exited"; }
+        [ $SECONDS -lt $deadline ] || die "node $id not listening after ${ready_timeout}s"
+        sleep 0.1
+      done
+      echo "node $id ($role) waits to be added: POST /v1/cluster/nodes {\"url\": \"http://127.0.0.1:$(node_port "$id")\"}"
+      exit 0
+    fi
     id=$(add_node "$role" "$mountpaths" 0)
     launch "$id"; wait_ready "$id"; wait_online
     echo "node $id ($role) joined on port $(node_port "$id")"

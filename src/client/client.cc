@@ -289,9 +289,10 @@ std::string NodeMap::rebalance_job() const {
   return rebalance_id == 0 ? std::string() : fmt::format("rebalance-{}", rebalance_id);
 }
 
-Result<MembershipChange> Client::membership_call(http::Method method, std::string target) {
+Result<MembershipChange> Client::membership_call(http::Method method, std::string target, std::string body,
+                                                 http::Headers headers) {
   const std::string what = fmt::format("{} {}", http::method_name(method), target);
-  ASSIGN_OR_RETURN(const Response r, request(method, target));
+  ASSIGN_OR_RETURN(const Response r, request(method, target, std::move(body), std::move(headers)));
   RETURN_IF_ERROR(status_of(r, what));
   ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, what));
   MembershipChange change;
@@ -308,6 +309,18 @@ Result<MembershipChange> Client::set_maintenance(std::string_view node_id, bool 
 
 Result<MembershipChange> Client::decommission(std::string_view node_id) {
   return membership_call(http::Method::kPost, "/v1/cluster/nodes/" + http::percent_encode(node_id, false) + "/decommission");
+}
+
+Result<MembershipChange> Client::add_node(std::string_view url) {
+  http::Headers headers;
+  headers.set("Content-Type", "application/json");
+  std::string body = R"({"url":")";
+  for (const char c : url) {
+    if (c == '"' || c == '\\') body += '\\';
+    body += c;
+  }
+  body += "\"}";
+  return membership_call(http::Method::kPost, "/v1/cluster/nodes", std::move(body), std::move(headers));
 }
 
 Result<MembershipChange> Client::remove_node(std::string_view node_id) {

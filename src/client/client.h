@@ -169,6 +169,8 @@ class Client {
   Result<MembershipChange> set_maintenance(std::string_view node_id, bool on);
   Result<MembershipChange> decommission(std::string_view node_id);
   Result<MembershipChange> remove_node(std::string_view node_id);
+  // POST /v1/cluster/nodes {"url"}: adds a node that waits to be added.
+  Result<MembershipChange> add_node(std::string_view url);
   // Jobs: GET /v1/jobs, GET /v1/jobs/{id}, GET /v1/jobs/{id}/wait (until the job is no
   // longer running or `timeout` passes; then the job as it is), POST /v1/jobs/{id}/abort.
   Result<std::vector<JobEntry>> jobs();
@@ -219,7 +221,8 @@ class Client {
 
  private:
   // A membership change, then the node map it led to.
-  Result<MembershipChange> membership_call(http::Method method, std::string target);
+  Result<MembershipChange> membership_call(http::Method method, std::string target, std::string body = {},
+                                          http::Headers headers = {});
   Client(std::string endpoint_url, http::Endpoint endpoint, ClientOptions options);
 
   // Runs `make()` (returning Awaitable<Result<T>>) on the io thread and waits for it.

@@ -290,6 +290,20 @@ http::Awaitable<Result<wire::NodeMap>> Primary::set_node_mode(std::string id, wi
   co_return *maps_.node_map();
 }
 
+http::Awaitable<Result<wire::NodeMap>> Primary::add_node(std::string url) {
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(url));
+  http::ClientRequest req;
+  req.method = http::Method::kPost;
+  req.target = kAttachPath;
+  auto answer = co_await client_->call(to, std::move(req), self_.url(), kMaxControlBody);
+  if (!answer) co_return Status::unavailable("node at {} does not answer: {}", url, answer.error().message());
+  if (answer->status != 200) {
+    co_return Status::failed_precondition("node at {} refused to join (HTTP {}): {}", url, answer->status,
+                                          answer->body);
+  }
+  co_return *maps_.node_map();
+}
+
 http::Awaitable<Result<wire::NodeMap>> Primary::remove_node(std::string id) {
   if (id == self_.id()) co_return Status::failed_precondition("node {} is the primary", id);
   CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
@@ -387,8 +401,23 @@ Member::Member(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_p
       seed_(std::move(seed)),
       cluster_(std::move(cluster)) {}
 
+void Member::set_seed(http::Endpoint seed) {
+  std::lock_guard lock(seed_mutex_);
+  seed_ = std::move(seed);
+}
+
+bool Member::has_seed() const {
+  std::lock_guard lock(seed_mutex_);
+  return seed_.has_value();
+}
+
 http::Awaitable<Status> Member::sync() {
   const auto map = maps_.node_map();
+  std::optional<http::Endpoint> seed;
+  {
+    std::lock_guard lock(seed_mutex_);
+    seed = seed_;
+  }
   std::vector<http::Endpoint> candidates;
   const auto add = [&](const std::string& url) {
     if (auto to = http::Endpoint::parse(url)) {
@@ -400,7 +429,7 @@ http::Awaitable<Status> Member::sync() {
   for (const auto& n : map->nodes()) {
     if (n.id() == map->primary_id() && n.id() != self_.id()) add(n.url());
   }
-  if (seed_) add("http://" + seed_->to_string());
+  if (seed) add("http://" + seed->to_string());
   for (const auto& n : map->nodes()) {
     const bool is_proxy = n.role() == wire::NODE_ROLE_PROXY || n.role() == wire::NODE_ROLE_ALL;
     if (is_proxy && n.id() != self_.id() && n.state() != wire::NODE_STATE_DOWN) add(n.url());

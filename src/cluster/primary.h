@@ -62,6 +62,10 @@ class Primary {
   // (and told to stop) once that rebalance is done. Returns the new node map.
   // Errors: kNotFound; kFailedPrecondition (the primary itself, a retiring node).
   http::Awaitable<Result<wire::NodeMap>> set_node_mode(std::string id, wire::NodeMode mode);
+  // Adds the node serving at `url` that waits to be added (started without a primary
+  // URL): tells it where the primary is and returns once it joined. Errors: kUnavailable
+  // (unreachable), kFailedPrecondition (it belongs to a cluster already).
+  http::Awaitable<Result<wire::NodeMap>> add_node(std::string url);
   // Forgets a node that is down for good (its objects are lost unless copies exist).
   // Errors: kNotFound; kFailedPrecondition when it is not down.
   http::Awaitable<Result<wire::NodeMap>> remove_node(std::string id);
@@ -114,6 +118,9 @@ class Member {
   // none for an HA proxy, which learns the primary from etcd.
   Member(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
          wire::NodeInfo self, std::optional<http::Endpoint> seed, config::ClusterConfig cluster);
+  // Where to find the primary from now on (an admin added this node).
+  void set_seed(http::Endpoint seed);
+  bool has_seed() const;
   // One keepalive round trip now (the first one is the join), to the primary of the node
   // map, else the seed, else any other proxy of the map (HA: the primary may have moved).
   http::Awaitable<Status> sync();
@@ -129,7 +136,8 @@ class Member {
   store::DiskExecutor& state_disk_;
   std::shared_ptr<http::Client> client_;
   const wire::NodeInfo self_;
-  const std::optional<http::Endpoint> seed_;
+  mutable std::mutex seed_mutex_;
+  std::optional<http::Endpoint> seed_;  // GUARDED_BY(seed_mutex_)
   const config::ClusterConfig cluster_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<boost::asio::steady_timer> timer_;
@@ -143,6 +151,8 @@ inline constexpr const char* kKeepalivePath = "/v1/internal/keepalive";
 inline constexpr const char* kMetasyncPath = "/v1/internal/metasync";
 // GET on a target: its wire::RebalanceProgress.
 inline constexpr const char* kRebalancePath = "/v1/internal/rebalance";
+// POST to a node waiting to be added, with the primary's URL as the body: join it.
+inline constexpr const char* kAttachPath = "/v1/internal/attach";
 // POST to a decommissioned node: stop sending keepalives and shut down.
 inline constexpr const char* kLeavePath = "/v1/internal/leave";
 // "rebalance-<id>"

@@ -220,9 +220,6 @@ Status finalize(Config& config) {
   if (!is_target(n.role) && !n.mountpaths.empty()) {
     return Status::invalid_argument("config: node.mountpaths is set but role '{}' stores no objects", role_name(n.role));
   }
-  if (!is_proxy(n.role) && n.primary_url.empty()) {
-    return Status::invalid_argument("config: a target needs node.primary_url (the primary proxy to join)");
-  }
   const MetaStoreConfig& m = config.cluster.meta_store;
   if (m.kind == MetaStoreConfig::Kind::kEtcd) {
     if (m.etcd_endpoints.empty()) {

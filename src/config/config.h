@@ -87,7 +87,9 @@ struct NodeConfig {
   std::string public_url;   // default http://host:port
   std::string data_dir;     // node state: persisted maps; default mountpath for targets
   std::vector<std::string> mountpaths;  // targets; default {data_dir/mp0}
-  std::string primary_url;  // empty on the primary
+  // The primary to join (any proxy will do). Empty on the primary; on an HA proxy; and
+  // on a target an admin adds later (POST /v1/cluster/nodes), which remembers it then.
+  std::string primary_url;
   std::string log_level = "info";
   std::string ready_file;   // written with {"port","pid"} once the node serves
   uint32_t io_threads = 2;

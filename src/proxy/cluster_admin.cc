@@ -41,14 +41,23 @@ http::Awaitable<void> Proxy::handle_nodes(http::Exchange& exchange, std::string 
   }
   if (!is_admin) {
     s = Status::permission_denied("only admin users may change the cluster's membership");
-  } else if (id.empty()) {
-    s = Status::not_found("no such endpoint /v1/cluster/nodes{} (use /v1/cluster/map to list nodes)", rest);
+  } else if (id.empty() && request.method != http::Method::kPost) {
+    s = Status::not_found("no such endpoint {} /v1/cluster/nodes{} (GET /v1/cluster/map lists the nodes)",
+                          request.method_text, rest);
   } else if (!is_primary()) {
     s = co_await relay_to_primary(exchange);
     if (s.is_ok()) co_return;
   } else {
     Result<wire::NodeMap> changed = Status::not_found("no such endpoint: {} /v1/cluster/nodes{}", request.method_text, rest);
-    if (action == "maintenance" && request.method == http::Method::kPost) {
+    if (id.empty()) {  // POST /v1/cluster/nodes {"url": "http://host:port"}
+      auto body = co_await http::read_all(exchange.body(), 64 * 1024);
+      auto url = body ? wire::parse_url_json(*body) : Result<std::string>(body.error());
+      if (url) {
+        changed = co_await primary_->add_node(std::move(*url));
+      } else {
+        changed = std::move(url).error();
+      }
+    } else if (action == "maintenance" && request.method == http::Method::kPost) {
       changed = co_await primary_->set_node_mode(id, wire::NODE_MODE_MAINTENANCE);
     } else if (action == "maintenance" && request.method == http::Method::kDelete) {
       changed = co_await primary_->set_node_mode(id, wire::NODE_MODE_NORMAL);

@@ -45,6 +45,7 @@ class Proxy {
   //   POST|DELETE /v1/cluster/nodes/{id}/maintenance   start | stop maintenance
   //   POST /v1/cluster/nodes/{id}/decommission         move its objects off, then remove it
   //   DELETE /v1/cluster/nodes/{id}                    forget a node that is down for good
+  //   POST /v1/cluster/nodes {"url"}                   add a node that waits to be added
   // `rest` is the path after /v1/cluster/nodes.
   http::Awaitable<void> handle_nodes(http::Exchange& exchange, std::string rest, bool is_admin);
   // Jobs (cluster_admin.cc), on the primary (relayed there): GET /v1/jobs[?kind=&state=],

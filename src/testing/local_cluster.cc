@@ -204,10 +204,16 @@ Result<uint16_t> LocalCluster::etcd_port() const {
   return value;
 }
 
-Result<std::string> LocalCluster::add_node(std::string_view role) {
+Result<std::string> LocalCluster::add_waiting_node(std::string_view role) { return add(role, false); }
+
+Result<std::string> LocalCluster::add_node(std::string_view role) { return add(role, true); }
+
+Result<std::string> LocalCluster::add(std::string_view role, bool join) {
   const std::vector<std::string> before = node_ids();
-  RETURN_IF_ERROR(script({"add", "--role", std::string(role), "--mountpaths", std::to_string(options_.mountpaths)},
-                         kNodeTimeout));
+  std::vector<std::string> args = {"add", "--role", std::string(role), "--mountpaths",
+                                   std::to_string(options_.mountpaths)};
+  if (!join) args.push_back("--no-join");
+  RETURN_IF_ERROR(script(std::move(args), kNodeTimeout));
   for (const std::string& id : node_ids()) {
     if (std::find(before.begin(), before.end(), id) == before.end()) return id;
   }

@@ -77,6 +77,9 @@ class LocalCluster {
   // `cluster.sh add --role ROLE` (with the cluster's mountpath count): a new node joins;
   // returns its id once it is online.
   Result<std::string> add_node(std::string_view role);
+  // `cluster.sh add --role ROLE --no-join`: a node that serves but waits for an admin to
+  // add it (POST /v1/cluster/nodes); returns its id once it listens.
+  Result<std::string> add_waiting_node(std::string_view role);
   // `cluster.sh down`: every node stopped with SIGTERM; data kept.
   Status down();
   // down(), then restarts every node, the primary first.
@@ -87,6 +90,7 @@ class LocalCluster {
 
  private:
   LocalCluster(ClusterOptions options, TempDir dir) : options_(std::move(options)), dir_(std::move(dir)) {}
+  Result<std::string> add(std::string_view role, bool join);
   // Runs cluster.sh with `args` and --dir; the error carries the end of its output.
   Status script(std::vector<std::string> args, std::chrono::milliseconds timeout);
 

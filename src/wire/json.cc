@@ -69,6 +69,16 @@ json job_to_json(const JobInfo& job) {
 
 }  // namespace
 
+Result<std::string> parse_url_json(std::string_view text) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Status::invalid_argument("the body must be a JSON object");
+  const auto it = doc.find("url");
+  if (it == doc.end() || !it->is_string() || it->get<std::string>().empty()) {
+    return Status::invalid_argument("the body needs \"url\": \"http://host:port\" of the node to add");
+  }
+  return it->get<std::string>();
+}
+
 std::string json_string(std::string_view text) {
   return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
 }

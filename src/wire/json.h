@@ -28,6 +28,8 @@ Result<BucketProps> apply_bucket_props_json(std::string_view json, BucketProps p
 std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token);
 // {"name", "size", "etag"}: the answer to an object PUT.
 std::string object_put_json(const ObjectRecord& record);
+// {"url": "http://host:port"} -> the URL. kInvalidArgument naming what is wrong.
+Result<std::string> parse_url_json(std::string_view json);
 // `text` as a JSON string literal, quoted and escaped.
 std::string json_string(std::string_view text);
 // {"error": {"code", "message"}}

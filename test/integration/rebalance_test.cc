@@ -370,3 +370,35 @@ TEST(ResilverTest, RemovedMountpathIsTakenOutAndTheTargetKeepsServing) {
 
 }  // namespace
 }  // namespace silo::integration
+
+namespace silo::integration {
+namespace {
+
+TEST(RebalanceTest, AdminAddsAWaitingTarget) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(2)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  const Objects objects = put_objects(*cluster, 400);
+  ASSERT_OK_AND_ASSIGN(const std::string waiting, cluster->add_waiting_node("target"));
+  ASSERT_OK_AND_ASSIGN(const NodeInfo node, cluster->node(waiting));
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap before, c.node_map());
+  EXPECT_EQ(before.find(waiting), nullptr) << "a node started without a primary joined by itself";
+
+  ASSERT_OK_AND_ASSIGN(const client::MembershipChange added, c.add_node(node.url));
+  wait_rebalance(c, added.rebalance_job);
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap after, c.node_map());
+  ASSERT_NE(after.find(waiting), nullptr);
+  EXPECT_EQ(after.find(waiting)->state, "online");
+  EXPECT_GT(files_on(*cluster, {waiting}), objects.size() / 8);
+  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size());
+  expect_all_readable(c, objects);
+  // Adding it again, or a URL where nothing listens, is refused with a clear error.
+  EXPECT_EQ(c.add_node(node.url).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(c.add_node("http://127.0.0.1:1").status().code(), Code::kUnavailable);
+  // It remembers the cluster across a restart.
+  ASSERT_OK(cluster->restart(waiting));
+  ASSERT_OK(cluster->wait_for_node_state(waiting, "online", seconds(20)));
+}
+
+}  // namespace
+}  // namespace silo::integration
