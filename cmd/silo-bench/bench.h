@@ -12,6 +12,11 @@
 
 namespace silo::bench {
 
+// SIGINT or SIGTERM asked the run to end early: it stops handing out requests, lets the
+// ones in flight finish, and reports what it measured (a reader stopped by a script).
+bool stop_requested();
+void install_stop_handler();
+
 enum class Mode { kGet, kPut, kMixed, kList, kAccel };
 // How requests reach the data: to the owner target (direct), S3 through a proxy
 // (gateway), plain GETs of `url`/NAME (a reference server such as nginx), or local files.

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <mutex>
 #include <numeric>
 
@@ -16,6 +18,21 @@ namespace silo::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_stop_requested{false};
+
+void on_stop_signal(int) { g_stop_requested.store(true); }
+
+}  // namespace
+
+bool stop_requested() { return g_stop_requested.load(); }
+
+void install_stop_handler() {
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+}
+
+namespace {
 
 struct Op {
   size_t index = 0;
@@ -51,6 +68,7 @@ class OpSource {
   }
 
   std::optional<Op> next(std::mt19937_64& rng) {
+    if (stop_requested()) return std::nullopt;  // SIGINT/SIGTERM: finish and report
     const uint64_t n = next_.fetch_add(1);
     if (deadline_) {
       if (Clock::now() >= *deadline_) return std::nullopt;

@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
     silo::bench::print(config, *report, json);
     return 0;
   }
+  silo::bench::install_stop_handler();
   auto report = silo::bench::run_load(config);
   if (!report) return fail(report.error());
   silo::bench::print(config, *report, json);

@@ -331,10 +331,11 @@ namespace {
 
 Result<JobEntry> job_of(const JsonValue& j) {
   JobEntry job{j["id"].str(), j["kind"].str(), j["state"].str(), j["phase"].str(), j["detail"].str()};
-  ASSIGN_OR_RETURN(job.objects_done, j["objects_done"].to_u64());
-  ASSIGN_OR_RETURN(job.objects_total, j["objects_total"].to_u64());
-  ASSIGN_OR_RETURN(job.bytes_done, j["bytes_done"].to_u64());
-  ASSIGN_OR_RETURN(job.errors, j["errors"].to_u64());
+  const JsonValue& p = j["progress"];
+  ASSIGN_OR_RETURN(job.objects_done, p["objects_done"].to_u64());
+  ASSIGN_OR_RETURN(job.objects_total, p["objects_total"].to_u64());
+  ASSIGN_OR_RETURN(job.bytes_done, p["bytes_done"].to_u64());
+  ASSIGN_OR_RETURN(job.errors, p["errors"].to_u64());
   return job;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 namespace silo::cluster {
 namespace {
@@ -74,6 +75,32 @@ TEST_F(ClusterMapsTest, PlacementCountsTargetsButNotMaintenanceOrProxies) {
   for (int i = 0; i < 100; ++i) {
     EXPECT_NE(placement->owner({BucketId(1), std::to_string(i)}).id(), "t3");
   }
+}
+
+TEST_F(ClusterMapsTest, ModesTakeOwnershipAwayButHoldersStayRanked) {
+  auto map = node_map(1, 4);
+  map.mutable_nodes(3)->set_mode(wire::NODE_MODE_MAINTENANCE);      // t3
+  map.mutable_nodes(4)->set_mode(wire::NODE_MODE_DECOMMISSIONING);  // t4
+  EXPECT_EQ(owner_ids(map), (std::vector<std::string>{"t1", "t2"}));
+  const TargetPlacement placement(map);
+  ASSERT_EQ(placement.targets().size(), 2u);
+  for (int i = 0; i < 200; ++i) {
+    const ObjectRef object{BucketId(7), "o" + std::to_string(i)};
+    const auto ranked = placement.ranked_holders(object);
+    // Every target is a place to look, each once, the owner among them.
+    ASSERT_EQ(ranked.size(), 4u);
+    std::set<std::string> ids;
+    for (const auto& n : ranked) ids.insert(n.id());
+    EXPECT_EQ(ids.size(), 4u);
+    EXPECT_TRUE(ids.contains(placement.owner(object).id()));
+  }
+  // A change of mode is a change of owners; a node going down is not.
+  auto down = map;
+  down.mutable_nodes(1)->set_state(wire::NODE_STATE_DOWN);
+  EXPECT_EQ(owner_ids(down), owner_ids(map));
+  auto back = map;
+  back.mutable_nodes(3)->set_mode(wire::NODE_MODE_NORMAL);
+  EXPECT_NE(owner_ids(back), owner_ids(map));
 }
 
 TEST_F(ClusterMapsTest, CorruptPersistedMapIsAnErrorNotACrash) {

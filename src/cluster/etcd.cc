@@ -1,64 +1,9 @@
 #include "cluster/etcd.h"
 
-#include <nlohmann/json.hpp>
-
-#include "base/base64.h"
-
 namespace silo::cluster {
 namespace {
 
-using json = nlohmann::json;
-
 constexpr size_t kMaxAnswer = 64 * 1024 * 1024;
-
-// The gateway writes int64 as JSON strings (and leaves out zero values).
-int64_t int_of(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end()) return 0;
-  if (it->is_number()) return it->get<int64_t>();
-  if (it->is_string()) {
-    try {
-      return std::stoll(it->get<std::string>());
-    } catch (const std::exception&) {
-      return 0;
-    }
-  }
-  return 0;
-}
-
-std::string b64(std::string_view s) {
-  return base64::encode({reinterpret_cast<const unsigned char*>(s.data()), s.size()});
-}
-
-Result<std::string> unb64(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return std::string();
-  auto decoded = base64::decode(it->get<std::string>());
-  if (!decoded) return Status::internal("etcd answered a {} that is not base64", key);
-  return std::move(*decoded);
-}
-
-Result<json> parse(const std::string& text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Status::internal("etcd answered something that is not JSON");
-  return j;
-}
-
-Result<std::vector<EtcdKv>> kvs_of(const json& j) {
-  std::vector<EtcdKv> out;
-  const auto it = j.find("kvs");
-  if (it == j.end()) return out;
-  for (const auto& kv : *it) {
-    EtcdKv e;
-    ASSIGN_OR_RETURN(e.key, unb64(kv, "key"));
-    ASSIGN_OR_RETURN(e.value, unb64(kv, "value"));
-    e.create_revision = int_of(kv, "create_revision");
-    e.mod_revision = int_of(kv, "mod_revision");
-    e.lease = int_of(kv, "lease");
-    out.push_back(std::move(e));
-  }
-  return out;
-}
 
 // The smallest key greater than every key that starts with `prefix`.
 std::string prefix_end(std::string prefix) {
@@ -104,76 +49,32 @@ http::Awaitable<Result<std::string>> EtcdClient::post(const char* path, std::str
 }
 
 http::Awaitable<Result<std::vector<EtcdKv>>> EtcdClient::get_prefix(const std::string& prefix, int64_t* revision) {
-  const json request = {{"key", b64(prefix)}, {"range_end", b64(prefix_end(prefix))}};
-  CO_ASSIGN_OR_RETURN(const std::string body, co_await post("/v3/kv/range", request.dump()));
-  CO_ASSIGN_OR_RETURN(const json answer, parse(body));
-  if (revision != nullptr) *revision = int_of(answer.value("header", json::object()), "revision");
-  co_return kvs_of(answer);
-}
-
-http::Awaitable<Result<std::optional<EtcdKv>>> EtcdClient::get(const std::string& key) {
-  const json request = {{"key", b64(key)}};
-  CO_ASSIGN_OR_RETURN(const std::string body, co_await post("/v3/kv/range", request.dump()));
-  CO_ASSIGN_OR_RETURN(const json answer, parse(body));
-  CO_ASSIGN_OR_RETURN(std::vector<EtcdKv> kvs, kvs_of(answer));
-  if (kvs.empty()) co_return std::optional<EtcdKv>();
-  co_return std::optional<EtcdKv>(std::move(kvs.front()));
+  CO_ASSIGN_OR_RETURN(const std::string body,
+                      co_await post("/v3/kv/range", wire::etcd_range_request(prefix, prefix_end(prefix))));
+  co_return wire::parse_etcd_range(body, revision);
 }
 
 http::Awaitable<Result<EtcdTxnResult>> EtcdClient::txn(std::vector<EtcdCompare> compares, std::vector<EtcdPut> puts) {
-  json request = {{"compare", json::array()}, {"success", json::array()}};
-  for (const auto& c : compares) {
-    json j = {{"key", b64(c.key)}, {"result", "EQUAL"}};
-    switch (c.target) {
-      case EtcdCompare::Target::kCreateRevision:
-        j["target"] = "CREATE";
-        j["create_revision"] = std::to_string(c.revision);
-        break;
-      case EtcdCompare::Target::kModRevision:
-        j["target"] = "MOD";
-        j["mod_revision"] = std::to_string(c.revision);
-        break;
-      case EtcdCompare::Target::kValue:
-        j["target"] = "VALUE";
-        j["value"] = b64(c.value);
-        break;
-    }
-    request["compare"].push_back(std::move(j));
-  }
-  for (const auto& p : puts) {
-    json put = {{"key", b64(p.key)}, {"value", b64(p.value)}};
-    if (p.lease != 0) put["lease"] = std::to_string(p.lease);
-    request["success"].push_back({{"request_put", std::move(put)}});
-  }
-  CO_ASSIGN_OR_RETURN(const std::string body, co_await post("/v3/kv/txn", request.dump()));
-  CO_ASSIGN_OR_RETURN(const json answer, parse(body));
-  EtcdTxnResult result;
-  result.succeeded = answer.value("succeeded", false);
-  result.revision = int_of(answer.value("header", json::object()), "revision");
-  co_return result;
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await post("/v3/kv/txn", wire::etcd_txn_request(compares, puts)));
+  co_return wire::parse_etcd_txn(body);
 }
 
 http::Awaitable<Result<int64_t>> EtcdClient::grant_lease(int64_t ttl_seconds) {
-  const json request = {{"TTL", ttl_seconds}};
-  CO_ASSIGN_OR_RETURN(const std::string body, co_await post("/v3/lease/grant", request.dump()));
-  CO_ASSIGN_OR_RETURN(const json answer, parse(body));
-  const int64_t id = int_of(answer, "ID");
-  if (id == 0) co_return Status::internal("etcd granted no lease: {}", body.substr(0, 200));
-  co_return id;
+  CO_ASSIGN_OR_RETURN(const std::string body,
+                      co_await post("/v3/lease/grant", wire::etcd_lease_grant_request(ttl_seconds)));
+  co_return wire::parse_etcd_lease_grant(body);
 }
 
 http::Awaitable<Status> EtcdClient::keep_alive(int64_t lease) {
-  const json request = {{"ID", std::to_string(lease)}};
-  CO_ASSIGN_OR_RETURN(const std::string body, co_await post("/v3/lease/keepalive", request.dump()));
-  CO_ASSIGN_OR_RETURN(const json answer, parse(body));
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await post("/v3/lease/keepalive", wire::etcd_lease_request(lease)));
+  CO_ASSIGN_OR_RETURN(const int64_t ttl, wire::parse_etcd_keepalive(body));
   // An expired lease comes back without a TTL.
-  if (int_of(answer.value("result", json::object()), "TTL") <= 0) co_return Status::not_found("lease {:x} expired", lease);
+  if (ttl <= 0) co_return Status::not_found("lease {:x} expired", lease);
   co_return Status::ok();
 }
 
 http::Awaitable<Status> EtcdClient::revoke(int64_t lease) {
-  const json request = {{"ID", std::to_string(lease)}};
-  CO_RETURN_IF_ERROR((co_await post("/v3/lease/revoke", request.dump())).status());
+  CO_RETURN_IF_ERROR((co_await post("/v3/lease/revoke", wire::etcd_lease_request(lease))).status());
   co_return Status::ok();
 }
 

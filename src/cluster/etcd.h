@@ -1,6 +1,6 @@
 #pragma once
 
-#include <cstdint>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -8,40 +8,18 @@
 
 #include "base/result.h"
 #include "http/client.h"
+#include "wire/etcd_json.h"
 
 namespace silo::cluster {
 
-// One key of etcd as a range answer gives it.
-struct EtcdKv {
-  std::string key;
-  std::string value;
-  int64_t create_revision = 0;
-  int64_t mod_revision = 0;
-  int64_t lease = 0;
-};
+using wire::EtcdCompare;
+using wire::EtcdKv;
+using wire::EtcdPut;
+using wire::EtcdTxnResult;
 
-struct EtcdCompare {
-  enum class Target { kCreateRevision, kModRevision, kValue };
-  std::string key;
-  Target target = Target::kModRevision;
-  int64_t revision = 0;  // kCreateRevision, kModRevision (0: the key does not exist)
-  std::string value;     // kValue
-};
-
-struct EtcdPut {
-  std::string key;
-  std::string value;
-  int64_t lease = 0;  // 0: none
-};
-
-struct EtcdTxnResult {
-  bool succeeded = false;
-  int64_t revision = 0;  // the store's revision after the transaction
-};
-
-// A small client of etcd's v3 API through its JSON gateway (POST /v3/kv/range, /v3/kv/txn,
-// /v3/lease/grant|keepalive|revoke): what the control plane needs, over the node's own HTTP
-// client. Endpoints are tried in order, starting with the last one that answered.
+// A small client of etcd's v3 API through its JSON gateway: what the control plane needs,
+// over the node's own HTTP client (bodies: wire/etcd_json.h). Endpoints are tried in
+// order, starting with the last one that answered.
 // Errors: kUnavailable when no endpoint answers, kInternal for answers it cannot read.
 class EtcdClient {
  public:
@@ -49,7 +27,6 @@ class EtcdClient {
 
   // Every key that starts with `prefix`, and the store's revision.
   http::Awaitable<Result<std::vector<EtcdKv>>> get_prefix(const std::string& prefix, int64_t* revision = nullptr);
-  http::Awaitable<Result<std::optional<EtcdKv>>> get(const std::string& key);
   // If every compare holds, applies every put; else nothing.
   http::Awaitable<Result<EtcdTxnResult>> txn(std::vector<EtcdCompare> compares, std::vector<EtcdPut> puts);
   // A new lease of `ttl_seconds`; its id.

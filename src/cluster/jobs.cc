@@ -52,6 +52,12 @@ Status JobRegistry::finish(const std::string& id, std::string state, std::string
   return persist();
 }
 
+Status JobRegistry::checkpoint(const wire::JobInfo& job) {
+  update(job);
+  std::lock_guard lock(mutex_);
+  return persist();
+}
+
 void JobRegistry::update(const wire::JobInfo& job) {
   std::lock_guard lock(mutex_);
   auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.id() == job.id(); });

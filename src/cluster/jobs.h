@@ -30,6 +30,8 @@ class JobRegistry {
   Status finish(const std::string& id, std::string state, std::string detail, int64_t now_unix_nanos);
   // Replaces the progress fields of a running job (not persisted).
   void update(const wire::JobInfo& job);
+  // update(), then persists. Blocking.
+  Status checkpoint(const wire::JobInfo& job);
 
   std::optional<wire::JobInfo> find(const std::string& id) const;
   std::vector<wire::JobInfo> list() const;  // oldest first

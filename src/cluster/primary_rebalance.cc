@@ -117,9 +117,12 @@ http::Awaitable<void> Primary::rebalance_round() {
     bytes += result->bytes_moved();
     errors += result->errors();
   }
-  job.set_objects_done(done);
-  job.set_objects_total(total);
-  job.set_bytes_done(bytes);
+  // The job's figures are the copy's (what moved); cleanup only removes sources.
+  if (map->rebalance_phase() == wire::REBALANCE_PHASE_COPY) {
+    job.set_objects_done(done);
+    job.set_objects_total(total);
+    job.set_bytes_done(bytes);
+  }
   job.set_errors(errors);
   std::string detail;
   if (!down.empty()) {
@@ -137,6 +140,9 @@ http::Awaitable<void> Primary::rebalance_round() {
   const wire::RebalancePhase phase = map->rebalance_phase();
   const wire::RebalancePhase next =
       phase == wire::REBALANCE_PHASE_COPY ? wire::REBALANCE_PHASE_CLEANUP : wire::REBALANCE_PHASE_DONE;
+  // The copy's figures survive a restart of the primary.
+  const Status saved = co_await state_disk_.run([this, &job] { return jobs_.checkpoint(job); });
+  if (!saved.is_ok()) SILO_LOG_WARN("{}: saving its progress: {}", job.id(), saved);
   const Status s = co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
     // A newer change of owners may have replaced this rebalance meanwhile.
     if (nodes.rebalance_id() != id || nodes.rebalance_phase() != phase) return Status::ok();

@@ -60,10 +60,11 @@ json job_to_json(const JobInfo& job) {
               {"detail", job.detail()},
               {"started", job.started_unix_nanos()},
               {"finished", job.finished_unix_nanos()},
-              {"objects_done", job.objects_done()},
-              {"objects_total", job.objects_total()},
-              {"bytes_done", job.bytes_done()},
-              {"errors", job.errors()},
+              {"progress",
+               {{"objects_done", job.objects_done()},
+                {"objects_total", job.objects_total()},
+                {"bytes_done", job.bytes_done()},
+                {"errors", job.errors()}}},
               {"nodes", nodes}};
 }
 

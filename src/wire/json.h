@@ -13,8 +13,9 @@ namespace silo::wire {
 // {"version", "primary", "nodes": [{"id", "role", "url", "state", "mode"}],
 //  "rebalance": {"id", "phase"}} (CONTRACT.md).
 std::string node_map_json(const NodeMap& map);
-// {"id", "kind", "state", "phase", "detail", "started", "finished", "objects_done",
-//  "objects_total", "bytes_done", "errors", "nodes": {id: {...progress}}} (CONTRACT.md).
+// {"id", "kind", "state", "phase", "detail", "started", "finished", "progress":
+//  {"objects_done", "objects_total", "bytes_done", "errors"}, "nodes": {id: {...}}}
+// (CONTRACT.md).
 std::string job_json(const JobInfo& job);
 // {"jobs": [job_json...]}
 std::string job_list_json(std::span<const JobInfo> jobs);
