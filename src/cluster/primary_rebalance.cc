@@ -52,9 +52,6 @@ Status Primary::note_rebalance(const wire::NodeMap& map) {
 }
 
 http::Awaitable<void> Primary::run_rebalance() {
-  // A primary that restarts mid-rebalance finds the job in its persisted node map.
-  const Status noted = co_await state_disk_.run([this] { return note_rebalance(*maps_.node_map()); });
-  if (!noted.is_ok()) SILO_LOG_WARN("rebalance job: {}", noted);
   while (!stopping_) {
     co_await pause(rebalance_timer_, kRebalancePoll);
     if (stopping_) break;
@@ -64,6 +61,13 @@ http::Awaitable<void> Primary::run_rebalance() {
 
 http::Awaitable<void> Primary::rebalance_round() {
   const auto map = maps_.node_map();
+  if (map->rebalance_id() != 0) {
+    // A primary that restarted, or took over (HA), mid-rebalance finds the job in the map.
+    // The current map, read on the state thread where every change is made (one thread):
+    // an older snapshot could take a newer job for a preempted one.
+    const Status noted = co_await state_disk_.run([this] { return note_rebalance(*maps_.node_map()); });
+    if (!noted.is_ok()) SILO_LOG_WARN("rebalance job: {}", noted);
+  }
   if (map->rebalance_id() == 0 || map->rebalance_phase() == wire::REBALANCE_PHASE_DONE) {
     co_await retire_decommissioned();
     co_return;

@@ -27,18 +27,27 @@ std::string membership_json(const wire::NodeMap& map) {
                      rebalance, wire::phase_name(map.rebalance_phase()));
 }
 
+// "/{id}[/{action}]" -> {id, action}; "" or "/" -> {"", ""}.
+std::pair<std::string, std::string> split_id_action(std::string_view rest) {
+  if (rest.size() <= 1) return {};
+  std::string_view id = rest.substr(1);
+  std::string_view action;
+  if (const size_t slash = id.find('/'); slash != std::string_view::npos) {
+    action = id.substr(slash + 1);
+    id = id.substr(0, slash);
+  }
+  return {std::string(id), std::string(action)};
+}
+
 }  // namespace
 
 http::Awaitable<void> Proxy::handle_nodes(http::Exchange& exchange, std::string rest, bool is_admin) {
   const http::RequestHead& request = exchange.request();
   Status s;
-  // rest: "/{id}" or "/{id}/maintenance" or "/{id}/decommission"
-  std::string id = rest.size() > 1 ? rest.substr(1) : "";
-  std::string action;
-  if (const size_t slash = id.find('/'); slash != std::string::npos) {
-    action = id.substr(slash + 1);
-    id.resize(slash);
-  }
+  // rest: "", "/{id}", "/{id}/maintenance" or "/{id}/decommission"
+  const std::pair<std::string, std::string> parts = split_id_action(rest);
+  const std::string& id = parts.first;
+  const std::string& action = parts.second;
   if (!is_admin) {
     s = Status::permission_denied("only admin users may change the cluster's membership");
   } else if (id.empty() && request.method != http::Method::kPost) {
@@ -79,12 +88,9 @@ http::Awaitable<void> Proxy::handle_nodes(http::Exchange& exchange, std::string 
 http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string rest, bool is_admin) {
   const http::RequestHead& request = exchange.request();
   Status s;
-  std::string id = rest.size() > 1 ? rest.substr(1) : "";
-  std::string action;
-  if (const size_t slash = id.find('/'); slash != std::string::npos) {
-    action = id.substr(slash + 1);
-    id.resize(slash);
-  }
+  const std::pair<std::string, std::string> parts = split_id_action(rest);
+  const std::string& id = parts.first;
+  const std::string& action = parts.second;
   const bool is_abort = action == "abort";
   if (is_abort && !is_admin) {
     s = Status::permission_denied("only admin users may abort jobs");

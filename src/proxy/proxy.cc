@@ -48,7 +48,11 @@ Result<std::pair<std::vector<wire::ListEntry>, bool>> merge_pages(std::vector<Re
     auto& entry = (*pages[best]->mutable_entries())[next[best]];
     if (cutoff && entry.name() > *cutoff) break;
     ++next[best];
-    if (!merged.empty() && merged.back().name() == entry.name()) continue;  // on two targets (moving)
+    if (!merged.empty() && merged.back().name() == entry.name()) {
+      // On two targets while a rebalance moves it: the newer version is the one that stays.
+      if (entry.mtime_unix_nanos() > merged.back().mtime_unix_nanos()) merged.back() = std::move(entry);
+      continue;
+    }
     if (merged.size() == limit) {
       is_truncated = true;
       break;
