@@ -11,6 +11,9 @@ namespace silo::cluster {
 inline constexpr const char* kForwardedHeader = "X-Silo-Forwarded";  // value: sender node id
 inline constexpr const char* kNodeMapVersionHeader = "X-Silo-Node-Map-Version";
 inline constexpr const char* kBucketMapVersionHeader = "X-Silo-Bucket-Map-Version";
+// On a forwarded GET or HEAD: serve this node's own copy, owner or not (a rebalance reads
+// an object not moved yet from where it still is). A miss answers 503: it moved meanwhile.
+inline constexpr const char* kLocalOnlyHeader = "X-Silo-Local-Only";
 
 // The HTTP status a Status code maps to on the native API.
 int http_status(Code code);

@@ -16,6 +16,7 @@
 #include "cluster/gather.h"
 #include "cluster/names.h"
 #include "cluster/primary.h"
+#include "cluster/relay.h"
 #include "cluster/reply.h"
 #include "cluster/sleep.h"
 #include "target/target.h"
@@ -365,6 +366,42 @@ http::Awaitable<Status> Target::pull_if_missing(const ObjectRef& object) {
                                   object.name);
   }
   co_return Status::ok();
+}
+
+bool Target::is_local_only(const http::RequestHead& request) {
+  return request.headers.has(cluster::kLocalOnlyHeader) && request.headers.has(cluster::kForwardedHeader);
+}
+
+http::Awaitable<Status> Target::read_from_neighbor(http::Exchange& exchange, const ObjectRef& object) {
+  bool is_unsure = false;
+  for (const wire::NodeInfo& node : maps_.placement()->ranked_holders(object)) {
+    if (node.id() == options_.self.id()) continue;
+    if (node.state() == wire::NODE_STATE_DOWN) {
+      is_unsure = true;
+      continue;
+    }
+    auto to = http::Endpoint::parse(node.url());
+    if (!to) continue;
+    http::ClientRequest ask;
+    ask.target = internal_object_target(object) + "?meta=1";
+    auto answer = co_await client_->call(*to, std::move(ask), "", kMaxRecordBytes);
+    if (!answer || (answer->status != 200 && answer->status != 404)) {
+      is_unsure = true;
+      continue;
+    }
+    if (answer->status == 404) continue;
+    forwards_.add();
+    http::Headers extra;
+    extra.set(cluster::kForwardedHeader, options_.self.id());
+    extra.set(cluster::kLocalOnlyHeader, "1");
+    extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+    co_return co_await cluster::relay(exchange, *client_, *to, extra);
+  }
+  if (is_unsure) {
+    co_return Status::unavailable("object {} is being rebalanced and a target that may hold it is down or unreachable",
+                                  object.name);
+  }
+  co_return Status::not_found("The specified key does not exist: {}", object.name).with_reason("NoSuchKey");
 }
 
 http::Awaitable<Result<bool>> Target::remove_elsewhere(const ObjectRef& object) {

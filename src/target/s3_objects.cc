@@ -12,6 +12,7 @@
 #include "s3/http_time.h"
 #include "s3/names.h"
 #include "target/object_headers.h"
+#include "target/read_here_or_neighbor.h"
 #include "target/target.h"
 
 namespace silo::target {
@@ -207,7 +208,7 @@ http::Awaitable<void> Target::handle_s3(http::Exchange& exchange, const cluster:
       s = found.error();
     }
   }
-  if (s.is_ok() && !resolved->is_local) {
+  if (s.is_ok() && !resolved->is_local && !is_local_only(exchange.request())) {
     s = co_await forward(exchange, *resolved);
   } else if (s.is_ok()) {
     const bool is_read = op == s3::Op::kGetObject || op == s3::Op::kHeadObject;
@@ -233,14 +234,17 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
   // (get-from-neighbor) for every operation that reads or keeps what exists.
   const bool is_conditional_put = op == s3::Op::kPutObject && (exchange.request().headers.has("If-Match") ||
                                                                exchange.request().headers.has("If-None-Match"));
-  const bool reads_existing = op == s3::Op::kGetObject || op == s3::Op::kHeadObject || op == s3::Op::kCopyObject ||
-                              op == s3::Op::kGetObjectTagging || op == s3::Op::kPutObjectTagging ||
+  // (GET and HEAD read from where the object still is instead: no copy to wait for.)
+  const bool reads_existing = op == s3::Op::kCopyObject || op == s3::Op::kGetObjectTagging ||
+                              op == s3::Op::kPutObjectTagging ||
                               op == s3::Op::kDeleteObjectTagging || op == s3::Op::kGetObjectAcl || is_conditional_put;
   if (reads_existing) CO_RETURN_IF_ERROR(co_await pull_if_missing(r.object));
   switch (op) {
     case s3::Op::kPutObject: co_return co_await s3_put(exchange, request, r);
     case s3::Op::kGetObject:
-    case s3::Op::kHeadObject: co_return co_await s3_get(exchange, request, r);
+    case s3::Op::kHeadObject:
+      co_return co_await read_here_or_neighbor(exchange, r.object,
+                                               [this, &exchange, &request, &r] { return s3_get(exchange, request, r); });
     case s3::Op::kDeleteObject: {
       deletes_.add();
       CO_RETURN_IF_ERROR((co_await remove_elsewhere(r.object)).status());

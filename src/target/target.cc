@@ -21,6 +21,7 @@
 #include "cluster/reply.h"
 #include "http/range.h"
 #include "target/object_headers.h"
+#include "target/read_here_or_neighbor.h"
 #include "wire/json.h"
 
 namespace silo::target {
@@ -174,16 +175,17 @@ http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::strin
   Status s;
   if (!resolved) {
     s = std::move(resolved).error();
-  } else if (!resolved->is_local) {
+  } else if (!resolved->is_local && !is_local_only(request)) {
     s = co_await forward(exchange, *resolved);
   } else {
     switch (request.method) {
       case http::Method::kPut: s = co_await put(exchange, *resolved); break;
       case http::Method::kGet:
-      case http::Method::kHead:
-        s = co_await pull_if_missing(resolved->object);  // while objects move (rebalance.cc)
-        if (s.is_ok()) s = co_await get(exchange, *resolved);
+      case http::Method::kHead: {
+        const Resolved& r = *resolved;
+        s = co_await read_here_or_neighbor(exchange, r.object, [this, &exchange, &r] { return get(exchange, r); });
         break;
+      }
       case http::Method::kDelete: s = co_await remove(exchange, *resolved); break;
       default: s = Status::invalid_argument("method {} is not allowed on an object", request.method_text);
     }

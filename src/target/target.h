@@ -135,6 +135,16 @@ class Target {
   // target that still has it. ok when the object is here now or nowhere (the caller's own
   // lookup then answers NoSuchKey); kUnavailable when a target that may hold it is down.
   http::Awaitable<Status> pull_if_missing(const ObjectRef& object);
+  // Whether the request asks for this node's own copy (kLocalOnlyHeader, forwarded).
+  static bool is_local_only(const http::RequestHead& request);
+  // A GET or HEAD that missed here while a rebalance runs: relays it to the target that
+  // still has the object, streaming the answer (no copy waits). NoSuchKey when none has
+  // it; kUnavailable when one that may have it is down.
+  http::Awaitable<Status> read_from_neighbor(http::Exchange& exchange, const ObjectRef& object);
+  // Runs a GET or HEAD (`read`) and, when it missed before answering anything while a
+  // rebalance runs, reads from the neighbor instead.
+  template <typename ReadFn>
+  http::Awaitable<Status> read_here_or_neighbor(http::Exchange& exchange, const ObjectRef& object, ReadFn read);
   // While a rebalance runs, a DELETE also removes the copies other targets still hold.
   // Returns whether any had one.
   http::Awaitable<Result<bool>> remove_elsewhere(const ObjectRef& object);

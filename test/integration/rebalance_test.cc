@@ -402,3 +402,39 @@ TEST(RebalanceTest, AdminAddsAWaitingTarget) {
 
 }  // namespace
 }  // namespace silo::integration
+
+namespace silo::integration {
+namespace {
+
+TEST(RebalanceTest, DeletesAndOverwritesDuringARebalanceStick) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  Objects objects = put_objects(*cluster, 1500);
+
+  ASSERT_OK_AND_ASSIGN(const std::string added, cluster->add_node("target"));
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
+  // While objects move: every 5th is deleted, every 5th + 1 rewritten with new bytes.
+  silo::testing::Random random;
+  std::vector<std::string> names;
+  for (const auto& [name, bytes] : objects) names.push_back(name);
+  for (size_t i = 0; i < names.size(); i += 5) {
+    ASSERT_OK(c.remove(kBucket, names[i]));
+    objects.erase(names[i]);
+    const std::string& rewritten = names[i + 1];
+    objects[rewritten] = random.bytes(random.uniform(1, 8192));
+    ASSERT_OK(c.put(kBucket, rewritten, objects[rewritten]).status());
+  }
+  wait_rebalance(c, map.rebalance_job());
+
+  // Deleted ones stay deleted (no copy comes back), rewritten ones keep the new bytes.
+  for (size_t i = 0; i < names.size(); i += 5) {
+    EXPECT_EQ(c.get(kBucket, names[i]).status().code(), Code::kNotFound) << names[i] << " came back";
+  }
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, "after the rebalance");
+  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size()) << "objects left twice (or lost) on disk";
+}
+
+}  // namespace
+}  // namespace silo::integration
