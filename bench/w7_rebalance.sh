@@ -3,7 +3,8 @@
 # hold COUNT objects; a fourth target joins; the rebalance moves about a quarter of the
 # bytes to it (each copy fsynced before its source is removed). Reports the bytes moved
 # per second against `dd bs=1M conv=fdatasync` on the same disk, and a reader that GETs
-# random objects through the whole rebalance (its errors must be 0). Options: bench/lib.sh.
+# random objects through the whole rebalance (its errors must be 0; its p99 beside the
+# same reader's with nothing moving). Options: bench/lib.sh.
 source "$(dirname "$0")/lib.sh"
 bench_start "$@"
 
@@ -21,6 +22,9 @@ rm -f "$work/dd.src" "$work/dd.bin"
 
 api() { curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$SILO_ACCESS_KEY:$SILO_SECRET_KEY" "$SILO_ENDPOINT$1"; }
 
+# The reader's latency with nothing moving, for the row below.
+bench_run "$work/idle.json" get --bucket shards --path gateway --objects $objects --prefix s- --name-format '{:06}' \
+  -c 4 -d "$duration"
 # A reader through the gateway for the whole rebalance (stopped once the job ends).
 "$silo_bench" get --bucket shards --path gateway --objects $objects --prefix s- --name-format '{:06}' -c 4 \
   -d 600 --json --no-progress >"$work/reader.json" &
@@ -44,7 +48,8 @@ rate=$(python3 -c "print(round($moved_mb / max($seconds, 1e-3), 1))")
 reader_errors=$(json "$work/reader.json" 'r["errors"]+0' 2>/dev/null || echo "?")
 row "W7 rebalance, 4th target joins: MB moved/s (${moved_mb%.*} MB, $objects_moved objects, ${seconds%.*} s)" MB/s \
   "$rate" "$dd_mbs" - - - "$(peak_rss_mb $target_pids)"
-row "W7 reader GETs during the rebalance: p99 ms" ms "$(json "$work/reader.json" 'r["latency_ms"]["p99"]' 2>/dev/null || echo -)" - -
+row "W7 reader GET p99 during the rebalance vs idle (${size_mib} MiB, 4 conn)" ms \
+  "$(json "$work/reader.json" 'r["latency_ms"]["p99"]' 2>/dev/null || echo -)" "$(json "$work/idle.json" 'r["latency_ms"]["p99"]')" -
 row "W7 reader GETs that failed" count "$reader_errors" - "abs<=0"
 bench_report w7_rebalance
 [ "$reader_errors" = 0 ] || bench_die "$reader_errors GETs failed during the rebalance"
