@@ -334,6 +334,7 @@ Result<JobEntry> job_of(const JsonValue& j) {
   const JsonValue& p = j["progress"];
   ASSIGN_OR_RETURN(job.objects_done, p["objects_done"].to_u64());
   ASSIGN_OR_RETURN(job.objects_total, p["objects_total"].to_u64());
+  ASSIGN_OR_RETURN(job.objects_remaining, p["objects_remaining"].to_u64());
   ASSIGN_OR_RETURN(job.bytes_done, p["bytes_done"].to_u64());
   ASSIGN_OR_RETURN(job.errors, p["errors"].to_u64());
   return job;

@@ -62,8 +62,9 @@ struct JobEntry {
   std::string state;  // "running" | "finished" | "preempted" | "aborted" | "failed"
   std::string phase;
   std::string detail;
-  uint64_t objects_done = 0;
-  uint64_t objects_total = 0;
+  uint64_t objects_done = 0;   // moved (rebalance)
+  uint64_t objects_total = 0;  // an estimate of all the objects the job looks at
+  uint64_t objects_remaining = 0;  // still to look at
   uint64_t bytes_done = 0;
   uint64_t errors = 0;
 };

@@ -102,7 +102,7 @@ http::Awaitable<void> Primary::rebalance_round() {
   if (auto existing = jobs_.find(rebalance_job_id(map->rebalance_id()))) job = *existing;
   job.set_phase(std::string(wire::phase_name(map->rebalance_phase())));
   job.clear_nodes();
-  uint64_t done = 0, total = 0, bytes = 0, errors = 0;
+  uint64_t done = 0, total = 0, scanned = 0, bytes = 0, errors = 0;
   std::vector<std::string> waiting = down;
   bool all_finished = down.empty();
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -118,6 +118,7 @@ http::Awaitable<void> Primary::rebalance_round() {
     if (!is_current) continue;
     done += result->objects_moved();
     total += result->objects_total();
+    scanned += result->objects_scanned();
     bytes += result->bytes_moved();
     errors += result->errors();
   }
@@ -125,6 +126,7 @@ http::Awaitable<void> Primary::rebalance_round() {
   if (map->rebalance_phase() == wire::REBALANCE_PHASE_COPY) {
     job.set_objects_done(done);
     job.set_objects_total(total);
+    job.set_objects_scanned(scanned);
     job.set_bytes_done(bytes);
   }
   job.set_errors(errors);

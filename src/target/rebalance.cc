@@ -155,7 +155,20 @@ void Target::stop_rebalance() {
   cluster::cancel(walk_->timer);
 }
 
+http::Awaitable<void> Target::drain_copies() {
+  std::unique_ptr<asio::steady_timer> timer;
+  for (int i = 0; i < 2000; ++i) {  // 10 s; a copy stuck longer fails the walk's objects, which retry
+    {
+      std::lock_guard lock(copies_mutex_);
+      if (copies_in_flight_ == 0) co_return;
+    }
+    co_await cluster::pause(timer, std::chrono::milliseconds(5));
+  }
+}
+
 http::Awaitable<void> Target::walk(std::shared_ptr<Walk> walk) {
+  // Copies that passed their ownership check under the previous map finish first.
+  co_await drain_copies();
   SILO_LOG_INFO("rebalance walk {} ({}) starts over ~{} objects", walk->rebalance_id, wire::phase_name(walk->phase),
                 walk->total);
   while (!walk->cancelled) {
@@ -202,6 +215,7 @@ http::Awaitable<Status> Target::walk_once(Walk& walk) {
         if (owner.id() == options_.self.id()) continue;
         moves.push_back([this, &walk, object, owner]() { return move_object(walk, object, owner); });
         if (moves.size() == kWalkParallelism) {
+          if (walk.cancelled) co_return Status::ok();
           for (const Status& s : co_await cluster::gather<Status>(std::move(moves))) {
             if (!s.is_ok()) walk.fail(s);
           }
@@ -310,15 +324,30 @@ http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const O
   options.attributes = record;
   options.original = record;
   options.expected_size = record.size();
-  options.precondition = [&record](const wire::ObjectRecord* current) {
-    if (incoming_wins(current, record)) return Status::ok();
-    return Status::already_exists("a copy as new or newer is here");
+  bool is_counted = false;
+  options.precondition = [this, &record, &object, &is_counted](const wire::ObjectRecord* current) {
+    // Only the owner under this node's current map takes a copy: one sent by a walk that a
+    // newer map cancelled must not land where the new walk has looked already.
+    std::lock_guard lock(copies_mutex_);
+    const auto placement = maps_.placement();
+    if (placement->empty() || placement->owner(object).id() != options_.self.id()) {
+      return Status::failed_precondition("{} is not the owner of {} under node map v{}", options_.self.id(),
+                                         object.name, maps_.node_map()->version());
+    }
+    if (!incoming_wins(current, record)) return Status::already_exists("a copy as new or newer is here");
+    ++copies_in_flight_;
+    is_counted = true;
+    return Status::ok();
   };
   WriteTicket ticket(*this);
   guard_bucket(options, *bucket, ticket);
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(object, std::move(options)));
   CO_RETURN_IF_ERROR((co_await receive(body, *writer, {})).status());
   auto committed = co_await writer->commit();
+  if (is_counted) {
+    std::lock_guard lock(copies_mutex_);
+    --copies_in_flight_;
+  }
   if (!committed && committed.error().code() == Code::kAlreadyExists) co_return false;
   if (!committed) co_return std::move(committed).error();
   co_return true;
@@ -354,6 +383,10 @@ http::Awaitable<Status> Target::pull_if_missing(const ObjectRef& object) {
       continue;
     }
     auto stored = co_await store_copy((*call)->body(), object);
+    if (!stored && stored.error().code() == Code::kFailedPrecondition) {
+      co_return Status::unavailable("object {} changed owner while being read (node maps converging); retry",
+                                    object.name);
+    }
     if (!stored) {
       Status failed = std::move(stored).error();
       co_return failed.annotate("get-from-neighbor {} from {}", object.name, node.id());

@@ -167,6 +167,12 @@ class Target {
   std::shared_ptr<Resilver> resilver_;  // GUARDED_BY(resilver_mutex_); the current or last one
   std::atomic<bool> is_stopping_{false};
 
+  // Copies received (rebalance, get-from-neighbor) between their ownership check and the
+  // end of their commit: a new walk waits for them, so none lands behind its listing.
+  std::mutex copies_mutex_;
+  uint64_t copies_in_flight_ = 0;  // GUARDED_BY(copies_mutex_)
+  http::Awaitable<void> drain_copies();
+
   std::mutex rebalance_mutex_;
   std::shared_ptr<Walk> walk_;     // GUARDED_BY(rebalance_mutex_); the current or last walk
   store::DiskExecutor reader_{2};  // reads object files for pushes

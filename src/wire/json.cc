@@ -63,6 +63,9 @@ json job_to_json(const JobInfo& job) {
               {"progress",
                {{"objects_done", job.objects_done()},
                 {"objects_total", job.objects_total()},
+                {"objects_scanned", job.objects_scanned()},
+                {"objects_remaining",
+                 job.objects_total() > job.objects_scanned() ? job.objects_total() - job.objects_scanned() : 0},
                 {"bytes_done", job.bytes_done()},
                 {"errors", job.errors()}}},
               {"nodes", nodes}};

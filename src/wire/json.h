@@ -14,7 +14,8 @@ namespace silo::wire {
 //  "rebalance": {"id", "phase"}} (CONTRACT.md).
 std::string node_map_json(const NodeMap& map);
 // {"id", "kind", "state", "phase", "detail", "started", "finished", "progress":
-//  {"objects_done", "objects_total", "bytes_done", "errors"}, "nodes": {id: {...}}}
+//  {"objects_done", "objects_total", "objects_scanned", "objects_remaining", "bytes_done",
+//  "errors"}, "nodes": {id: {...}}}
 // (CONTRACT.md).
 std::string job_json(const JobInfo& job);
 // {"jobs": [job_json...]}

@@ -438,3 +438,32 @@ TEST(RebalanceTest, DeletesAndOverwritesDuringARebalanceStick) {
 
 }  // namespace
 }  // namespace silo::integration
+
+namespace silo::integration {
+namespace {
+
+TEST(RebalanceTest, ANewerChangePreemptsARunningRebalance) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(2)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  const Objects objects = put_objects(*cluster, 1500);
+
+  // Two changes of owners back to back: the first rebalance is cut short by the second.
+  ASSERT_OK_AND_ASSIGN(const client::MembershipChange first, c.set_maintenance("t2", true));
+  ASSERT_OK_AND_ASSIGN(const client::MembershipChange second, c.set_maintenance("t2", false));
+  ASSERT_NE(first.rebalance_job, second.rebalance_job);
+  wait_rebalance(c, second.rebalance_job);
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry old, c.job(first.rebalance_job));
+  EXPECT_TRUE(old.state == "preempted" || old.state == "finished") << old.state;
+  EXPECT_NE(old.detail.find(second.rebalance_job), std::string::npos) << old.detail;
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry now, c.job(second.rebalance_job));
+  EXPECT_EQ(now.objects_remaining, 0u);
+
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, "after two rebalances");
+  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size()) << "objects left twice (or lost) on disk";
+  EXPECT_GT(files_on(*cluster, {"t2"}), objects.size() / 4) << "t2 is back in service and owns its share";
+}
+
+}  // namespace
+}  // namespace silo::integration
