@@ -4,6 +4,7 @@
 // (an nftables rule on its etcd address) stops acting as primary; never two at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <thread>
@@ -198,6 +199,39 @@ TEST(HaTest, ProxyCutOffFromEtcdStopsActingAsPrimary) {
         return versions.size() == 1;
       },
       seconds(15), "every node on the same node map version"));
+}
+
+}  // namespace
+}  // namespace silo::integration
+
+namespace silo::integration {
+namespace {
+
+TEST(HaTest, EtcdDownFreezesChangesButNotData) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(ha_options(3, 2)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket("frozen"));
+  ASSERT_OK(c.put("frozen", "a", "bytes before the outage").status());
+  const std::vector<std::string> proxies = urls_of(*cluster, cluster->proxy_ids());
+
+  ASSERT_OK(cluster->stop("etcd"));
+  ASSERT_OK(silo::testing::wait_until(
+      [&] { return std::none_of(proxies.begin(), proxies.end(), acts_as_primary); }, seconds(10),
+      "every proxy to stop acting as primary without etcd"));
+  // Data goes on; changes of the maps wait for etcd (503, which clients retry).
+  ASSERT_OK_AND_ASSIGN(const std::string got, c.get("frozen", "a"));
+  EXPECT_EQ(got, "bytes before the outage");
+  ASSERT_OK(c.put("frozen", "b", "written during the outage").status());
+  EXPECT_EQ(c.create_bucket("later").code(), Code::kUnavailable);
+
+  ASSERT_OK(cluster->restart("etcd"));
+  ASSERT_OK(silo::testing::wait_until(
+      [&] { return std::count_if(proxies.begin(), proxies.end(), acts_as_primary) == 1; }, seconds(15),
+      "a primary again once etcd is back"));
+  ASSERT_OK(silo::testing::wait_until([&] { return c.create_bucket("later").is_ok(); }, seconds(10),
+                                      "a bucket create after the outage"));
+  ASSERT_OK_AND_ASSIGN(const std::string b, c.get("frozen", "b"));
+  EXPECT_EQ(b, "written during the outage");
 }
 
 }  // namespace
