@@ -376,7 +376,7 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
     co_await target_->handle_internal_object(exchange, std::string_view(path).substr(21));
   } else if ((path == "/v1/mountpaths" || starts_with(path, "/v1/mountpaths/")) && target_) {
     co_await target_->handle_mountpaths(exchange, std::string_view(path).substr(14), is_admin);
-  } else if (starts_with(path, "/v1/cluster/nodes")) {
+  } else if (path == "/v1/cluster/nodes" || starts_with(path, "/v1/cluster/nodes/")) {
     co_await proxy_->handle_nodes(exchange, path.substr(std::string_view("/v1/cluster/nodes").size()), is_admin);
   } else if (path == "/v1/jobs" || starts_with(path, "/v1/jobs/")) {
     co_await proxy_->handle_jobs(exchange, path.substr(std::string_view("/v1/jobs").size()), is_admin);

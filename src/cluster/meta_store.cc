@@ -1,6 +1,7 @@
 #include "cluster/meta_store.h"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include "base/log.h"
@@ -145,12 +146,17 @@ http::Awaitable<void> EtcdMetaStore::campaign(Hooks& hooks) {
   co_await follow(hooks);
   is_leader_ = true;
   SILO_LOG_INFO("elected primary through etcd (lease {:x}, revision {})", *lease, won->revision);
+  // Taking the role pushes the maps to every node, which can take a while; the lease must
+  // be renewed meanwhile, so it runs beside this loop.
+  boost::asio::co_spawn(executor_, take_role(hooks), boost::asio::detached);
+}
+
+http::Awaitable<void> EtcdMetaStore::take_role(Hooks& hooks) {
   const Status s = co_await hooks.elected();
-  if (!s.is_ok()) {
-    SILO_LOG_ERROR("could not take the primary role: {}", s);
-    step_down(hooks, "taking the role failed");
-    std::ignore = co_await etcd_.revoke(lease_);
-  }
+  if (s.is_ok() || !is_leader_) co_return;
+  SILO_LOG_ERROR("could not take the primary role: {}", s);
+  step_down(hooks, "taking the role failed");
+  std::ignore = co_await etcd_.revoke(lease_);
 }
 
 http::Awaitable<void> EtcdMetaStore::renew(Hooks& hooks) {

@@ -75,6 +75,8 @@ class EtcdMetaStore final : public MetaStore {
   http::Awaitable<void> follow(Hooks& hooks);
   http::Awaitable<void> campaign(Hooks& hooks);
   http::Awaitable<void> renew(Hooks& hooks);
+  // hooks.elected(); resigns when it fails. Runs beside run(), which owns `hooks`.
+  http::Awaitable<void> take_role(Hooks& hooks);
   void step_down(Hooks& hooks, std::string_view why);
   std::chrono::steady_clock::duration authority() const;
   http::Awaitable<std::optional<Result<EtcdTxnResult>>> txn_for_future(std::vector<EtcdCompare> compares,
