@@ -52,7 +52,7 @@ Clock::duration EtcdMetaStore::authority() const {
 }
 
 bool EtcdMetaStore::is_authoritative() const {
-  if (!is_leader_) return false;
+  if (!is_leader_ || must_resign_) return false;
   return Clock::now().time_since_epoch().count() - renewed_at_.load() < authority().count();
 }
 
@@ -120,12 +120,12 @@ http::Awaitable<void> EtcdMetaStore::follow(Hooks& hooks) {
 }
 
 http::Awaitable<void> EtcdMetaStore::campaign(Hooks& hooks) {
+  const int64_t sent = ticks_now();  // the lease's time starts at the grant
   auto lease = co_await etcd_.grant_lease(config_.primary_lease.count());
   if (!lease) {
     SILO_LOG_WARN("etcd: cannot campaign for primary: {}", lease.error());
     co_return;
   }
-  const int64_t sent = ticks_now();
   std::vector<EtcdCompare> compares;
   compares.push_back({primary_key_, EtcdCompare::Target::kCreateRevision, 0, ""});
   std::vector<EtcdPut> puts;
@@ -138,6 +138,7 @@ http::Awaitable<void> EtcdMetaStore::campaign(Hooks& hooks) {
   lease_ = *lease;
   leadership_revision_ = won->revision;
   renewed_at_ = sent;
+  must_resign_ = false;
   {
     std::lock_guard lock(mutex_);
     primary_id_ = self_.id();
@@ -160,6 +161,13 @@ http::Awaitable<void> EtcdMetaStore::take_role(Hooks& hooks) {
 }
 
 http::Awaitable<void> EtcdMetaStore::renew(Hooks& hooks) {
+  if (must_resign_) {
+    // A commit whose outcome is unknown (or that etcd refused): our maps may be behind
+    // etcd's. Give the role up; whoever wins next (maybe us) reads etcd first.
+    step_down(hooks, "a change could not be committed to etcd; re-electing to read the maps again");
+    std::ignore = co_await etcd_.revoke(lease_);
+    co_return;
+  }
   const int64_t sent = ticks_now();
   const Status s = co_await etcd_.keep_alive(lease_);
   if (s.is_ok()) {
@@ -208,10 +216,15 @@ Status EtcdMetaStore::commit(wire::NodeMap* nodes, wire::BucketMap* buckets) {
   std::future<std::optional<Result<EtcdTxnResult>>> pending = boost::asio::co_spawn(
       executor_, txn_for_future(std::move(compares), std::move(puts)), boost::asio::use_future);
   Result<EtcdTxnResult> result = *pending.get();
-  if (!result) return std::move(result).error();
+  if (!result) {
+    must_resign_ = true;  // it may have been applied: our maps may be behind etcd's now
+    return Status::unavailable("committing to etcd: {}; the primary role is being re-elected, retry",
+                               result.error().message());
+  }
   if (!result->succeeded) {
-    return Status::failed_precondition(
-        "etcd refused the change: this proxy lost the primary role or the maps changed meanwhile");
+    must_resign_ = true;
+    return Status::unavailable(
+        "etcd refused the change: this proxy lost the primary role or its maps are behind; retry");
   }
   if (nodes != nullptr) nodes->set_version(result->revision);
   if (buckets != nullptr) buckets->set_version(result->revision);

@@ -92,6 +92,7 @@ class EtcdMetaStore final : public MetaStore {
   const std::string bucket_map_key_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> is_leader_{false};
+  std::atomic<bool> must_resign_{false};  // a commit failed: step down at the next renewal
   std::atomic<int64_t> lease_{0};
   std::atomic<int64_t> leadership_revision_{0};  // create revision of our primary key
   std::atomic<int64_t> renewed_at_{0};           // steady clock ticks when the last renewal was sent

@@ -530,8 +530,12 @@ Status StoreImpl::move_within(const ObjectRef& object, size_t from, size_t to, R
   if (!record) return std::move(record).error();
   const std::string source_path = source.object_file_path(object.bucket_id, object.name, record->generation());
   Result<wire::ObjectRecord> current = owner.meta().get(object.bucket_id, object.name);
-  if (current || current.error().code() != Code::kNotFound) {
-    // The owner has the object (written there since): this copy is stale.
+  if (!current && current.error().code() != Code::kNotFound && current.error().code() != Code::kDataLoss) {
+    return std::move(current).error();  // cannot tell: keep the source
+  }
+  if (current) {
+    // The owner has the object (written there since): this copy is stale. (A record there
+    // that does not decode is overwritten by the move below.)
     RETURN_IF_ERROR(source.meta().remove(object.bucket_id, object.name, Durability::kFsync));
     std::ignore = remove_file(source_path);
     ++stats.stale_removed;

@@ -15,7 +15,12 @@ http::Awaitable<Status> Target::read_here_or_neighbor(http::Exchange& exchange, 
     co_return Status::unavailable("object {} moved while being read; retry", object.name);
   }
   if (!is_rebalancing()) co_return s;
-  co_return co_await read_from_neighbor(exchange, object);
+  s = co_await read_from_neighbor(exchange, object);
+  if (s.is_ok() || exchange.response().has_begun()) co_return s;
+  // Missed here and found nowhere else (or moved on): a copy may have landed here since.
+  const Status again = co_await read();
+  if (again.code() == Code::kNotFound && !exchange.response().has_begun()) co_return s;
+  co_return again;
 }
 
 }  // namespace silo::target

@@ -103,7 +103,19 @@ struct Target::Walk {
   std::atomic<int64_t> finished_unix_nanos{0};
   std::mutex mutex;
   std::string last_error;  // GUARDED_BY(mutex)
+  // Copies this walk sent of objects deleted meanwhile, still to take back at their
+  // owner (object, owner, mtime, xxh3): the walk is not finished until they are.
+  struct Undo {
+    ObjectRef object;
+    http::Endpoint owner;
+    int64_t mtime_unix_nanos = 0;
+    uint64_t xxh3 = 0;
+  };
+  std::vector<Undo> undos;  // GUARDED_BY(mutex)
   std::unique_ptr<asio::steady_timer> timer;  // the pause between attempts
+  // The walk this one replaced: it must have exited (its last copies landed) first.
+  std::shared_ptr<Walk> previous;
+  std::atomic<bool> exited{false};
 
   void fail(const Status& s) {
     errors.fetch_add(1);
@@ -142,6 +154,7 @@ http::Awaitable<void> Target::sync_rebalance() {
     started->phase = map->rebalance_phase();
     started->started_unix_nanos = Clock::real().unix_nanos();
     started->total = store_.object_count_estimate();
+    started->previous = walk_;
     walk_ = started;
   }
   asio::co_spawn(co_await asio::this_coro::executor, walk(started), asio::detached);
@@ -155,9 +168,23 @@ void Target::stop_rebalance() {
   cluster::cancel(walk_->timer);
 }
 
-http::Awaitable<void> Target::drain_copies() {
+http::Awaitable<void> Target::drain_copies(Walk& walk) {
   std::unique_ptr<asio::steady_timer> timer;
-  for (int i = 0; i < 2000; ++i) {  // 10 s; a copy stuck longer fails the walk's objects, which retry
+  // Every walk this one replaced has exited (none of its copies or undos is on its way),
+  // and its copies still to take back are this walk's to finish. A walk cancelled before
+  // it got here keeps its own predecessors, so the chain is followed to its end.
+  for (std::shared_ptr<Walk> p = walk.previous; p; p = p->previous) {
+    while (!p->exited) {
+      if (walk.cancelled) co_return;  // the walk that replaces this one takes the chain over
+      co_await cluster::pause(timer, std::chrono::milliseconds(5));
+    }
+    std::scoped_lock lock(walk.mutex, p->mutex);
+    for (auto& undo : p->undos) walk.undos.push_back(std::move(undo));
+    p->undos.clear();
+  }
+  walk.previous.reset();
+  // Copies accepted here under the previous map have committed.
+  while (!walk.cancelled) {
     {
       std::lock_guard lock(copies_mutex_);
       if (copies_in_flight_ == 0) co_return;
@@ -166,15 +193,53 @@ http::Awaitable<void> Target::drain_copies() {
   }
 }
 
+http::Awaitable<Status> Target::retry_undos(Walk& walk) {
+  std::vector<Walk::Undo> undos;
+  {
+    std::lock_guard lock(walk.mutex);
+    undos.swap(walk.undos);
+  }
+  Status last;
+  for (auto& undo : undos) {
+    const Status s = co_await send_undo(undo.owner, undo.object, undo.mtime_unix_nanos, undo.xxh3);
+    if (s.is_ok()) continue;
+    last = s;
+    std::lock_guard lock(walk.mutex);
+    walk.undos.push_back(std::move(undo));
+  }
+  co_return last;
+}
+
+http::Awaitable<Status> Target::send_undo(const http::Endpoint& owner, const ObjectRef& object, int64_t mtime,
+                                          uint64_t xxh3) {
+  http::ClientRequest undo;
+  undo.method = http::Method::kDelete;
+  undo.target = fmt::format("{}?mtime={}&xxh3={}", internal_object_target(object), mtime, xxh3);
+  CO_ASSIGN_OR_RETURN(auto undone, co_await client_->call(owner, std::move(undo), "", kMaxSmallBody));
+  if (undone.status != 204 && undone.status != 404 && undone.status != 412) {
+    co_return Status::unavailable("{} did not take back the copy of deleted {}: HTTP {}", owner.to_string(),
+                                  object.name, undone.status);
+  }
+  co_return Status::ok();
+}
+
 http::Awaitable<void> Target::walk(std::shared_ptr<Walk> walk) {
-  // Copies that passed their ownership check under the previous map finish first.
-  co_await drain_copies();
+  // Marks the walk exited however it ends (a newer walk waits for that).
+  struct Exit {
+    Walk& walk;
+    ~Exit() { walk.exited = true; }
+  } exit{*walk};
+  // The replaced walk and the copies it sent or we accepted under the previous map first.
+  co_await drain_copies(*walk);
   SILO_LOG_INFO("rebalance walk {} ({}) starts over ~{} objects", walk->rebalance_id, wire::phase_name(walk->phase),
                 walk->total);
   while (!walk->cancelled) {
     walk->scanned = 0;
     walk->errors = 0;
-    const Status s = co_await walk_once(*walk);
+    if (const Status undone = co_await retry_undos(*walk); !undone.is_ok()) walk->fail(undone);
+    Status s = co_await walk_once(*walk);
+    // Copies taken back during this pass must be confirmed before the walk may finish.
+    if (const Status undone = co_await retry_undos(*walk); !undone.is_ok()) walk->fail(undone);
     if (walk->cancelled) break;
     if (s.is_ok() && walk->errors == 0) {
       walk->finished_unix_nanos = Clock::real().unix_nanos();
@@ -259,16 +324,13 @@ http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object,
     // missed the one just made: take that one away again.
     auto still_here = co_await store_.stat(object);
     if (!still_here && still_here.error().code() == Code::kNotFound) {
-      http::ClientRequest undo;
-      undo.method = http::Method::kDelete;
-      undo.target = fmt::format("{}?mtime={}&xxh3={}", internal_object_target(object), record.mtime_unix_nanos(),
-                                record.xxh3());
-      CO_ASSIGN_OR_RETURN(auto undone, co_await client_->call(to, std::move(undo), "", kMaxSmallBody));
-      if (undone.status != 204 && undone.status != 404 && undone.status != 412) {
-        co_return Status::unavailable("{} did not remove the copy of deleted {}: HTTP {}", owner.id(), object.name,
-                                      undone.status);
+      const Status undone = co_await send_undo(to, object, record.mtime_unix_nanos(), record.xxh3());
+      if (!undone.is_ok()) {
+        // Kept until it succeeds: the walk will not see this object again to retry it.
+        std::lock_guard lock(walk.mutex);
+        walk.undos.push_back({object, to, record.mtime_unix_nanos(), record.xxh3()});
       }
-      co_return Status::ok();
+      co_return undone;
     }
   }
   if (walk.phase == wire::REBALANCE_PHASE_CLEANUP) {
@@ -353,59 +415,8 @@ http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const O
   co_return true;
 }
 
-http::Awaitable<Status> Target::pull_if_missing(const ObjectRef& object) {
-  if (!is_rebalancing()) co_return Status::ok();
-  auto here = co_await store_.stat(object);
-  if (here || here.error().code() != Code::kNotFound) co_return Status::ok();  // the caller sees the same
-  bool is_unsure = false;
-  for (const wire::NodeInfo& node : maps_.placement()->ranked_holders(object)) {
-    if (node.id() == options_.self.id()) continue;
-    if (node.state() == wire::NODE_STATE_DOWN) {
-      is_unsure = true;
-      continue;
-    }
-    auto to = http::Endpoint::parse(node.url());
-    if (!to) continue;
-    http::ClientRequest get;
-    get.target = internal_object_target(object);
-    auto call = co_await client_->start(*to, std::move(get), uint64_t{0});
-    if (!call) {
-      is_unsure = true;
-      continue;
-    }
-    auto head = co_await (*call)->finish();
-    if (!head || (head->status != 200 && head->status != 404)) {
-      is_unsure = true;
-      continue;
-    }
-    if (head->status == 404) {
-      std::ignore = co_await http::read_all((*call)->body(), kMaxSmallBody);
-      continue;
-    }
-    auto stored = co_await store_copy((*call)->body(), object);
-    if (!stored && stored.error().code() == Code::kFailedPrecondition) {
-      co_return Status::unavailable("object {} changed owner while being read (node maps converging); retry",
-                                    object.name);
-    }
-    if (!stored) {
-      Status failed = std::move(stored).error();
-      co_return failed.annotate("get-from-neighbor {} from {}", object.name, node.id());
-    }
-    SILO_LOG_DEBUG("get-from-neighbor: {} copied from {}", object.name, node.id());
-    co_return Status::ok();
-  }
-  if (is_unsure) {
-    co_return Status::unavailable("object {} is being rebalanced and a target that may hold it is down or unreachable",
-                                  object.name);
-  }
-  co_return Status::ok();
-}
-
-bool Target::is_local_only(const http::RequestHead& request) {
-  return request.headers.has(cluster::kLocalOnlyHeader) && request.headers.has(cluster::kForwardedHeader);
-}
-
-http::Awaitable<Status> Target::read_from_neighbor(http::Exchange& exchange, const ObjectRef& object) {
+http::Awaitable<Result<std::optional<Target::Holder>>> Target::newest_holder(const ObjectRef& object) {
+  std::optional<Holder> newest;
   bool is_unsure = false;
   for (const wire::NodeInfo& node : maps_.placement()->ranked_holders(object)) {
     if (node.id() == options_.self.id()) continue;
@@ -423,18 +434,62 @@ http::Awaitable<Status> Target::read_from_neighbor(http::Exchange& exchange, con
       continue;
     }
     if (answer->status == 404) continue;
-    forwards_.add();
-    http::Headers extra;
-    extra.set(cluster::kForwardedHeader, options_.self.id());
-    extra.set(cluster::kLocalOnlyHeader, "1");
-    extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
-    co_return co_await cluster::relay(exchange, *client_, *to, extra);
+    auto record = wire::decode<wire::ObjectRecord>(answer->body, wire::Source::kNetwork);
+    if (!record) {
+      is_unsure = true;
+      continue;
+    }
+    // Every holder is asked: an older version may sit on a better-ranked one (two
+    // rebalances in a row), and the newest is the object.
+    if (!newest || incoming_wins(&newest->record, *record)) newest = Holder{node, *to, std::move(*record)};
   }
-  if (is_unsure) {
+  if (!newest && is_unsure) {
     co_return Status::unavailable("object {} is being rebalanced and a target that may hold it is down or unreachable",
                                   object.name);
   }
-  co_return Status::not_found("The specified key does not exist: {}", object.name).with_reason("NoSuchKey");
+  co_return newest;
+}
+
+http::Awaitable<Status> Target::pull_if_missing(const ObjectRef& object) {
+  if (!is_rebalancing()) co_return Status::ok();
+  auto here = co_await store_.stat(object);
+  if (here || here.error().code() != Code::kNotFound) co_return Status::ok();  // the caller sees the same
+  CO_ASSIGN_OR_RETURN(const std::optional<Holder> holder, co_await newest_holder(object));
+  if (!holder) co_return Status::ok();  // nowhere: the caller's own lookup answers NoSuchKey
+  http::ClientRequest get;
+  get.target = internal_object_target(object);
+  CO_ASSIGN_OR_RETURN(auto call, co_await client_->start(holder->to, std::move(get), uint64_t{0}));
+  CO_ASSIGN_OR_RETURN(const http::ClientResponse head, co_await call->finish());
+  if (head.status != 200) {
+    co_return Status::unavailable("object {} moved away from {} while being read; retry", object.name,
+                                  holder->node.id());
+  }
+  auto stored = co_await store_copy(call->body(), object);
+  if (!stored && stored.error().code() == Code::kFailedPrecondition) {
+    co_return Status::unavailable("object {} changed owner while being read (node maps converging); retry",
+                                  object.name);
+  }
+  if (!stored) {
+    Status failed = std::move(stored).error();
+    co_return failed.annotate("get-from-neighbor {} from {}", object.name, holder->node.id());
+  }
+  SILO_LOG_DEBUG("get-from-neighbor: {} copied from {}", object.name, holder->node.id());
+  co_return Status::ok();
+}
+
+bool Target::is_local_only(const http::RequestHead& request) {
+  return request.headers.has(cluster::kLocalOnlyHeader) && request.headers.has(cluster::kForwardedHeader);
+}
+
+http::Awaitable<Status> Target::read_from_neighbor(http::Exchange& exchange, const ObjectRef& object) {
+  CO_ASSIGN_OR_RETURN(const std::optional<Holder> holder, co_await newest_holder(object));
+  if (!holder) co_return Status::not_found("The specified key does not exist: {}", object.name).with_reason("NoSuchKey");
+  forwards_.add();
+  http::Headers extra;
+  extra.set(cluster::kForwardedHeader, options_.self.id());
+  extra.set(cluster::kLocalOnlyHeader, "1");
+  extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  co_return co_await cluster::relay(exchange, *client_, holder->to, extra);
 }
 
 http::Awaitable<Result<bool>> Target::remove_elsewhere(const ObjectRef& object) {

@@ -135,6 +135,16 @@ class Target {
   // target that still has it. ok when the object is here now or nowhere (the caller's own
   // lookup then answers NoSuchKey); kUnavailable when a target that may hold it is down.
   http::Awaitable<Status> pull_if_missing(const ObjectRef& object);
+  // Another target's copy of an object and where it is.
+  struct Holder {
+    wire::NodeInfo node;
+    http::Endpoint to;
+    wire::ObjectRecord record;
+  };
+  // The other target that holds the newest version of `object` (mtime, then XXH3), asking
+  // every one; nullopt when none has it. kUnavailable when none answered having it and one
+  // that may have it is down or unreachable.
+  http::Awaitable<Result<std::optional<Holder>>> newest_holder(const ObjectRef& object);
   // Whether the request asks for this node's own copy (kLocalOnlyHeader, forwarded).
   static bool is_local_only(const http::RequestHead& request);
   // A GET or HEAD that missed here while a rebalance runs: relays it to the target that
@@ -171,7 +181,12 @@ class Target {
   // end of their commit: a new walk waits for them, so none lands behind its listing.
   std::mutex copies_mutex_;
   uint64_t copies_in_flight_ = 0;  // GUARDED_BY(copies_mutex_)
-  http::Awaitable<void> drain_copies();
+  http::Awaitable<void> drain_copies(Walk& walk);
+  // Takes back copies of objects deleted while being sent (DELETE ?mtime=&xxh3=).
+  http::Awaitable<Status> send_undo(const http::Endpoint& owner, const ObjectRef& object, int64_t mtime,
+                                    uint64_t xxh3);
+  // send_undo() for the walk's pending ones; those that fail stay pending.
+  http::Awaitable<Status> retry_undos(Walk& walk);
 
   std::mutex rebalance_mutex_;
   std::shared_ptr<Walk> walk_;     // GUARDED_BY(rebalance_mutex_); the current or last walk
