@@ -70,19 +70,20 @@ http::Awaitable<void> EtcdMetaStore::resign() {
 }
 
 http::Awaitable<void> EtcdMetaStore::run(Hooks hooks) {
+  hooks_ = std::move(hooks);
   const auto period = std::chrono::duration_cast<std::chrono::milliseconds>(config_.primary_lease) / 6;
   while (!stopping_) {
     if (is_leader_) {
-      co_await renew(hooks);
+      co_await renew();
     } else {
-      co_await follow(hooks);
-      if (!stopping_ && primary_id().empty()) co_await campaign(hooks);
+      co_await follow();
+      if (!stopping_ && primary_id().empty()) co_await campaign();
     }
     co_await pause(timer_, period);
   }
 }
 
-http::Awaitable<void> EtcdMetaStore::follow(Hooks& hooks) {
+http::Awaitable<void> EtcdMetaStore::follow() {
   auto kvs = co_await etcd_.get_prefix(config_.etcd_prefix + "/");
   if (!kvs) {
     SILO_LOG_DEBUG("etcd: {}", kvs.error());
@@ -116,10 +117,10 @@ http::Awaitable<void> EtcdMetaStore::follow(Hooks& hooks) {
     std::lock_guard lock(mutex_);
     primary_id_ = primary;
   }
-  if (nodes || buckets) co_await hooks.install(std::move(nodes), std::move(buckets));
+  if (nodes || buckets) co_await hooks_.install(std::move(nodes), std::move(buckets));
 }
 
-http::Awaitable<void> EtcdMetaStore::campaign(Hooks& hooks) {
+http::Awaitable<void> EtcdMetaStore::campaign() {
   const int64_t sent = ticks_now();  // the lease's time starts at the grant
   auto lease = co_await etcd_.grant_lease(config_.primary_lease.count());
   if (!lease) {
@@ -144,27 +145,27 @@ http::Awaitable<void> EtcdMetaStore::campaign(Hooks& hooks) {
     primary_id_ = self_.id();
   }
   // The newest maps first: only then may this node change them.
-  co_await follow(hooks);
+  co_await follow();
   is_leader_ = true;
   SILO_LOG_INFO("elected primary through etcd (lease {:x}, revision {})", *lease, won->revision);
   // Taking the role pushes the maps to every node, which can take a while; the lease must
   // be renewed meanwhile, so it runs beside this loop.
-  boost::asio::co_spawn(executor_, take_role(hooks), boost::asio::detached);
+  boost::asio::co_spawn(executor_, take_role(), boost::asio::detached);
 }
 
-http::Awaitable<void> EtcdMetaStore::take_role(Hooks& hooks) {
-  const Status s = co_await hooks.elected();
+http::Awaitable<void> EtcdMetaStore::take_role() {
+  const Status s = co_await hooks_.elected();
   if (s.is_ok() || !is_leader_) co_return;
   SILO_LOG_ERROR("could not take the primary role: {}", s);
-  step_down(hooks, "taking the role failed");
+  step_down("taking the role failed");
   std::ignore = co_await etcd_.revoke(lease_);
 }
 
-http::Awaitable<void> EtcdMetaStore::renew(Hooks& hooks) {
+http::Awaitable<void> EtcdMetaStore::renew() {
   if (must_resign_) {
     // A commit whose outcome is unknown (or that etcd refused): our maps may be behind
     // etcd's. Give the role up; whoever wins next (maybe us) reads etcd first.
-    step_down(hooks, "a change could not be committed to etcd; re-electing to read the maps again");
+    step_down("a change could not be committed to etcd; re-electing to read the maps again");
     std::ignore = co_await etcd_.revoke(lease_);
     co_return;
   }
@@ -173,24 +174,24 @@ http::Awaitable<void> EtcdMetaStore::renew(Hooks& hooks) {
   if (s.is_ok()) {
     if (is_leader_) renewed_at_ = sent;
   } else if (s.code() == Code::kNotFound) {
-    step_down(hooks, "the lease expired");
+    step_down("the lease expired");
     co_return;
   }
   if (!is_authoritative() && is_leader_) {
-    step_down(hooks, fmt::format("the lease could not be renewed for {} ms ({})",
+    step_down(fmt::format("the lease could not be renewed for {} ms ({})",
                                  std::chrono::duration_cast<std::chrono::milliseconds>(authority()).count(),
                                  s.is_ok() ? "late" : s.message()));
   }
 }
 
-void EtcdMetaStore::step_down(Hooks& hooks, std::string_view why) {
+void EtcdMetaStore::step_down(std::string_view why) {
   if (!is_leader_.exchange(false)) return;
   SILO_LOG_WARN("no longer the primary: {}", why);
   {
     std::lock_guard lock(mutex_);
     primary_id_.clear();
   }
-  hooks.deposed();
+  hooks_.deposed();
 }
 
 http::Awaitable<std::optional<Result<EtcdTxnResult>>> EtcdMetaStore::txn_for_future(std::vector<EtcdCompare> compares,
@@ -215,6 +216,11 @@ Status EtcdMetaStore::commit(wire::NodeMap* nodes, wire::BucketMap* buckets) {
   // use_future needs a default-constructible result: an optional around it.
   std::future<std::optional<Result<EtcdTxnResult>>> pending = boost::asio::co_spawn(
       executor_, txn_for_future(std::move(compares), std::move(puts)), boost::asio::use_future);
+  // etcd calls time out on their own; this only bounds a stop of the io threads meanwhile.
+  if (pending.wait_for(std::chrono::seconds(15)) != std::future_status::ready) {
+    must_resign_ = true;
+    return Status::unavailable("etcd's answer did not come within 15 s; retry");
+  }
   Result<EtcdTxnResult> result = *pending.get();
   if (!result) {
     must_resign_ = true;  // it may have been applied: our maps may be behind etcd's now

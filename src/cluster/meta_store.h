@@ -72,12 +72,12 @@ class EtcdMetaStore final : public MetaStore {
   std::string primary_id() const;
 
  private:
-  http::Awaitable<void> follow(Hooks& hooks);
-  http::Awaitable<void> campaign(Hooks& hooks);
-  http::Awaitable<void> renew(Hooks& hooks);
-  // hooks.elected(); resigns when it fails. Runs beside run(), which owns `hooks`.
-  http::Awaitable<void> take_role(Hooks& hooks);
-  void step_down(Hooks& hooks, std::string_view why);
+  http::Awaitable<void> follow();
+  http::Awaitable<void> campaign();
+  http::Awaitable<void> renew();
+  // hooks_.elected(); resigns when it fails. Runs beside run().
+  http::Awaitable<void> take_role();
+  void step_down(std::string_view why);
   std::chrono::steady_clock::duration authority() const;
   http::Awaitable<std::optional<Result<EtcdTxnResult>>> txn_for_future(std::vector<EtcdCompare> compares,
                                                                        std::vector<EtcdPut> puts);  // how long a renewal keeps us primary
@@ -99,6 +99,7 @@ class EtcdMetaStore final : public MetaStore {
   mutable std::mutex mutex_;
   std::string primary_id_;  // GUARDED_BY(mutex_)
   std::unique_ptr<boost::asio::steady_timer> timer_;
+  Hooks hooks_;  // set by run(); lives as long as this object, so late coroutines can use it
 };
 
 }  // namespace silo::cluster
