@@ -14,9 +14,6 @@ namespace {
 constexpr const char* kNodeMapFile = "node_map.pb";
 constexpr const char* kBucketMapFile = "bucket_map.pb";
 
-bool stores_objects(const wire::NodeInfo& n) {
-  return n.role() == wire::NODE_ROLE_TARGET || n.role() == wire::NODE_ROLE_ALL;
-}
 
 template <typename Message>
 Result<std::optional<Message>> read_persisted(const std::string& path) {
@@ -40,6 +37,10 @@ Status fsync_path(const std::string& path, int flags) {
 }
 
 }  // namespace
+
+bool stores_objects(const wire::NodeInfo& n) {
+  return n.role() == wire::NODE_ROLE_TARGET || n.role() == wire::NODE_ROLE_ALL;
+}
 
 bool owns_objects(const wire::NodeInfo& node) {
   return stores_objects(node) && node.mode() == wire::NODE_MODE_NORMAL &&

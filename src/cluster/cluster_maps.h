@@ -15,6 +15,8 @@
 
 namespace silo::cluster {
 
+// Whether `node` can hold objects: a target, or a node of role all.
+bool stores_objects(const wire::NodeInfo& node);
 // Whether `node` owns objects: a target (or role all) in normal mode, down or not.
 bool owns_objects(const wire::NodeInfo& node);
 // The ids of the nodes that own objects, in map order: a change of this list is what

@@ -1,11 +1,21 @@
 #include "cluster/jobs.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "cluster/cluster_maps.h"
 
 namespace silo::cluster {
+namespace {
+
+// The job named `id` in `jobs` (const or not), or end().
+template <typename Jobs>
+auto find_job(Jobs& jobs, const std::string& id) {
+  return std::find_if(jobs.begin(), jobs.end(), [&](const auto& j) { return j.id() == id; });
+}
+
+}  // namespace
 
 Result<std::unique_ptr<JobRegistry>> JobRegistry::open(const std::string& state_dir) {
   std::unique_ptr<JobRegistry> registry(new JobRegistry(state_dir + "/jobs.pb"));
@@ -32,7 +42,7 @@ Status JobRegistry::persist() {
 Status JobRegistry::start(wire::JobInfo job) {
   std::lock_guard lock(mutex_);
   job.set_state("running");
-  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.id() == job.id(); });
+  auto it = find_job(jobs_, job.id());
   if (it != jobs_.end()) {
     *it = std::move(job);
   } else {
@@ -44,7 +54,7 @@ Status JobRegistry::start(wire::JobInfo job) {
 
 Status JobRegistry::finish(const std::string& id, std::string state, std::string detail, int64_t now_unix_nanos) {
   std::lock_guard lock(mutex_);
-  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.id() == id; });
+  auto it = find_job(jobs_, id);
   if (it == jobs_.end() || it->state() != "running") return Status::ok();
   it->set_state(std::move(state));
   it->set_detail(std::move(detail));
@@ -60,7 +70,7 @@ Status JobRegistry::checkpoint(const wire::JobInfo& job) {
 
 void JobRegistry::update(const wire::JobInfo& job) {
   std::lock_guard lock(mutex_);
-  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.id() == job.id(); });
+  auto it = find_job(jobs_, job.id());
   if (it == jobs_.end() || it->state() != "running") return;
   const std::string state = it->state();
   const int64_t started = it->started_unix_nanos();
@@ -71,10 +81,9 @@ void JobRegistry::update(const wire::JobInfo& job) {
 
 std::optional<wire::JobInfo> JobRegistry::find(const std::string& id) const {
   std::lock_guard lock(mutex_);
-  for (const auto& job : jobs_) {
-    if (job.id() == id) return job;
-  }
-  return std::nullopt;
+  auto it = find_job(jobs_, id);
+  if (it == jobs_.end()) return std::nullopt;
+  return *it;
 }
 
 std::vector<wire::JobInfo> JobRegistry::list() const {

@@ -21,6 +21,19 @@ std::string stored(Map map) {
   return wire::encode(std::move(map));
 }
 
+// The map a key holds when it is newer than `current`; its version is the mod revision.
+template <typename Map>
+std::optional<Map> newer_map(const EtcdKv& kv, uint64_t current) {
+  if (static_cast<uint64_t>(kv.mod_revision) <= current) return std::nullopt;
+  auto map = wire::decode<Map>(kv.value, wire::Source::kNetwork);
+  if (!map) {
+    SILO_LOG_ERROR("etcd {}: {}", kv.key, map.error());
+    return std::nullopt;
+  }
+  map->set_version(kv.mod_revision);
+  return std::move(*map);
+}
+
 }  // namespace
 
 Status LocalMetaStore::commit(wire::NodeMap* nodes, wire::BucketMap* buckets) {
@@ -95,22 +108,10 @@ http::Awaitable<void> EtcdMetaStore::follow() {
   for (const auto& kv : *kvs) {
     if (kv.key == primary_key_) {
       primary = kv.value;
-    } else if (kv.key == node_map_key_ && static_cast<uint64_t>(kv.mod_revision) > maps_.node_map()->version()) {
-      auto map = wire::decode<wire::NodeMap>(kv.value, wire::Source::kNetwork);
-      if (!map) {
-        SILO_LOG_ERROR("etcd {}: {}", kv.key, map.error());
-        continue;
-      }
-      map->set_version(kv.mod_revision);
-      nodes = std::move(*map);
-    } else if (kv.key == bucket_map_key_ && static_cast<uint64_t>(kv.mod_revision) > maps_.bucket_map()->version()) {
-      auto map = wire::decode<wire::BucketMap>(kv.value, wire::Source::kNetwork);
-      if (!map) {
-        SILO_LOG_ERROR("etcd {}: {}", kv.key, map.error());
-        continue;
-      }
-      map->set_version(kv.mod_revision);
-      buckets = std::move(*map);
+    } else if (kv.key == node_map_key_) {
+      nodes = newer_map<wire::NodeMap>(kv, maps_.node_map()->version());
+    } else if (kv.key == bucket_map_key_) {
+      buckets = newer_map<wire::BucketMap>(kv, maps_.bucket_map()->version());
     }
   }
   {

@@ -14,10 +14,6 @@ namespace {
 constexpr std::chrono::milliseconds kRebalancePoll{300};
 constexpr size_t kMaxProgressBody = 64 * 1024;
 
-bool stores_objects(const wire::NodeInfo& n) {
-  return n.role() == wire::NODE_ROLE_TARGET || n.role() == wire::NODE_ROLE_ALL;
-}
-
 }  // namespace
 
 std::string rebalance_job_id(uint64_t rebalance_id) { return fmt::format("rebalance-{}", rebalance_id); }

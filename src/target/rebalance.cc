@@ -492,6 +492,13 @@ http::Awaitable<Status> Target::read_from_neighbor(http::Exchange& exchange, con
   co_return co_await cluster::relay(exchange, *client_, holder->to, extra);
 }
 
+http::Awaitable<Status> Target::remove_everywhere(const ObjectRef& object) {
+  CO_ASSIGN_OR_RETURN(const bool was_elsewhere, co_await remove_elsewhere(object));
+  const Status removed = co_await store_.remove(object);
+  if (removed.code() == Code::kNotFound && was_elsewhere) co_return Status::ok();
+  co_return removed;
+}
+
 http::Awaitable<Result<bool>> Target::remove_elsewhere(const ObjectRef& object) {
   if (!is_rebalancing()) co_return false;
   std::vector<std::function<http::Awaitable<Result<bool>>()>> removals;

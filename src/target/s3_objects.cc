@@ -247,8 +247,7 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
                                                [this, &exchange, &request, &r] { return s3_get(exchange, request, r); });
     case s3::Op::kDeleteObject: {
       deletes_.add();
-      CO_RETURN_IF_ERROR((co_await remove_elsewhere(r.object)).status());
-      const Status removed = co_await store_.remove(r.object);
+      const Status removed = co_await remove_everywhere(r.object);
       if (!removed.is_ok() && removed.code() != Code::kNotFound) co_return removed;
       co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
     }

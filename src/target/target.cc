@@ -262,9 +262,7 @@ http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r)
 
 http::Awaitable<Status> Target::remove(http::Exchange& exchange, const Resolved& r) {
   deletes_.add();
-  CO_ASSIGN_OR_RETURN(const bool was_elsewhere, co_await remove_elsewhere(r.object));
-  const Status removed = co_await store_.remove(r.object);
-  if (!removed.is_ok() && !(removed.code() == Code::kNotFound && was_elsewhere)) co_return removed;
+  CO_RETURN_IF_ERROR(co_await remove_everywhere(r.object));
   http::ResponseHead head;
   head.status = 204;
   co_return co_await exchange.response().send(std::move(head), "");

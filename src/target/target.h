@@ -158,6 +158,9 @@ class Target {
   // While a rebalance runs, a DELETE also removes the copies other targets still hold.
   // Returns whether any had one.
   http::Awaitable<Result<bool>> remove_elsewhere(const ObjectRef& object);
+  // A DELETE: the copies elsewhere (remove_elsewhere), then this node's. kNotFound
+  // (NoSuchKey) when no copy was anywhere.
+  http::Awaitable<Status> remove_everywhere(const ObjectRef& object);
   http::Awaitable<void> walk(std::shared_ptr<Walk> walk);
   http::Awaitable<Status> walk_once(Walk& walk);
   // Copies one object to its owner (COPY), or makes sure the owner has it and removes it

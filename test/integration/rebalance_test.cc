@@ -151,11 +151,28 @@ void expect_listing_complete(client::Client& c, const Objects& objects, std::str
   EXPECT_EQ(names.size(), objects.size()) << when;
 }
 
+// 1 proxy + `targets` targets (2 mountpaths each) whose bucket kBucket holds `count`
+// objects (put_objects), which it returns in `objects`.
+Result<std::unique_ptr<LocalCluster>> start_filled(int targets, int count, Objects& objects) {
+  ASSIGN_OR_RETURN(auto cluster, LocalCluster::start(options(targets)));
+  RETURN_IF_ERROR(cluster->client().create_bucket(kBucket));
+  objects = put_objects(*cluster, count);
+  return cluster;
+}
+
+// What a settled cluster shows: every object reads back whole, is listed once, and has
+// exactly one file on the targets' disks.
+void expect_each_object_once(const LocalCluster& cluster, client::Client& c, const Objects& objects,
+                             std::string_view when) {
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, when);
+  EXPECT_EQ(files_on(cluster, cluster.target_ids()), objects.size()) << "objects left twice (or lost) on disk " << when;
+}
+
 TEST(RebalanceTest, AddedTargetGetsItsShareWhileReadsNeverFail) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(3, 2000, objects));
   client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket));
-  const Objects objects = put_objects(*cluster, 2000);
   ASSERT_EQ(files_on(*cluster, cluster->target_ids()), objects.size());
 
   Reader reader(*cluster, objects);
@@ -176,10 +193,8 @@ TEST(RebalanceTest, AddedTargetGetsItsShareWhileReadsNeverFail) {
   ASSERT_OK_AND_ASSIGN(const client::JobEntry job, c.job(job_id));
   EXPECT_EQ(job.kind, "rebalance");
   EXPECT_EQ(job.errors, 0u);
-  expect_all_readable(c, objects);
-  expect_listing_complete(c, objects, "after the rebalance");
-  // Spread over four targets, none left twice.
-  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size()) << "objects left twice (or lost) on disk";
+  expect_each_object_once(*cluster, c, objects, "after the rebalance");
+  // Spread over four targets.
   for (const std::string& id : cluster->target_ids()) {
     const size_t n = files_on(*cluster, {id});
     EXPECT_GT(n, objects.size() / 8) << "target " << id << " holds only " << n << " objects";
@@ -187,10 +202,9 @@ TEST(RebalanceTest, AddedTargetGetsItsShareWhileReadsNeverFail) {
 }
 
 TEST(RebalanceTest, MaintenanceMovesObjectsOffAndBackThenDecommissionRemovesTheNode) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(3, 600, objects));
   client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket));
-  Objects objects = put_objects(*cluster, 600);
 
   // Maintenance: t3 stays in the map, its objects move off, new ones do not land on it.
   ASSERT_OK_AND_ASSIGN(const client::MembershipChange on, c.set_maintenance("t3", true));
@@ -235,10 +249,9 @@ TEST(RebalanceTest, MaintenanceMovesObjectsOffAndBackThenDecommissionRemovesTheN
 }
 
 TEST(RebalanceTest, KilledTargetAndPrimaryMidRebalanceConverge) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(3, 2000, objects));
   client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket));
-  const Objects objects = put_objects(*cluster, 2000);
 
   ASSERT_OK_AND_ASSIGN(const std::string added, cluster->add_node("target"));
   ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
@@ -251,17 +264,9 @@ TEST(RebalanceTest, KilledTargetAndPrimaryMidRebalanceConverge) {
   ASSERT_OK(cluster->restart("t1"));
 
   wait_rebalance(c, job_id);
-  expect_all_readable(c, objects);
-  expect_listing_complete(c, objects, "after the rebalance");
-  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size()) << "objects left twice (or lost) on disk";
+  expect_each_object_once(*cluster, c, objects, "after the rebalance");
   EXPECT_GT(files_on(*cluster, {added}), objects.size() / 8);
 }
-
-}  // namespace
-}  // namespace silo::integration
-
-namespace silo::integration {
-namespace {
 
 using client::detail::JsonValue;
 
@@ -304,10 +309,9 @@ size_t readable_count(client::Client& c, const Objects& objects) {
 }
 
 TEST(ResilverTest, DisabledMountpathIsEmptiedAndFilledAgainWhenEnabled) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(1)));
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(1, 300, objects));
   client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket));
-  const Objects objects = put_objects(*cluster, 300);
   ASSERT_OK_AND_ASSIGN(const NodeInfo t1, cluster->node("t1"));
   const std::string mp = t1.mountpaths[0];
   ASSERT_GT(object_files(mp).size(), 0u);
@@ -338,10 +342,9 @@ TEST(ResilverTest, DisabledMountpathIsEmptiedAndFilledAgainWhenEnabled) {
 }
 
 TEST(ResilverTest, RemovedMountpathIsTakenOutAndTheTargetKeepsServing) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(2)));
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(2, 300, objects));
   client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket));
-  const Objects objects = put_objects(*cluster, 300);
   ASSERT_OK_AND_ASSIGN(const NodeInfo t1, cluster->node("t1"));
   const std::string mp = t1.mountpaths[0];
   const size_t lost = object_files(mp).size();
@@ -368,17 +371,10 @@ TEST(ResilverTest, RemovedMountpathIsTakenOutAndTheTargetKeepsServing) {
   EXPECT_EQ(map.find("t1")->state, "online");
 }
 
-}  // namespace
-}  // namespace silo::integration
-
-namespace silo::integration {
-namespace {
-
 TEST(RebalanceTest, AdminAddsAWaitingTarget) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(2)));
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(2, 400, objects));
   client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket));
-  const Objects objects = put_objects(*cluster, 400);
   ASSERT_OK_AND_ASSIGN(const std::string waiting, cluster->add_waiting_node("target"));
   ASSERT_OK_AND_ASSIGN(const NodeInfo node, cluster->node(waiting));
   ASSERT_OK_AND_ASSIGN(const client::NodeMap before, c.node_map());
@@ -400,17 +396,10 @@ TEST(RebalanceTest, AdminAddsAWaitingTarget) {
   ASSERT_OK(cluster->wait_for_node_state(waiting, "online", seconds(20)));
 }
 
-}  // namespace
-}  // namespace silo::integration
-
-namespace silo::integration {
-namespace {
-
 TEST(RebalanceTest, DeletesAndOverwritesDuringARebalanceStick) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(3, 1500, objects));
   client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket));
-  Objects objects = put_objects(*cluster, 1500);
 
   ASSERT_OK_AND_ASSIGN(const std::string added, cluster->add_node("target"));
   ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
@@ -431,22 +420,13 @@ TEST(RebalanceTest, DeletesAndOverwritesDuringARebalanceStick) {
   for (size_t i = 0; i < names.size(); i += 5) {
     EXPECT_EQ(c.get(kBucket, names[i]).status().code(), Code::kNotFound) << names[i] << " came back";
   }
-  expect_all_readable(c, objects);
-  expect_listing_complete(c, objects, "after the rebalance");
-  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size()) << "objects left twice (or lost) on disk";
+  expect_each_object_once(*cluster, c, objects, "after the rebalance");
 }
 
-}  // namespace
-}  // namespace silo::integration
-
-namespace silo::integration {
-namespace {
-
 TEST(RebalanceTest, ANewerChangePreemptsARunningRebalance) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(2)));
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(2, 1500, objects));
   client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket));
-  const Objects objects = put_objects(*cluster, 1500);
 
   // Two changes of owners back to back: the first rebalance is cut short by the second.
   ASSERT_OK_AND_ASSIGN(const client::MembershipChange first, c.set_maintenance("t2", true));
@@ -459,9 +439,7 @@ TEST(RebalanceTest, ANewerChangePreemptsARunningRebalance) {
   ASSERT_OK_AND_ASSIGN(const client::JobEntry now, c.job(second.rebalance_job));
   EXPECT_EQ(now.objects_remaining, 0u);
 
-  expect_all_readable(c, objects);
-  expect_listing_complete(c, objects, "after two rebalances");
-  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size()) << "objects left twice (or lost) on disk";
+  expect_each_object_once(*cluster, c, objects, "after two rebalances");
   EXPECT_GT(files_on(*cluster, {"t2"}), objects.size() / 4) << "t2 is back in service and owns its share";
 }
 
