@@ -405,6 +405,8 @@ BucketEntry bucket_entry_of(const JsonValue& b) {
   entry.name = b["name"].str();
   if (auto id = b["id"].to_u64()) entry.id = *id;
   entry.durability = b["props"]["durability"].str();
+  if (auto copies = b["props"]["copies"].to_u64()) entry.copies = static_cast<uint32_t>(*copies);
+  entry.write = b["props"]["write"].str();
   return entry;
 }
 

@@ -73,6 +73,8 @@ struct BucketEntry {
   std::string name;
   uint64_t id = 0;
   std::string durability;  // "fsync" | "page_cache" | "default"
+  uint32_t copies = 1;     // full copies of each object
+  std::string write;       // "sync" | "async"
 };
 
 struct ObjectEntry {

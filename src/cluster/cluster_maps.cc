@@ -70,6 +70,12 @@ TargetPlacement::TargetPlacement(const wire::NodeMap& map) {
   every_hrw_ = placement::HrwCandidates(std::move(all_ids));
 }
 
+std::vector<wire::NodeInfo> TargetPlacement::holders(const ObjectRef& object, size_t n) const {
+  std::vector<wire::NodeInfo> out;
+  for (const size_t i : hrw_.ranking(object, n)) out.push_back(nodes_[i]);
+  return out;
+}
+
 std::vector<wire::NodeInfo> TargetPlacement::ranked_holders(const ObjectRef& object) const {
   std::vector<wire::NodeInfo> ranked;
   for (const size_t i : every_hrw_.ranking(object, every_.size())) ranked.push_back(every_[i]);

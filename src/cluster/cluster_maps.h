@@ -33,6 +33,9 @@ class TargetPlacement {
   // Requires: !empty().
   const wire::NodeInfo& owner(const ObjectRef& object) const { return nodes_[hrw_.owner(object)]; }
   const std::vector<wire::NodeInfo>& targets() const { return nodes_; }
+  // The first `n` targets of the object's HRW ranking (fewer when fewer own objects): where
+  // its copies live, the owner first (docs/data-protection.md). Down ones included.
+  std::vector<wire::NodeInfo> holders(const ObjectRef& object, size_t n) const;
   // Every target of the map (maintenance ones too), best HRW rank for `object` first: the
   // order in which to look for an object that a rebalance may not have moved yet.
   std::vector<wire::NodeInfo> ranked_holders(const ObjectRef& object) const;

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "cluster/gather.h"
 #include "cluster/sleep.h"
+#include "wire/json.h"
 
 namespace silo::cluster {
 namespace {
@@ -35,8 +36,10 @@ void sort_nodes(wire::NodeMap& map) {
 http::Awaitable<Status> install_maps(ClusterMaps& maps, store::DiskExecutor& state_disk,
                                      const wire::NodeMap* node_map, const wire::BucketMap* bucket_map) {
   co_return co_await state_disk.run([&]() -> Status {
-    if (node_map != nullptr && node_map->version() > 0) RETURN_IF_ERROR(maps.install(*node_map).status());
+    // Buckets first: a node map that starts a rebalance for a bucket's new layout must find
+    // that layout here when the walk starts.
     if (bucket_map != nullptr && bucket_map->version() > 0) RETURN_IF_ERROR(maps.install(*bucket_map).status());
+    if (node_map != nullptr && node_map->version() > 0) RETURN_IF_ERROR(maps.install(*node_map).status());
     return Status::ok();
   });
 }
@@ -181,14 +184,24 @@ http::Awaitable<Result<wire::KeepaliveResponse>> Primary::keepalive(const wire::
   co_return response;
 }
 
+Status Primary::check_layout(const wire::NodeMap& nodes, const wire::BucketProps& props) {
+  const size_t owners = owner_ids(nodes).size();
+  if (wire::copies_of(props) > 1 && wire::copies_of(props) > owners) {
+    return Status::invalid_argument("copies={} needs as many targets in normal mode; the cluster has {}",
+                                    wire::copies_of(props), owners);
+  }
+  return Status::ok();
+}
+
 std::optional<wire::Bucket> Primary::bucket_now(const std::string& name) const { return maps_.find_bucket(name); }
 
 http::Awaitable<Result<wire::Bucket>> Primary::create_bucket(std::string name, wire::BucketProps props) {
   const int64_t now = clock_.unix_nanos();
-  CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
+  CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap& buckets, Changed& changed) {
     for (const auto& b : buckets.buckets()) {
       if (b.name() == name) return Status::already_exists("bucket {} already exists", name);
     }
+    RETURN_IF_ERROR(check_layout(nodes, props));
     wire::Bucket* b = buckets.add_buckets();
     b->set_name(name);
     b->set_id(std::max<uint64_t>(buckets.next_bucket_id(), 1));
@@ -256,9 +269,12 @@ http::Awaitable<Status> Primary::delete_bucket(std::string name) {
 }
 
 http::Awaitable<Result<wire::Bucket>> Primary::set_bucket_props(std::string name, wire::BucketProps props) {
-  CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
+  CO_RETURN_IF_ERROR(co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap& buckets, Changed& changed) {
     for (auto& b : *buckets.mutable_buckets()) {
       if (b.name() == name) {
+        RETURN_IF_ERROR(check_layout(nodes, props));
+        // Objects already in the bucket get the new layout by a rebalance.
+        if (wire::copies_of(props) != wire::copies_of(b.props())) changed.node_map = changed.layout = true;
         *b.mutable_props() = props;
         changed.bucket_map = true;
         return Status::ok();
@@ -339,14 +355,16 @@ http::Awaitable<Status> Primary::mutate(Change change) {
     bool starts_rebalance = false;
     if (c.node_map) {
       nodes.set_primary_id(self_.id());
-      // A change of the object owners starts a rebalance, preempting one that runs.
-      if (owner_ids(nodes) != owner_ids(*maps_.node_map())) {
+      // A change of the object owners, or of a bucket's layout, starts a rebalance,
+      // preempting one that runs.
+      if (c.layout || owner_ids(nodes) != owner_ids(*maps_.node_map())) {
         nodes.set_rebalance_id(nodes.rebalance_id() + 1);
         nodes.set_rebalance_phase(wire::REBALANCE_PHASE_COPY);
         starts_rebalance = true;
       }
     }
     RETURN_IF_ERROR(meta_.commit(c.node_map ? &nodes : nullptr, c.bucket_map ? &buckets : nullptr));
+    if (c.bucket_map) RETURN_IF_ERROR(maps_.install(buckets).status());  // first, as in install_maps
     if (c.node_map) {
       if (starts_rebalance) {
         SILO_LOG_INFO("object owners change with node map v{}: {} starts", nodes.version(),
@@ -355,7 +373,6 @@ http::Awaitable<Status> Primary::mutate(Change change) {
       RETURN_IF_ERROR(maps_.install(nodes).status());
       RETURN_IF_ERROR(note_rebalance(nodes));
     }
-    if (c.bucket_map) RETURN_IF_ERROR(maps_.install(buckets).status());
     return c;
   });
   if (!changed) co_return std::move(changed).error();

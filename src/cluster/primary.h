@@ -78,6 +78,7 @@ class Primary {
   struct Changed {
     bool node_map = false;
     bool bucket_map = false;
+    bool layout = false;  // a bucket's layout changed: starts a rebalance (set node_map too)
   };
   using Change = std::function<Status(wire::NodeMap&, wire::BucketMap&, Changed&)>;
 
@@ -86,6 +87,8 @@ class Primary {
   http::Awaitable<Status> mutate(Change change);
   http::Awaitable<void> push_maps();
   std::optional<wire::Bucket> bucket_now(const std::string& name) const;
+  // Whether the nodes of `nodes` can hold the layout `props` asks for (copies <= targets).
+  static Status check_layout(const wire::NodeMap& nodes, const wire::BucketProps& props);
   // One round of run_rebalance().
   http::Awaitable<void> rebalance_round();
   // Registers the job of the map's rebalance, ending older running ones as preempted.

@@ -301,15 +301,25 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
   // a margin rather than for `limit`: the page is cut at the smallest last name of the
   // targets that had more (every name up to there is known), which keeps the page near
   // `limit` while the targets read and send about 1.25x, not N x, what is returned.
+  // Each object is on `copies` of them (the merge drops the duplicates).
   const size_t targets = placement->targets().size();
-  const size_t per_target = targets == 1 ? limit : std::min(limit, std::max<size_t>(limit * 5 / (4 * targets) + 1, 16));
+  const size_t copies = std::min<size_t>(wire::copies_of(bucket.props()), targets);
+  const size_t per_target =
+      targets == 1 ? limit : std::min(limit, std::max<size_t>(limit * 5 * copies / (4 * targets) + 1, 16));
+  // With several copies a listing can do without the down targets while another copy of
+  // each object is up (fewer down than copies, and no rebalance moving objects).
+  size_t down = 0;
+  for (const auto& node : placement->targets()) down += node.state() == wire::NODE_STATE_DOWN ? 1 : 0;
+  const bool skips_down =
+      down < copies && maps_.node_map()->rebalance_phase() == wire::REBALANCE_PHASE_DONE;
   const std::string target = fmt::format("/v1/internal/list/{}?prefix={}&start_after={}&limit={}",
                                          http::percent_encode(bucket.name(), false),
                                          http::percent_encode(prefix, false),
                                          http::percent_encode(start_after, false), per_target);
   std::vector<std::function<http::Awaitable<Result<wire::ListPage>>()>> calls;
   for (const auto& node : placement->targets()) {
-    calls.push_back([this, node, &target]() -> http::Awaitable<Result<wire::ListPage>> {
+    calls.push_back([this, node, &target, skips_down]() -> http::Awaitable<Result<wire::ListPage>> {
+      if (node.state() == wire::NODE_STATE_DOWN && skips_down) co_return wire::ListPage();
       if (node.state() == wire::NODE_STATE_DOWN) {
         co_return Status::unavailable("target {} is down: the listing would be incomplete", node.id());
       }
@@ -366,24 +376,56 @@ http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string
     co_await cluster::send_error(exchange, s);
     co_return;
   }
-  const wire::NodeInfo& owner = placement->owner(ObjectRef{BucketId(bucket->id()), name});
-  if (owner.id() == options_.self.id() && options_.local_target) {
+  const std::vector<wire::NodeInfo> order = route_for(*bucket, name, request.method);
+  const wire::NodeInfo& first = order.front();
+  if (first.id() == options_.self.id() && options_.local_target) {
     co_await options_.local_target(exchange, std::move(bucket_name), std::move(name));
     co_return;
   }
-  if (owner.state() != wire::NODE_STATE_DOWN && options_.cluster.proxy_mode == config::ProxyMode::kRedirect) {
+  if (first.state() != wire::NODE_STATE_DOWN && options_.cluster.proxy_mode == config::ProxyMode::kRedirect) {
     redirects_.add();
     http::ResponseHead head;
     head.status = 307;
-    head.headers.set("Location", owner.url() + request.target);
+    head.headers.set("Location", first.url() + request.target);
     s = co_await exchange.response().send(std::move(head), "");
   } else {
-    s = co_await relay_to_owner(exchange, owner);
+    s = co_await relay_to_targets(exchange, order);
   }
   if (!s.is_ok()) {
     errors_.add();
     co_await cluster::send_error(exchange, s);
   }
+}
+
+std::vector<wire::NodeInfo> Proxy::route_for(const wire::Bucket& bucket, const std::string& name,
+                                             http::Method method) {
+  const auto placement = maps_.placement();
+  std::vector<wire::NodeInfo> holders =
+      placement->holders(ObjectRef{BucketId(bucket.id()), name}, wire::copies_of(bucket.props()));
+  const bool is_read = method == http::Method::kGet || method == http::Method::kHead;
+  if (!is_read || holders.size() == 1) return holders;
+  std::stable_partition(holders.begin(), holders.end(),
+                        [](const wire::NodeInfo& n) { return n.state() != wire::NODE_STATE_DOWN; });
+  const auto up = static_cast<size_t>(std::count_if(holders.begin(), holders.end(), [](const wire::NodeInfo& n) {
+    return n.state() != wire::NODE_STATE_DOWN;
+  }));
+  if (up > 1) {
+    const auto turn = static_cast<std::ptrdiff_t>(read_turn_.fetch_add(1, std::memory_order_relaxed) % up);
+    std::rotate(holders.begin(), holders.begin() + turn, holders.begin() + static_cast<std::ptrdiff_t>(up));
+  }
+  return holders;
+}
+
+http::Awaitable<Status> Proxy::relay_to_targets(http::Exchange& exchange, const std::vector<wire::NodeInfo>& order) {
+  const http::Method method = exchange.request().method;
+  const bool is_read = method == http::Method::kGet || method == http::Method::kHead;
+  Status last;
+  for (const wire::NodeInfo& node : order) {
+    last = co_await relay_to_owner(exchange, node);
+    // Only a read that reached nobody may go on: nothing of a body was consumed then.
+    if (last.is_ok() || !is_read || exchange.response().has_begun() || last.code() != Code::kUnavailable) break;
+  }
+  co_return last;
 }
 
 http::Awaitable<Status> Proxy::relay_to_owner(http::Exchange& exchange, const wire::NodeInfo& owner) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,14 @@ class Proxy {
   http::Awaitable<Status> delete_if_empty(const std::string& name);
   // Streams the request to the object's owner target and its answer back (503 when down).
   http::Awaitable<Status> relay_to_owner(http::Exchange& exchange, const wire::NodeInfo& owner);
+  // The targets to send an object request to, in order (docs/data-protection.md): the
+  // owner for everything but reads; for a read of a bucket with several copies, the
+  // holders that are up, starting at another one each time (reads spread over the
+  // copies), then those that are down.
+  std::vector<wire::NodeInfo> route_for(const wire::Bucket& bucket, const std::string& name, http::Method method);
+  // Relays to the first of `order`; a read that finds it unreachable goes to the next.
+  http::Awaitable<Status> relay_to_targets(http::Exchange& exchange, const std::vector<wire::NodeInfo>& order);
+  std::atomic<uint64_t> read_turn_{0};
   // One merged page of a bucket's objects from every target.
   http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> merged_page(
       const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit);

@@ -131,13 +131,13 @@ http::Awaitable<void> Proxy::route_object(http::Exchange& exchange, const cluste
   const auto placement = maps_.placement();
   if (s.is_ok() && placement->empty()) s = Status::unavailable("the cluster has no targets yet");
   if (s.is_ok()) {
-    const wire::NodeInfo& owner = placement->owner(ObjectRef{BucketId(bucket.id()), request.route.key});
-    if (owner.id() == options_.self.id() && options_.local_s3) {
+    const std::vector<wire::NodeInfo> order = route_for(bucket, request.route.key, exchange.request().method);
+    if (order.front().id() == options_.self.id() && options_.local_s3) {
       co_await options_.local_s3(exchange, request);
       co_return;
     }
     // Streamed through, always: S3 clients do not all follow redirects (boto3 does not).
-    s = co_await relay_to_owner(exchange, owner);
+    s = co_await relay_to_targets(exchange, order);
   }
   if (!s.is_ok()) {
     errors_.add();

@@ -14,6 +14,7 @@
 #include <system_error>
 #include <tuple>
 
+#include "base/hash.h"
 #include "base/log.h"
 #include "store/detail/object_file.h"
 #include "store/detail/object_lister.h"
@@ -619,4 +620,21 @@ void StoreImpl::close() {
 }
 
 }  // namespace detail
+Result<uint64_t> xxh3_of_fd(int fd, uint64_t size) {
+  constexpr uint64_t kHashChunk = 1024 * 1024;
+  hash::Xxh3Stream xxh3;
+  std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(size, kHashChunk)));
+  uint64_t offset = 0;
+  while (offset < size) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), size - offset));
+    const ssize_t n = ::pread(fd, buffer.data(), want, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::from_errno(errno, "read for the checksum");
+    if (n == 0) return Status::data_loss("the file has {} bytes, its record {}", offset, size);
+    xxh3.update(std::span<const char>(buffer.data(), static_cast<size_t>(n)));
+    offset += static_cast<uint64_t>(n);
+  }
+  return xxh3.digest();
+}
+
 }  // namespace silo::store

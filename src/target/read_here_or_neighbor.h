@@ -1,6 +1,11 @@
 #pragma once
 
 // Target::read_here_or_neighbor (a template: the native and the S3 GET share it).
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include "base/log.h"
 #include "target/target.h"
 
 namespace silo::target {
@@ -9,12 +14,35 @@ template <typename ReadFn>
 http::Awaitable<Status> Target::read_here_or_neighbor(http::Exchange& exchange, const ObjectRef& object,
                                                       ReadFn read) {
   Status s = co_await read();
-  if (s.code() != Code::kNotFound || exchange.response().has_begun()) co_return s;
+  if (exchange.response().has_begun()) co_return s;
+  const bool has_other_copies = holders_of(object).size() > 1;
+  if (s.code() == Code::kDataLoss && !is_local_only(exchange.request()) && (has_other_copies || is_rebalancing())) {
+    // The copy here is corrupt (nothing was sent): replace it with a good one, then serve.
+    auto bad = co_await store_.stat(object);
+    if (!bad) co_return s;
+    // A named call, not a ternary around co_await (docs/adr/0003).
+    const uint64_t bad_generation = bad->generation();
+    const Status repaired = co_await pull_copy(object, bad_generation);
+    if (!repaired.is_ok()) co_return s;  // no good copy to be had: the corruption is reported, never served
+    corrupt_repaired_.add();
+    SILO_LOG_INFO("corrupt copy of {} replaced by a good one from another target", object.name);
+    co_return co_await read();
+  }
+  if (s.code() != Code::kNotFound) co_return s;
   if (is_local_only(exchange.request())) {
     // Asked for our copy because we had it a moment ago: it moved on since.
     co_return Status::unavailable("object {} moved while being read; retry", object.name);
   }
-  if (!is_rebalancing()) co_return s;
+  if (!is_rebalancing() && !has_other_copies) co_return s;
+  if (!is_rebalancing()) {
+    // A holder that lacks its copy (a lost drive, a missed async write): serve from another
+    // and get the copy back meanwhile.
+    // Named locals, not temporaries beside co_await (docs/adr/0003).
+    const auto executor = co_await boost::asio::this_coro::executor;
+    std::string what = fmt::format("restoring the copy of {}", object.name);
+    boost::asio::co_spawn(executor, in_background(pull_copy(object, std::nullopt), std::move(what)),
+                          boost::asio::detached);
+  }
   s = co_await read_from_neighbor(exchange, object);
   if (s.is_ok() || exchange.response().has_begun()) co_return s;
   // Missed here and found nowhere else (or moved on): a copy may have landed here since.

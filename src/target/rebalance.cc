@@ -276,9 +276,12 @@ http::Awaitable<Status> Target::walk_once(Walk& walk) {
       for (const auto& entry : page.entries) {
         ++walk.scanned;
         ObjectRef object{bucket, entry.name()};
-        const wire::NodeInfo& owner = placement->owner(object);
-        if (owner.id() == options_.self.id()) continue;
-        moves.push_back([this, &walk, object, owner]() { return move_object(walk, object, owner); });
+        std::vector<wire::NodeInfo> holders = holders_of(object);
+        if (holders.empty()) continue;  // its bucket is gone
+        if (holders.size() == 1 && holders[0].id() == options_.self.id()) continue;  // the one copy, here
+        moves.push_back([this, &walk, object, holders = std::move(holders)]() {
+          return move_object(walk, object, holders);
+        });
         if (moves.size() == kWalkParallelism) {
           if (walk.cancelled) co_return Status::ok();
           for (const Status& s : co_await cluster::gather<Status>(std::move(moves))) {
@@ -297,27 +300,33 @@ http::Awaitable<Status> Target::walk_once(Walk& walk) {
   co_return Status::ok();
 }
 
-http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object, const wire::NodeInfo& owner) {
-  if (owner.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("owner {} is down", owner.id());
-  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(owner.url()));
+http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object,
+                                            const std::vector<wire::NodeInfo>& holders) {
   auto opened = co_await store_.open(object);
   if (!opened && opened.error().code() == Code::kNotFound) co_return Status::ok();  // deleted meanwhile
   if (!opened) co_return std::move(opened).error();
   const wire::ObjectRecord& record = opened->record();
-
-  // What the owner has: nothing, this version, or a newer one (written there since).
-  http::ClientRequest ask;
-  ask.target = internal_object_target(object) + "?meta=1";
-  CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(ask), "", kMaxRecordBytes));
-  bool owner_has_it = false;
-  if (answer.status == 200) {
-    CO_ASSIGN_OR_RETURN(const wire::ObjectRecord theirs,
-                        wire::decode<wire::ObjectRecord>(answer.body, wire::Source::kNetwork));
-    owner_has_it = !incoming_wins(&theirs, record);
-  } else if (answer.status != 404) {
-    co_return Status::unavailable("{} answered {} for {}: {}", owner.id(), answer.status, object.name, answer.body);
-  }
-  if (!owner_has_it) {
+  bool is_holder = false;
+  for (const wire::NodeInfo& holder : holders) {
+    if (holder.id() == options_.self.id()) {
+      is_holder = true;
+      continue;
+    }
+    if (holder.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("holder {} is down", holder.id());
+    CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(holder.url()));
+    // What the holder has: nothing, this version, or a newer one (written there since).
+    http::ClientRequest ask;
+    ask.target = internal_object_target(object) + "?meta=1";
+    CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(ask), "", kMaxRecordBytes));
+    bool has_it = false;
+    if (answer.status == 200) {
+      CO_ASSIGN_OR_RETURN(const wire::ObjectRecord theirs,
+                          wire::decode<wire::ObjectRecord>(answer.body, wire::Source::kNetwork));
+      has_it = !incoming_wins(&theirs, record);
+    } else if (answer.status != 404) {
+      co_return Status::unavailable("{} answered {} for {}: {}", holder.id(), answer.status, object.name, answer.body);
+    }
+    if (has_it) continue;
     CO_RETURN_IF_ERROR(co_await push_copy(to, object, *opened));
     walk.bytes += record.size();
     // A DELETE that ran while the copy was on its way removed this copy but may have
@@ -333,7 +342,7 @@ http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object,
       co_return undone;
     }
   }
-  if (walk.phase == wire::REBALANCE_PHASE_CLEANUP) {
+  if (walk.phase == wire::REBALANCE_PHASE_CLEANUP && !is_holder) {
     const Status removed = co_await store_.remove_generation(object, record.generation());
     if (!removed.is_ok() && removed.code() != Code::kNotFound) co_return removed;  // rewritten: next walk
   }
@@ -372,7 +381,8 @@ http::Awaitable<Status> Target::push_copy(const http::Endpoint& to, const Object
   co_return Status::ok();
 }
 
-http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const ObjectRef& object) {
+http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const ObjectRef& object,
+                                                 std::optional<uint64_t> replacing) {
   const auto bucket = bucket_by_id(object.bucket_id.value());
   if (!bucket) {
     co_return Status::not_found("bucket id {} does not exist", object.bucket_id.value()).with_reason("NoSuchBucket");
@@ -387,16 +397,21 @@ http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const O
   options.original = record;
   options.expected_size = record.size();
   bool is_counted = false;
-  options.precondition = [this, &record, &object, &is_counted](const wire::ObjectRecord* current) {
-    // Only the owner under this node's current map takes a copy: one sent by a walk that a
+  options.precondition = [this, &record, &object, &is_counted, replacing](const wire::ObjectRecord* current) {
+    // Only a holder under this node's current map takes a copy: one sent by a walk that a
     // newer map cancelled must not land where the new walk has looked already.
     std::lock_guard lock(copies_mutex_);
-    const auto placement = maps_.placement();
-    if (placement->empty() || placement->owner(object).id() != options_.self.id()) {
-      return Status::failed_precondition("{} is not the owner of {} under node map v{}", options_.self.id(),
+    const auto holders = holders_of(object);
+    const bool is_holder = std::any_of(holders.begin(), holders.end(),
+                                       [this](const wire::NodeInfo& n) { return n.id() == options_.self.id(); });
+    if (!is_holder) {
+      return Status::failed_precondition("{} does not hold copies of {} under node map v{}", options_.self.id(),
                                          object.name, maps_.node_map()->version());
     }
-    if (!incoming_wins(current, record)) return Status::already_exists("a copy as new or newer is here");
+    const bool replaces_corrupt = current != nullptr && replacing && current->generation() == *replacing;
+    if (!replaces_corrupt && !incoming_wins(current, record)) {
+      return Status::already_exists("a copy as new or newer is here");
+    }
     ++copies_in_flight_;
     is_counted = true;
     return Status::ok();
@@ -454,6 +469,10 @@ http::Awaitable<Status> Target::pull_if_missing(const ObjectRef& object) {
   if (!is_rebalancing()) co_return Status::ok();
   auto here = co_await store_.stat(object);
   if (here || here.error().code() != Code::kNotFound) co_return Status::ok();  // the caller sees the same
+  co_return co_await pull_copy(object, std::nullopt);
+}
+
+http::Awaitable<Status> Target::pull_copy(const ObjectRef& object, std::optional<uint64_t> replacing) {
   CO_ASSIGN_OR_RETURN(const std::optional<Holder> holder, co_await newest_holder(object));
   if (!holder) co_return Status::ok();  // nowhere: the caller's own lookup answers NoSuchKey
   http::ClientRequest get;
@@ -464,16 +483,17 @@ http::Awaitable<Status> Target::pull_if_missing(const ObjectRef& object) {
     co_return Status::unavailable("object {} moved away from {} while being read; retry", object.name,
                                   holder->node.id());
   }
-  auto stored = co_await store_copy(call->body(), object);
+  auto stored = co_await store_copy(call->body(), object, replacing);
   if (!stored && stored.error().code() == Code::kFailedPrecondition) {
-    co_return Status::unavailable("object {} changed owner while being read (node maps converging); retry",
+    co_return Status::unavailable("object {} changed holders while being read (node maps converging); retry",
                                   object.name);
   }
   if (!stored) {
     Status failed = std::move(stored).error();
-    co_return failed.annotate("get-from-neighbor {} from {}", object.name, holder->node.id());
+    co_return failed.annotate("copying {} from {}", object.name, holder->node.id());
   }
-  SILO_LOG_DEBUG("get-from-neighbor: {} copied from {}", object.name, holder->node.id());
+  SILO_LOG_DEBUG("{} copied here from {}", object.name, holder->node.id());
+  copies_made_.add();
   co_return Status::ok();
 }
 
@@ -500,13 +520,14 @@ http::Awaitable<Status> Target::remove_everywhere(const ObjectRef& object) {
 }
 
 http::Awaitable<Result<bool>> Target::remove_elsewhere(const ObjectRef& object) {
-  if (!is_rebalancing()) co_return false;
+  // While objects move any target may hold a copy; otherwise only the object's holders.
+  const std::vector<wire::NodeInfo> candidates =
+      is_rebalancing() ? maps_.placement()->ranked_holders(object) : holders_of(object);
   std::vector<std::function<http::Awaitable<Result<bool>>()>> removals;
-  for (const wire::NodeInfo& node : maps_.placement()->ranked_holders(object)) {
+  for (const wire::NodeInfo& node : candidates) {
     if (node.id() == options_.self.id()) continue;
     if (node.state() == wire::NODE_STATE_DOWN) {
-      co_return Status::unavailable("object {} is being rebalanced and target {}, which may hold it, is down",
-                                    object.name, node.id());
+      co_return Status::unavailable("target {}, which may hold a copy of {}, is down", node.id(), object.name);
     }
     removals.push_back([this, node, object]() -> http::Awaitable<Result<bool>> {
       CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
@@ -585,6 +606,31 @@ http::Awaitable<void> Target::handle_internal_object(http::Exchange& exchange, s
         co_return;  // a failure here is the peer's connection: nothing more to answer
       }
       case http::Method::kPut: {
+        if (request.query_param("meta")) {
+          // The owner changed the record of a version this copy has (tags): take its
+          // descriptive fields; another version here is left alone (412).
+          auto body = co_await http::read_all(exchange.body(), kMaxRecordBytes);
+          auto incoming = body ? wire::decode<wire::ObjectRecord>(*body, wire::Source::kNetwork)
+                               : Result<wire::ObjectRecord>(body.error());
+          if (!incoming) {
+            s = std::move(incoming).error();
+            break;
+          }
+          std::function<Status(wire::ObjectRecord&)> take = [&incoming](wire::ObjectRecord& current) {
+            if (current.mtime_unix_nanos() != incoming->mtime_unix_nanos() || current.xxh3() != incoming->xxh3()) {
+              return Status::failed_precondition("{} here is another version", current.name());
+            }
+            current = *incoming;  // update() keeps the fields that describe the bytes
+            return Status::ok();
+          };
+          auto updated = co_await store_.update(object, std::move(take), store::Durability::kFsync);
+          if (!updated) {
+            s = std::move(updated).error();
+            break;
+          }
+          co_await cluster::send_json(exchange, 200, R"({"kept":"incoming"})");
+          co_return;
+        }
         auto stored = co_await store_copy(exchange.body(), object);
         if (!stored) {
           s = std::move(stored).error();

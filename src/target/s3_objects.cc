@@ -14,6 +14,7 @@
 #include "target/object_headers.h"
 #include "target/read_here_or_neighbor.h"
 #include "target/target.h"
+#include "wire/json.h"
 
 namespace silo::target {
 namespace {
@@ -208,10 +209,10 @@ http::Awaitable<void> Target::handle_s3(http::Exchange& exchange, const cluster:
       s = found.error();
     }
   }
-  if (s.is_ok() && !resolved->is_local && !is_local_only(exchange.request())) {
+  const bool is_read = op == s3::Op::kGetObject || op == s3::Op::kHeadObject;
+  if (s.is_ok() && !serves_here(exchange.request(), *resolved, is_read)) {
     s = co_await forward(exchange, *resolved);
   } else if (s.is_ok()) {
-    const bool is_read = op == s3::Op::kGetObject || op == s3::Op::kHeadObject;
     if (!request.auth && !(is_read && resolved->bucket.props().anonymous_read())) {
       s = Status::permission_denied("Access Denied").with_reason("AccessDenied");
     } else {
@@ -309,6 +310,7 @@ http::Awaitable<Status> Target::receive_object(http::Exchange& exchange, const c
 http::Awaitable<Status> Target::s3_put(http::Exchange& exchange, const cluster::S3Request& request,
                                        const Resolved& r) {
   puts_.add();
+  CO_RETURN_IF_ERROR(check_holders_up(r));
   CO_ASSIGN_OR_RETURN(store::PutOptions options, s3_put_options(exchange.request(), r.bucket));
   WriteTicket ticket(*this);
   guard_bucket(options, r.bucket, ticket);
@@ -317,6 +319,7 @@ http::Awaitable<Status> Target::s3_put(http::Exchange& exchange, const cluster::
   CO_RETURN_IF_ERROR(co_await receive_object(exchange, request, *writer, options_.cluster.s3.max_object_size,
                                              head.headers));
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
+  CO_RETURN_IF_ERROR(co_await replicate(r));
   head.headers.set("ETag", "\"" + etag_of(record) + "\"");
   co_return co_await exchange.response().send(std::move(head), "");
 }
@@ -393,6 +396,7 @@ http::Awaitable<Status> Target::s3_get(http::Exchange& exchange, const cluster::
     }
   }
   set_overrides(request, head.headers);
+  if (!is_head && length > 0) CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, *object));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
   if (is_head || length == 0) co_return Status::ok();
   CO_RETURN_IF_ERROR(co_await exchange.response().send_file(object->fd(), offset, length));
@@ -422,7 +426,9 @@ http::Awaitable<Status> Target::s3_tagging(http::Exchange& exchange, const clust
         for (const auto& [key, value] : tags) (*record.mutable_tags())[key] = value;
         return Status::ok();
       };
-      CO_RETURN_IF_ERROR((co_await store_.update(r.object, std::move(set_tags), durability_of(r.bucket))).status());
+      CO_ASSIGN_OR_RETURN(const wire::ObjectRecord updated,
+                          co_await store_.update(r.object, std::move(set_tags), durability_of(r.bucket)));
+      CO_RETURN_IF_ERROR(co_await replicate_record(r, updated));
       co_return co_await exchange.response().send(cluster::s3_head(&request), "");
     }
     default: {
@@ -430,7 +436,9 @@ http::Awaitable<Status> Target::s3_tagging(http::Exchange& exchange, const clust
         record.mutable_tags()->clear();
         return Status::ok();
       };
-      CO_RETURN_IF_ERROR((co_await store_.update(r.object, std::move(clear_tags), durability_of(r.bucket))).status());
+      CO_ASSIGN_OR_RETURN(const wire::ObjectRecord updated,
+                          co_await store_.update(r.object, std::move(clear_tags), durability_of(r.bucket)));
+      CO_RETURN_IF_ERROR(co_await replicate_record(r, updated));
       co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
     }
   }
@@ -461,10 +469,14 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
         .with_reason("InvalidRequest");
   }
 
-  // The source comes from its owner through the native API (a loopback call when that is
-  // this node): one path, with sendfile on the serving side, for local and remote sources.
+  // The source comes from a holder that is up (its owner first) through the native API (a
+  // loopback call when that is this node): one path, with sendfile on the serving side.
   const auto placement = maps_.placement();
-  const wire::NodeInfo owner = placement->owner(ObjectRef{BucketId(source_bucket->id()), source.key});
+  const auto source_holders =
+      placement->holders(ObjectRef{BucketId(source_bucket->id()), source.key}, wire::copies_of(source_bucket->props()));
+  const auto up = std::find_if(source_holders.begin(), source_holders.end(),
+                               [](const wire::NodeInfo& n) { return n.state() != wire::NODE_STATE_DOWN; });
+  const wire::NodeInfo owner = up != source_holders.end() ? *up : source_holders.front();
   CO_ASSIGN_OR_RETURN(const http::Endpoint from, http::Endpoint::parse(owner.url()));
   http::ClientRequest get;
   get.method = http::Method::kGet;
@@ -543,6 +555,7 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   CO_ASSIGN_OR_RETURN(const uint64_t copied, co_await receive(call->body(), *writer, {}));
   if (copied != size) co_return Status::unavailable("copy source {}/{} ended early", source.bucket, source.key);
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
+  if (!is_part) CO_RETURN_IF_ERROR(co_await replicate(r));
   s3::XmlWriter xml;
   xml.open(is_part ? "CopyPartResult" : "CopyObjectResult", s3::kS3Xmlns)
       .element("LastModified", s3::format_iso8601(record.mtime_unix_nanos()))
@@ -590,8 +603,10 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
       options.precondition = write_precondition(in.headers);
       WriteTicket ticket(*this);
       guard_bucket(options, r.bucket, ticket);
+      CO_RETURN_IF_ERROR(check_holders_up(r));
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record,
                           co_await store_.complete_upload(r.object, upload_id, std::move(parts), std::move(options)));
+      CO_RETURN_IF_ERROR(co_await replicate(r));
       const auto host = in.headers.get("Host").value_or("localhost");
       s3::XmlWriter xml;
       xml.open("CompleteMultipartUploadResult", s3::kS3Xmlns)

@@ -139,7 +139,13 @@ Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& 
       gets_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="get")")),
       deletes_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="delete")")),
       forwards_(stats.counter("silo_target_forwards_total", "Requests forwarded to the owner target.")),
-      errors_(stats.counter("silo_target_errors_total", "Object requests that failed.")) {}
+      errors_(stats.counter("silo_target_errors_total", "Object requests that failed.")),
+      corrupt_found_(stats.counter("silo_target_corrupt_copies_total",
+                                   "Copies whose bytes did not match their XXH3 (found by reads and scrubs).")),
+      corrupt_repaired_(stats.counter("silo_target_corrupt_copies_repaired_total",
+                                      "Corrupt copies replaced by a good copy from another target.")),
+      copies_made_(stats.counter("silo_target_copies_made_total",
+                                 "Copies of objects sent to or fetched from other holders (replicas, repairs).")) {}
 
 http::Awaitable<Result<wire::Bucket>> Target::find_bucket(const std::string& name) {
   auto bucket = maps_.find_bucket(name);
@@ -164,8 +170,11 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
   Resolved r;
   r.bucket = bucket;
   r.object = ObjectRef{BucketId(bucket.id()), name};
-  r.owner = placement->owner(r.object);
+  r.holders = placement->holders(r.object, wire::copies_of(bucket.props()));
+  r.owner = r.holders.front();
   r.is_local = r.owner.id() == options_.self.id();
+  r.is_holder = std::any_of(r.holders.begin(), r.holders.end(),
+                            [this](const wire::NodeInfo& n) { return n.id() == options_.self.id(); });
   co_return r;
 }
 
@@ -175,7 +184,7 @@ http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::strin
   Status s;
   if (!resolved) {
     s = std::move(resolved).error();
-  } else if (!resolved->is_local && !is_local_only(request)) {
+  } else if (!serves_here(request, *resolved, request.method == http::Method::kGet || request.method == http::Method::kHead)) {
     s = co_await forward(exchange, *resolved);
   } else {
     switch (request.method) {
@@ -197,6 +206,10 @@ http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::strin
   }
 }
 
+bool Target::serves_here(const http::RequestHead& request, const Resolved& r, bool is_read) const {
+  return r.is_local || (is_read && r.is_holder) || is_local_only(request);
+}
+
 http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved& r) {
   if (exchange.request().headers.has(cluster::kForwardedHeader)) {
     // Two nodes disagree on the owner: their node maps differ. The client retries once
@@ -204,11 +217,21 @@ http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved
     co_return Status::unavailable("object {} is owned by {} per node map v{}; node maps are converging, retry",
                                   r.object.name, r.owner.id(), maps_.node_map()->version());
   }
-  if (r.owner.state() == wire::NODE_STATE_DOWN) {
-    co_return Status::unavailable("target {} that owns {} is down", r.owner.id(), r.object.name);
+  // A read may go to any holder that is up; everything else to the owner.
+  const http::Method method = exchange.request().method;
+  const bool is_read = method == http::Method::kGet || method == http::Method::kHead;
+  const wire::NodeInfo* to_node = &r.owner;
+  for (const auto& n : r.holders) {
+    if (!is_read || n.state() != wire::NODE_STATE_DOWN) {
+      to_node = &n;
+      break;
+    }
+  }
+  if (to_node->state() == wire::NODE_STATE_DOWN) {
+    co_return Status::unavailable("target {} that owns {} is down", to_node->id(), r.object.name);
   }
   forwards_.add();
-  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(r.owner.url()));
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(to_node->url()));
   http::Headers extra;
   extra.set(cluster::kForwardedHeader, options_.self.id());
   extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
@@ -217,12 +240,14 @@ http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved
 
 http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r) {
   puts_.add();
+  CO_RETURN_IF_ERROR(check_holders_up(r));
   CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), durability_of(r.bucket)));
   WriteTicket ticket(*this);
   guard_bucket(options, r.bucket, ticket);
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
   CO_RETURN_IF_ERROR((co_await receive(exchange.body(), *writer, {})).status());
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
+  CO_RETURN_IF_ERROR(co_await replicate(r));
   http::ResponseHead head;
   head.headers.set("ETag", "\"" + etag_of(record) + "\"");
   head.headers.set("Content-Type", "application/json");
@@ -253,8 +278,10 @@ http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r)
       head.headers.set("Content-Range", fmt::format("bytes {}-{}/{}", offset, offset + length - 1, size));
     }
   }
+  const bool sends_bytes = request.method != http::Method::kHead && length > 0;
+  if (sends_bytes) CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, object));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
-  if (request.method == http::Method::kHead || length == 0) co_return Status::ok();
+  if (!sends_bytes) co_return Status::ok();
   CO_RETURN_IF_ERROR(co_await exchange.response().send_file(object.fd(), offset, length));
   bytes_sent_.add(length);
   co_return Status::ok();

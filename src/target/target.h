@@ -79,6 +79,8 @@ class Target {
     ObjectRef object;
     bool is_local = false;        // this node owns the object
     wire::NodeInfo owner;
+    std::vector<wire::NodeInfo> holders;  // where its copies live, the owner first
+    bool is_holder = false;               // this node is one of them (serves reads)
   };
   // The bucket named `name`, catching up with the primary once when it is unknown here.
   http::Awaitable<Result<wire::Bucket>> find_bucket(const std::string& name);
@@ -89,6 +91,10 @@ class Target {
   http::Awaitable<Status> put(http::Exchange& exchange, const Resolved& r);
   http::Awaitable<Status> get(http::Exchange& exchange, const Resolved& r);
   http::Awaitable<Status> remove(http::Exchange& exchange, const Resolved& r);
+  // Whether this node runs the request: the owner runs everything, any holder a read, and
+  // a holder asked for its own copy (kLocalOnlyHeader) answers with it.
+  bool serves_here(const http::RequestHead& request, const Resolved& r, bool is_read) const;
+  // Relays the request to the owner, or a read to the first holder that is up.
   http::Awaitable<Status> forward(http::Exchange& exchange, const Resolved& r);
   store::Durability durability_of(const wire::Bucket& bucket) const;
   // Counts a commit into a bucket from the moment it passed guard_bucket's check until it
@@ -163,15 +169,38 @@ class Target {
   http::Awaitable<Status> remove_everywhere(const ObjectRef& object);
   http::Awaitable<void> walk(std::shared_ptr<Walk> walk);
   http::Awaitable<Status> walk_once(Walk& walk);
-  // Copies one object to its owner (COPY), or makes sure the owner has it and removes it
-  // here (CLEANUP).
-  http::Awaitable<Status> move_object(Walk& walk, const ObjectRef& object, const wire::NodeInfo& owner);
+  // Copies one object to every holder that lacks it (COPY), or makes sure they have it and
+  // removes it here when this node is not one of them (CLEANUP).
+  http::Awaitable<Status> move_object(Walk& walk, const ObjectRef& object, const std::vector<wire::NodeInfo>& holders);
   http::Awaitable<Status> push_copy(const http::Endpoint& to, const ObjectRef& object, const store::OpenObject& source);
   // Receives [record length][record][bytes] from `body` into the store; false when the
   // copy here was kept (as new or newer).
-  http::Awaitable<Result<bool>> store_copy(http::BodyReader& body, const ObjectRef& object);
+  // `replacing`: a corrupt generation here that the copy may replace although not older.
+  http::Awaitable<Result<bool>> store_copy(http::BodyReader& body, const ObjectRef& object,
+                                           std::optional<uint64_t> replacing = std::nullopt);
   std::optional<wire::Bucket> bucket_by_id(uint64_t id) const;
 
+  // Data protection (protection.cc, docs/data-protection.md).
+  // The targets that hold copies of `object` under the current maps, the owner first;
+  // empty when its bucket is unknown here.
+  std::vector<wire::NodeInfo> holders_of(const ObjectRef& object) const;
+  // A sync write at the owner: every other holder must be up to take its copy.
+  Status check_holders_up(const Resolved& r) const;
+  // After a commit at the owner: the other holders get the object, before the answer
+  // (sync) or in the background (async).
+  http::Awaitable<Status> replicate(const Resolved& r);
+  // Runs `work` detached from any request, logging its failure as `what`.
+  http::Awaitable<void> in_background(http::Awaitable<Status> work, std::string what);
+  // Sends the version of `object` here now to each of `to` (in parallel).
+  http::Awaitable<Status> push_copies(ObjectRef object, std::vector<wire::NodeInfo> to);
+  // After a metadata change at the owner (tags): the other holders get the new record.
+  http::Awaitable<Status> replicate_record(const Resolved& r, const wire::ObjectRecord& record);
+  // Checks the bytes of `object` against its XXH3 when the bucket verifies reads.
+  // kDataLoss (S3 InternalError) when they differ; nothing was sent then.
+  http::Awaitable<Status> verify_read(const wire::Bucket& bucket, const store::OpenObject& object);
+  // Replaces this node's copy of `object` with the newest one another target holds.
+  // `replacing`: the generation of a corrupt copy here that the new one may replace.
+  http::Awaitable<Status> pull_copy(const ObjectRef& object, std::optional<uint64_t> replacing);
   struct Resilver;
   // Starts a resilver, preempting one that runs.
   void start_resilver(boost::asio::any_io_executor executor, std::string reason);
@@ -210,6 +239,9 @@ class Target {
   stats::Counter& deletes_;
   stats::Counter& forwards_;
   stats::Counter& errors_;
+  stats::Counter& corrupt_found_;
+  stats::Counter& corrupt_repaired_;
+  stats::Counter& copies_made_;
 };
 
 }  // namespace silo::target

@@ -22,6 +22,9 @@ std::string_view durability_name(Durability d) {
 json props_to_json(const BucketProps& props) {
   json j{{"durability", durability_name(props.durability())}, {"anonymous_read", props.anonymous_read()}};
   if (!props.versioning().empty()) j["versioning"] = props.versioning();
+  j["copies"] = copies_of(props);
+  j["write"] = props.write_mode() == WRITE_MODE_ASYNC ? "async" : "sync";
+  j["verify_reads"] = !props.skip_read_verify();
   return j;
 }
 
@@ -131,6 +134,20 @@ Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps p
     } else if (key == "anonymous_read") {
       if (!value.is_boolean()) return Status::invalid_argument("bucket property 'anonymous_read' must be true or false");
       props.set_anonymous_read(value.get<bool>());
+    } else if (key == "copies") {
+      if (!value.is_number_unsigned() || value.get<uint64_t>() < 1 || value.get<uint64_t>() > kMaxCopies) {
+        return Status::invalid_argument("bucket property 'copies' must be an integer from 1 to {}", kMaxCopies);
+      }
+      props.set_copies(value.get<uint32_t>());
+    } else if (key == "write") {
+      const std::string v = value.is_string() ? value.get<std::string>() : "";
+      if (v != "sync" && v != "async") {
+        return Status::invalid_argument("bucket property 'write' must be \"sync\" or \"async\"");
+      }
+      props.set_write_mode(v == "async" ? WRITE_MODE_ASYNC : WRITE_MODE_SYNC);
+    } else if (key == "verify_reads") {
+      if (!value.is_boolean()) return Status::invalid_argument("bucket property 'verify_reads' must be true or false");
+      props.set_skip_read_verify(!value.get<bool>());
     } else {
       return Status::invalid_argument("unknown bucket property '{}'", key);
     }

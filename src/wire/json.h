@@ -23,8 +23,14 @@ std::string job_list_json(std::span<const JobInfo> jobs);
 // {"buckets": [{"name", "id", "created", "props"}]}
 std::string bucket_list_json(const BucketMap& map);
 std::string bucket_json(const Bucket& bucket);
-// Applies a JSON properties body ({"durability": "fsync"|"page_cache"}) onto `props`.
-// Unknown keys and bad values are kInvalidArgument naming the key.
+// The most copies a bucket may ask for.
+inline constexpr uint32_t kMaxCopies = 16;
+// A bucket's copies per object (the `copies` property; 0 means 1).
+inline uint32_t copies_of(const BucketProps& props) { return props.copies() == 0 ? 1 : props.copies(); }
+
+// Applies a JSON properties body onto `props`: {"durability": "fsync"|"page_cache"|"default",
+// "anonymous_read": bool, "copies": 1..kMaxCopies, "write": "sync"|"async",
+// "verify_reads": bool}. Unknown keys and bad values are kInvalidArgument naming the key.
 Result<BucketProps> apply_bucket_props_json(std::string_view json, BucketProps props);
 // {"objects": [{"name", "size", "mtime", "etag"}], "next_token"}
 std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token);

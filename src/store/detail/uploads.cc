@@ -106,32 +106,14 @@ Result<std::vector<const wire::UploadPartRecord*>> select_parts(
   return selected;
 }
 
-// XXH3-64 of a whole file, read in bounded chunks.
+// XXH3-64 of a whole file, which must have `expected_size` bytes.
 Result<uint64_t> xxh3_of_file(const std::string& path, uint64_t expected_size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::from_errno(errno, fmt::format("open {}", path));
-  hash::Xxh3Stream xxh3;
-  std::vector<char> buffer(1u << 20);
-  uint64_t total = 0;
-  Status status;
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      status = Status::from_errno(errno, fmt::format("read {}", path));
-      break;
-    }
-    if (n == 0) break;
-    xxh3.update(std::span<const char>(buffer.data(), static_cast<size_t>(n)));
-    total += static_cast<uint64_t>(n);
-  }
+  auto xxh3 = xxh3_of_fd(fd, expected_size);
   ::close(fd);
-  if (!status.is_ok()) return status;
-  if (total != expected_size) {
-    return Status::data_loss("{} has {} bytes after assembly, the parts {}", path, total,
-                             expected_size);
-  }
-  return xxh3.digest();
+  if (!xxh3) return std::move(xxh3).error().annotate("assembled {}", path);
+  return xxh3;
 }
 
 void remove_directory(const std::string& dir) {

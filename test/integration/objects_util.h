@@ -1,0 +1,178 @@
+#pragma once
+
+// Helpers of the suites that fill a bucket and check it back (rebalance, data protection):
+// random objects written in parallel, every byte read back, object files counted on disk,
+// a reader thread that counts failed GETs.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "test_util.h"
+#include "testing/random.h"
+
+namespace silo::integration {
+
+inline constexpr std::string_view kBucket = "shards";
+
+using Objects = std::map<std::string, std::string>;
+
+// `count` objects of 1 B .. 48 KiB, a few of 3 MiB, written by 4 threads.
+inline Objects put_objects(LocalCluster& cluster, int count, std::string_view prefix = "obj",
+                           std::string_view bucket = kBucket) {
+  Objects objects;
+  silo::testing::Random random;
+  for (int i = 0; i < count; ++i) {
+    const size_t size = i % 500 == 7 ? 3 << 20 : random.uniform(1, 48 * 1024);
+    objects[fmt::format("{}-{:05}", prefix, i)] = random.bytes(size);
+  }
+  std::vector<std::pair<std::string, std::string>> items(objects.begin(), objects.end());
+  std::atomic<size_t> next{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&] {
+      auto client = client::Client::create(cluster.endpoint());
+      if (!client) {
+        ++failures;
+        return;
+      }
+      for (size_t i = next++; i < items.size(); i = next++) {
+        if (!(*client)->put(bucket, items[i].first, items[i].second)) ++failures;
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(failures.load(), 0) << "PUTs failed";
+  return objects;
+}
+
+inline void expect_all_readable(client::Client& c, const Objects& objects, std::string_view bucket = kBucket) {
+  size_t bad = 0;
+  for (const auto& [name, bytes] : objects) {
+    auto got = c.get(bucket, name);
+    if (!got) {
+      if (++bad <= 5) ADD_FAILURE() << "GET " << name << ": " << got.error();
+      continue;
+    }
+    const std::string diff = difference(bytes, *got);
+    if (!diff.empty() && ++bad <= 5) ADD_FAILURE() << name << ": " << diff;
+  }
+  EXPECT_EQ(bad, 0u) << "objects unreadable or wrong";
+}
+
+// Object files over the given targets (each object is one file when it sits once).
+inline size_t files_on(const LocalCluster& cluster, const std::vector<std::string>& ids) {
+  size_t n = 0;
+  for (const auto& id : ids) {
+    auto node = cluster.node(id);
+    if (node) n += object_file_count(*node);
+  }
+  return n;
+}
+
+// Waits for the rebalance the map names to finish; fails the test when it does not.
+inline void wait_rebalance(client::Client& c, const std::string& job_id) {
+  ASSERT_FALSE(job_id.empty()) << "the change started no rebalance";
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry job, c.wait_job(job_id, seconds(120)));
+  ASSERT_EQ(job.state, "finished") << job_id << " is " << job.state << " (" << job.phase << "): " << job.detail;
+}
+
+// Reads random objects through its own client until stopped; counts what fails.
+class Reader {
+ public:
+  Reader(const LocalCluster& cluster, const Objects& objects, std::string_view bucket = kBucket)
+      : bucket_(bucket), objects_(objects.begin(), objects.end()) {
+    thread_ = std::thread([this, endpoint = cluster.endpoint()] { run(endpoint); });
+  }
+  ~Reader() { stop(); }
+  void stop() {
+    stopping_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  size_t reads() const { return reads_; }
+  size_t failures() const { return failures_; }
+  std::string first_failure() {
+    std::lock_guard lock(mutex_);
+    return first_failure_;
+  }
+
+ private:
+  void run(const std::string& endpoint) {
+    auto c = client::Client::create(endpoint);
+    if (!c) return fail(c.error().to_string());
+    silo::testing::Random random;
+    while (!stopping_) {
+      const auto& [name, bytes] = objects_[random.uniform(0, objects_.size() - 1)];
+      auto got = (*c)->get(bucket_, name);
+      ++reads_;
+      if (!got) {
+        fail(fmt::format("GET {}: {}", name, got.error()));
+      } else if (const std::string diff = difference(bytes, *got); !diff.empty()) {
+        fail(fmt::format("GET {}: {}", name, diff));
+      }
+    }
+  }
+  void fail(std::string what) {
+    ++failures_;
+    std::lock_guard lock(mutex_);
+    if (first_failure_.empty()) first_failure_ = std::move(what);
+  }
+
+  const std::string bucket_;
+  const std::vector<std::pair<std::string, std::string>> objects_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<size_t> reads_{0};
+  std::atomic<size_t> failures_{0};
+  std::mutex mutex_;
+  std::string first_failure_;
+  std::thread thread_;
+};
+
+
+// The listing names every object exactly once.
+inline void expect_listing_complete(client::Client& c, const Objects& objects, std::string_view when,
+                                    std::string_view bucket = kBucket) {
+  ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all(bucket, "", 1000));
+  std::set<std::string> names;
+  size_t duplicates = 0;
+  for (const auto& e : listed) {
+    if (!names.insert(e.name).second) ++duplicates;
+  }
+  EXPECT_EQ(duplicates, 0u) << "names listed twice " << when;
+  size_t missing = 0;
+  for (const auto& [name, bytes] : objects) missing += names.count(name) == 0 ? 1 : 0;
+  EXPECT_EQ(missing, 0u) << "objects missing from the listing " << when;
+  EXPECT_EQ(names.size(), objects.size()) << when;
+}
+
+// The sum of every sample of metric `name` (any labels) in the /metrics of the node at
+// `url`; 0 when it cannot be read.
+inline uint64_t metric_sum(const std::string& url, std::string_view name) {
+  auto conn = RawConnection::open(url);
+  if (!conn) return 0;
+  if (!conn->send("GET /metrics HTTP/1.1\r\nHost: silo\r\nConnection: close\r\n\r\n")) return 0;
+  const std::string answer = conn->read(4 << 20, std::chrono::milliseconds(3000));
+  uint64_t sum = 0;
+  size_t at = 0;
+  while ((at = answer.find(name, at)) != std::string::npos) {
+    const bool starts_line = at > 0 && answer[at - 1] == '\n';
+    const size_t after = at + name.size();
+    at = after;
+    if (!starts_line || after >= answer.size() || (answer[after] != ' ' && answer[after] != '{')) continue;
+    const size_t space = answer.find(' ', answer[after] == '{' ? answer.find('}', after) : after);
+    if (space == std::string::npos) break;
+    sum += std::strtoull(answer.c_str() + space + 1, nullptr, 10);
+  }
+  return sum;
+}
+
+}  // namespace silo::integration

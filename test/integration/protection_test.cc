@@ -1,0 +1,174 @@
+// Data protection against real processes (docs/data-protection.md): buckets with several
+// copies survive a killed target and get the copies back when it is replaced; corrupt
+// copies are never served and are repaired; the copy count of a filled bucket changes
+// while a reader runs. Every test checks every byte of every object.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "objects_util.h"
+
+namespace silo::integration {
+namespace {
+
+ClusterOptions options(int targets) {
+  return {.proxies = 1,
+          .targets = targets,
+          .mountpaths = 2,
+          .env = {{"SILO_DURABILITY", "page_cache"}, {"SILO_KEEPALIVE_TIMEOUT_MS", "2000"}}};
+}
+
+// 1 proxy + `targets` targets; bucket kBucket with `props` holds `count` objects.
+Result<std::unique_ptr<LocalCluster>> start_filled(int targets, std::string props, int count, Objects& objects) {
+  ASSIGN_OR_RETURN(auto cluster, LocalCluster::start(options(targets)));
+  RETURN_IF_ERROR(cluster->client().create_bucket(kBucket, std::move(props)));
+  objects = put_objects(*cluster, count);
+  return cluster;
+}
+
+// Flips one byte in the middle of every non-empty object file of `node`, or only of
+// bucket `bucket_id` when it is not 0; returns how many it changed.
+size_t corrupt_files(const NodeInfo& node, uint64_t bucket_id = 0) {
+  size_t changed = 0;
+  for (const auto& mp : node.mountpaths) {
+    for (const auto& path : object_files(mp)) {
+      if (bucket_id != 0 && path.find(fmt::format("/obj/{}/", bucket_id)) == std::string::npos) continue;
+      const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+      if (fd < 0) continue;
+      struct stat st {};
+      char c = 0;
+      if (::fstat(fd, &st) == 0 && st.st_size > 0 && ::pread(fd, &c, 1, st.st_size / 2) == 1) {
+        c = static_cast<char>(c ^ 0x5a);
+        if (::pwrite(fd, &c, 1, st.st_size / 2) == 1) ++changed;
+      }
+      ::close(fd);
+    }
+  }
+  return changed;
+}
+
+// Every object read twice in a row (the proxy turns to the other copy for the second).
+void read_each_twice(client::Client& c, const Objects& objects) {
+  for (const auto& [name, bytes] : objects) {
+    for (int i = 0; i < 2; ++i) {
+      auto got = c.get(kBucket, name);
+      ASSERT_TRUE(got.has_value()) << name << ": " << got.status();
+      ASSERT_EQ(difference(bytes, *got), "") << name;
+    }
+  }
+}
+
+uint64_t sum_over_targets(const LocalCluster& cluster, std::string_view metric) {
+  uint64_t sum = 0;
+  for (const auto& id : cluster.target_ids()) {
+    if (auto node = cluster.node(id)) sum += metric_sum(node->url, metric);
+  }
+  return sum;
+}
+
+TEST(ProtectionTest, TwoCopiesSurviveAKilledTargetAndComeBackWhenItIsReplaced) {
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(3, R"({"copies": 2})", 300, objects));
+  client::Client& c = cluster->client();
+  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), 2 * objects.size()) << "two copies of each object";
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
+  EXPECT_EQ(props.copies, 2u);
+
+  // Killed: reads go to the other copy, before and after the node is marked down.
+  ASSERT_OK(cluster->kill("t2"));
+  expect_all_readable(c, objects);
+  ASSERT_OK(cluster->wait_for_node_state("t2", "down", seconds(20)));
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, "with a target down");
+  // A sync write whose copies include the down target is refused, never acknowledged short.
+  size_t refused = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto put = c.put(kBucket, fmt::format("while-down-{}", i), "x");
+    if (!put) ++refused;
+  }
+  EXPECT_GT(refused, 0u) << "no write needed the down target";
+
+  ASSERT_OK(cluster->restart("t2"));
+  expect_all_readable(c, objects);
+  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), 2 * (objects.size()) + 2 * (20 - refused));
+
+  // Lost for good: forgotten and replaced by a new target, the copies are made again.
+  ASSERT_OK(cluster->kill("t3"));
+  ASSERT_OK(cluster->wait_for_node_state("t3", "down", seconds(20)));
+  ASSERT_OK(c.remove_node("t3").status());
+  ASSERT_OK_AND_ASSIGN(const std::string added, cluster->add_node("target"));
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
+  wait_rebalance(c, map.rebalance_job());
+  expect_all_readable(c, objects);
+  EXPECT_EQ(files_on(*cluster, {"t1", "t2", added}), 2 * (objects.size() + 20 - refused))
+      << "each object has its two copies on the targets now in the cluster";
+  EXPECT_GT(files_on(*cluster, {added}), objects.size() / 4) << "the new target holds its share";
+}
+
+TEST(ProtectionTest, CorruptCopiesAreNeverServedAndAreRepaired) {
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(3, R"({"copies": 2})", 200, objects));
+  client::Client& c = cluster->client();
+  ASSERT_OK_AND_ASSIGN(const NodeInfo t1, cluster->node("t1"));
+  const size_t corrupted = corrupt_files(t1);
+  ASSERT_GT(corrupted, objects.size() / 4);
+
+  // Reads alternate between the two copies: reading each object twice in a row reads
+  // every copy.
+  read_each_twice(c, objects);
+  const uint64_t found = sum_over_targets(*cluster, "silo_target_corrupt_copies_total");
+  EXPECT_EQ(found, corrupted) << "every corrupt copy was found by a read";
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_repaired_total"), found);
+  // Repaired for good: reading every copy again finds nothing new.
+  read_each_twice(c, objects);
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), found);
+
+  // With one copy there is nothing to repair from: the read fails, the bad bytes never go out.
+  ASSERT_OK(c.create_bucket("single"));
+  ASSERT_OK_AND_ASSIGN(const auto single, c.bucket_props("single"));
+  ASSERT_OK(c.put("single", "only", std::string(100000, 'a')));
+  size_t changed = 0;
+  for (const auto& id : cluster->target_ids()) {
+    if (auto node = cluster->node(id)) changed += corrupt_files(*node, single.id);
+  }
+  ASSERT_EQ(changed, 1u);
+  auto got = c.get("single", "only");
+  ASSERT_FALSE(got) << "a corrupt object was served";
+  EXPECT_NE(got.error().to_string().find("checksum"), std::string::npos) << got.error();
+}
+
+TEST(ProtectionTest, CopiesChangeOnAFilledBucketWhileReadsNeverFail) {
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(3, "", 500, objects));
+  client::Client& c = cluster->client();
+  ASSERT_EQ(files_on(*cluster, cluster->target_ids()), objects.size());
+  Reader reader(*cluster, objects);
+
+  ASSERT_OK(c.set_bucket_props(kBucket, R"({"copies": 2})"));
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap up, c.node_map());
+  wait_rebalance(c, up.rebalance_job());
+  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), 2 * objects.size());
+
+  ASSERT_OK(c.set_bucket_props(kBucket, R"({"copies": 1})"));
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap down, c.node_map());
+  ASSERT_NE(down.rebalance_job(), up.rebalance_job());
+  wait_rebalance(c, down.rebalance_job());
+  reader.stop();
+  EXPECT_EQ(reader.failures(), 0u) << "of " << reader.reads() << " reads; first: " << reader.first_failure();
+  EXPECT_GT(reader.reads(), 50u);
+  EXPECT_EQ(files_on(*cluster, cluster->target_ids()), objects.size());
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, "after the copies changed");
+
+  // More copies than targets, or nonsense, is refused with the reason.
+  const Status too_many = c.set_bucket_props(kBucket, R"({"copies": 4})");
+  EXPECT_EQ(too_many.code(), Code::kInvalidArgument) << too_many;
+  EXPECT_NE(too_many.to_string().find("targets"), std::string::npos) << too_many;
+  EXPECT_EQ(c.set_bucket_props(kBucket, R"({"copies": 0})").code(), Code::kInvalidArgument);
+  EXPECT_EQ(c.set_bucket_props(kBucket, R"({"write": "later"})").code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace silo::integration
