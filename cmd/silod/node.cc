@@ -372,6 +372,8 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
     co_await handle_leave(exchange);
   } else if (path == cluster::kRebalancePath && target_) {
     co_await target_->handle_rebalance_progress(exchange);
+  } else if (starts_with(path, cluster::kTasksPath) && target_) {
+    co_await target_->handle_task(exchange, path.substr(std::string_view(cluster::kTasksPath).size()));
   } else if (starts_with(path, "/v1/internal/objects/") && target_) {
     co_await target_->handle_internal_object(exchange, std::string_view(path).substr(21));
   } else if ((path == "/v1/mountpaths" || starts_with(path, "/v1/mountpaths/")) && target_) {

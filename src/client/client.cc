@@ -337,6 +337,10 @@ Result<JobEntry> job_of(const JsonValue& j) {
   ASSIGN_OR_RETURN(job.objects_remaining, p["objects_remaining"].to_u64());
   ASSIGN_OR_RETURN(job.bytes_done, p["bytes_done"].to_u64());
   ASSIGN_OR_RETURN(job.errors, p["errors"].to_u64());
+  // Scrub figures (absent from older servers).
+  if (auto n = p["corrupt_found"].to_u64()) job.corrupt_found = *n;
+  if (auto n = p["corrupt_repaired"].to_u64()) job.corrupt_repaired = *n;
+  if (auto n = p["copies_restored"].to_u64()) job.copies_restored = *n;
   return job;
 }
 
@@ -369,6 +373,15 @@ Result<JobEntry> Client::wait_job(std::string_view id, std::chrono::seconds time
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
   ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
+  return job_of(doc);
+}
+
+Result<JobEntry> Client::start_job(std::string job_json) {
+  http::Headers headers;
+  headers.set("Content-Type", "application/json");
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, "/v1/jobs", std::move(job_json), headers));
+  RETURN_IF_ERROR(status_of(r, "POST /v1/jobs"));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "POST /v1/jobs"));
   return job_of(doc);
 }
 

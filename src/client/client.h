@@ -67,6 +67,9 @@ struct JobEntry {
   uint64_t objects_remaining = 0;  // still to look at
   uint64_t bytes_done = 0;
   uint64_t errors = 0;
+  uint64_t corrupt_found = 0;     // scrub
+  uint64_t corrupt_repaired = 0;  // scrub
+  uint64_t copies_restored = 0;   // scrub
 };
 
 struct BucketEntry {
@@ -179,6 +182,8 @@ class Client {
   Result<std::vector<JobEntry>> jobs();
   Result<JobEntry> job(std::string_view id);
   Result<JobEntry> wait_job(std::string_view id, std::chrono::seconds timeout);
+  // POST /v1/jobs (admins): e.g. {"kind": "scrub", "bucket": "b", "rate_mb_s": 100}.
+  Result<JobEntry> start_job(std::string job_json);
   Status abort_job(std::string_view id);
 
   // PUT /v1/buckets/{bucket}; `props_json` is the optional properties body.

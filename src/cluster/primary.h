@@ -73,6 +73,13 @@ class Primary {
   // have finished it, keeps the job's progress, retires decommissioned nodes. Runs until stop().
   http::Awaitable<void> run_rebalance();
   JobRegistry& jobs() { return jobs_; }
+  // Starts a scrub job (docs/data-protection.md "Scrub"): every target that is up checks
+  // its copies (of `bucket`, or of all buckets when empty) at `rate_bytes` per second at
+  // most (0: no bound), repairing what it can. Returns the job. Errors: kNotFound (bucket).
+  http::Awaitable<Result<wire::JobInfo>> start_scrub(std::string bucket, uint64_t rate_bytes);
+  // Stops a running scrub on every target and ends its job "aborted".
+  // Errors: kNotFound; kFailedPrecondition (not running, or a kind that cannot stop).
+  http::Awaitable<Status> abort_job(std::string id);
 
  private:
   struct Changed {
@@ -93,6 +100,12 @@ class Primary {
   http::Awaitable<void> rebalance_round();
   // Registers the job of the map's rebalance, ending older running ones as preempted.
   Status note_rebalance(const wire::NodeMap& map);
+  // Polls every target's part of task job `id` until all have finished (or are gone),
+  // keeping the job's progress; then ends the job.
+  http::Awaitable<void> watch_task(std::string id, std::vector<wire::NodeInfo> targets);
+  // Sends `method` to /v1/internal/tasks/{id}`query` on `node`.
+  http::Awaitable<Result<http::ClientResponse>> call_task(const wire::NodeInfo& node, http::Method method,
+                                                          const std::string& id, const std::string& query);
   // Removes decommissioned nodes whose objects are off them, telling each to stop.
   http::Awaitable<void> retire_decommissioned();
 
@@ -154,6 +167,9 @@ inline constexpr const char* kKeepalivePath = "/v1/internal/keepalive";
 inline constexpr const char* kMetasyncPath = "/v1/internal/metasync";
 // GET on a target: its wire::RebalanceProgress.
 inline constexpr const char* kRebalancePath = "/v1/internal/rebalance";
+// /v1/internal/tasks/{job id} on a target: its part of a job (POST starts, GET progress,
+// DELETE stops).
+inline constexpr const char* kTasksPath = "/v1/internal/tasks/";
 // POST to a node waiting to be added, with the primary's URL as the body: join it.
 inline constexpr const char* kAttachPath = "/v1/internal/attach";
 // POST to a decommissioned node: stop sending keepalives and shut down.

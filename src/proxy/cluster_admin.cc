@@ -19,6 +19,7 @@ namespace {
 constexpr int kDefaultWaitSeconds = 30;
 constexpr int kMaxWaitSeconds = 300;
 constexpr std::chrono::milliseconds kWaitPoll{100};
+constexpr size_t kMaxJobRequestBody = 64 * 1024;
 
 std::string membership_json(const wire::NodeMap& map) {
   std::string rebalance;
@@ -92,14 +93,28 @@ http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string r
   const std::string& id = parts.first;
   const std::string& action = parts.second;
   const bool is_abort = action == "abort";
-  if (is_abort && !is_admin) {
-    s = Status::permission_denied("only admin users may abort jobs");
+  const bool is_start = id.empty() && request.method == http::Method::kPost;
+  if ((is_abort || is_start) && !is_admin) {
+    s = Status::permission_denied("only admin users may start or abort jobs");
   } else if (!is_primary()) {
     s = co_await relay_to_primary(exchange);
     if (s.is_ok()) co_return;
+  } else if (is_start) {
+    auto body = co_await http::read_all(exchange.body(), kMaxJobRequestBody);
+    auto parsed = body ? wire::parse_job_request_json(*body) : Result<wire::JobRequest>(body.error());
+    if (!parsed) {
+      s = std::move(parsed).error();
+    } else {
+      auto job = co_await primary_->start_scrub(parsed->bucket, parsed->rate_bytes);
+      if (job) {
+        co_await cluster::send_json(exchange, 202, wire::job_json(*job));
+        co_return;
+      }
+      s = std::move(job).error();
+    }
   } else if (id.empty()) {
     if (request.method != http::Method::kGet) {
-      s = Status::invalid_argument("{} /v1/jobs is not supported (use GET)", request.method_text);
+      s = Status::invalid_argument("{} /v1/jobs is not supported (use GET, or POST to start one)", request.method_text);
     } else {
       const std::string kind = request.query_param("kind").value_or("");
       const std::string state = request.query_param("state").value_or("");
@@ -141,18 +156,12 @@ http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string r
       s = Status::not_found("no job {}", id);
     }
   } else if (is_abort && request.method == http::Method::kPost) {
-    auto job = primary_->jobs().find(id);
-    if (!job) {
-      s = Status::not_found("no job {}", id);
-    } else if (job->state() != "running") {
-      s = Status::failed_precondition("job {} is not running (it is {})", id, job->state());
-    } else if (job->kind() == "rebalance") {
-      // Stopping it would leave objects where their owners do not look for them.
-      s = Status::failed_precondition(
-          "a rebalance cannot be aborted: objects would stay away from their owners; the next membership "
-          "change preempts it");
-    } else {
-      s = Status::unimplemented("jobs of kind {} cannot be aborted", job->kind());
+    s = co_await primary_->abort_job(id);
+    if (s.is_ok()) {
+      if (auto job = primary_->jobs().find(id)) {
+        co_await cluster::send_json(exchange, 200, wire::job_json(*job));
+        co_return;
+      }
     }
   } else {
     s = Status::not_found("no such endpoint: {} /v1/jobs{}", request.method_text, rest);

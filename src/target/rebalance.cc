@@ -312,22 +312,9 @@ http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object,
       is_holder = true;
       continue;
     }
-    if (holder.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("holder {} is down", holder.id());
+    CO_ASSIGN_OR_RETURN(const bool sent, co_await ensure_copy(holder, object, *opened));
+    if (!sent) continue;
     CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(holder.url()));
-    // What the holder has: nothing, this version, or a newer one (written there since).
-    http::ClientRequest ask;
-    ask.target = internal_object_target(object) + "?meta=1";
-    CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(ask), "", kMaxRecordBytes));
-    bool has_it = false;
-    if (answer.status == 200) {
-      CO_ASSIGN_OR_RETURN(const wire::ObjectRecord theirs,
-                          wire::decode<wire::ObjectRecord>(answer.body, wire::Source::kNetwork));
-      has_it = !incoming_wins(&theirs, record);
-    } else if (answer.status != 404) {
-      co_return Status::unavailable("{} answered {} for {}: {}", holder.id(), answer.status, object.name, answer.body);
-    }
-    if (has_it) continue;
-    CO_RETURN_IF_ERROR(co_await push_copy(to, object, *opened));
     walk.bytes += record.size();
     // A DELETE that ran while the copy was on its way removed this copy but may have
     // missed the one just made: take that one away again.
@@ -348,6 +335,25 @@ http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object,
   }
   ++walk.moved;
   co_return Status::ok();
+}
+
+http::Awaitable<Result<bool>> Target::ensure_copy(const wire::NodeInfo& holder, const ObjectRef& object,
+                                                  const store::OpenObject& source) {
+  if (holder.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("holder {} is down", holder.id());
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(holder.url()));
+  // What the holder has: nothing, this version, or a newer one (written there since).
+  http::ClientRequest ask;
+  ask.target = internal_object_target(object) + "?meta=1";
+  CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(ask), "", kMaxRecordBytes));
+  if (answer.status == 200) {
+    CO_ASSIGN_OR_RETURN(const wire::ObjectRecord theirs,
+                        wire::decode<wire::ObjectRecord>(answer.body, wire::Source::kNetwork));
+    if (!incoming_wins(&theirs, source.record())) co_return false;
+  } else if (answer.status != 404) {
+    co_return Status::unavailable("{} answered {} for {}: {}", holder.id(), answer.status, object.name, answer.body);
+  }
+  CO_RETURN_IF_ERROR(co_await push_copy(to, object, source));
+  co_return true;
 }
 
 http::Awaitable<Status> Target::push_copy(const http::Endpoint& to, const ObjectRef& object,

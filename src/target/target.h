@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <chrono>
 #include <mutex>
@@ -63,6 +64,11 @@ class Target {
   http::Awaitable<void> handle_internal_object(http::Exchange& exchange, std::string_view rest);
   // Stops the walk (shutdown).
   void stop_rebalance();
+
+  // Tasks the primary runs on every target as one job (scrub.cc): /v1/internal/tasks/{job
+  // id}: POST starts it (scrub-N: ?bucket=&rate_bytes=), GET answers its
+  // wire::RebalanceProgress, DELETE stops it.
+  http::Awaitable<void> handle_task(http::Exchange& exchange, std::string id);
 
   // Mountpaths and resilver (mountpaths.cc).
   // /v1/mountpaths: GET lists them with their state and the last resilver;
@@ -172,6 +178,9 @@ class Target {
   // Copies one object to every holder that lacks it (COPY), or makes sure they have it and
   // removes it here when this node is not one of them (CLEANUP).
   http::Awaitable<Status> move_object(Walk& walk, const ObjectRef& object, const std::vector<wire::NodeInfo>& holders);
+  // Sends `source` to `holder` unless it has this version or a newer one; whether it sent.
+  http::Awaitable<Result<bool>> ensure_copy(const wire::NodeInfo& holder, const ObjectRef& object,
+                                            const store::OpenObject& source);
   http::Awaitable<Status> push_copy(const http::Endpoint& to, const ObjectRef& object, const store::OpenObject& source);
   // Receives [record length][record][bytes] from `body` into the store; false when the
   // copy here was kept (as new or newer).
@@ -201,6 +210,14 @@ class Target {
   // Replaces this node's copy of `object` with the newest one another target holds.
   // `replacing`: the generation of a corrupt copy here that the new one may replace.
   http::Awaitable<Status> pull_copy(const ObjectRef& object, std::optional<uint64_t> replacing);
+  struct Task;
+  http::Awaitable<void> run_scrub(std::shared_ptr<Task> task);
+  // Checks one copy; replaces it when corrupt; gives holders that lack it a copy when
+  // this node is the first holder that is up.
+  http::Awaitable<Status> scrub_object(Task& task, const ObjectRef& object);
+  std::mutex tasks_mutex_;
+  std::map<std::string, std::shared_ptr<Task>> tasks_;  // GUARDED_BY(tasks_mutex_); by job id
+
   struct Resilver;
   // Starts a resilver, preempting one that runs.
   void start_resilver(boost::asio::any_io_executor executor, std::string reason);

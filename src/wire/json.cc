@@ -54,7 +54,9 @@ json job_to_json(const JobInfo& job) {
     nodes[id] = {{"phase", phase_name(p.phase())},       {"finished", p.finished()},
                  {"objects_scanned", p.objects_scanned()}, {"objects_total", p.objects_total()},
                  {"objects_moved", p.objects_moved()},     {"bytes_moved", p.bytes_moved()},
-                 {"errors", p.errors()},                   {"last_error", p.last_error()}};
+                 {"errors", p.errors()},                   {"last_error", p.last_error()},
+                 {"corrupt_found", p.corrupt_found()},     {"corrupt_repaired", p.corrupt_repaired()},
+                 {"copies_restored", p.copies_restored()}};
   }
   return json{{"id", job.id()},
               {"kind", job.kind()},
@@ -70,7 +72,10 @@ json job_to_json(const JobInfo& job) {
                 {"objects_remaining",
                  job.objects_total() > job.objects_scanned() ? job.objects_total() - job.objects_scanned() : 0},
                 {"bytes_done", job.bytes_done()},
-                {"errors", job.errors()}}},
+                {"errors", job.errors()},
+                {"corrupt_found", job.corrupt_found()},
+                {"corrupt_repaired", job.corrupt_repaired()},
+                {"copies_restored", job.copies_restored()}}},
               {"nodes", nodes}};
 }
 
@@ -84,6 +89,27 @@ Result<std::string> parse_url_json(std::string_view text) {
     return Status::invalid_argument("the body needs \"url\": \"http://host:port\" of the node to add");
   }
   return it->get<std::string>();
+}
+
+Result<JobRequest> parse_job_request_json(std::string_view text) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Status::invalid_argument("the body must be a JSON object");
+  JobRequest out;
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "kind" && value.is_string()) {
+      out.kind = value.get<std::string>();
+    } else if (key == "bucket" && value.is_string()) {
+      out.bucket = value.get<std::string>();
+    } else if (key == "rate_mb_s" && value.is_number() && value.get<double>() >= 0) {
+      out.rate_bytes = static_cast<uint64_t>(value.get<double>() * 1024 * 1024);
+    } else {
+      return Status::invalid_argument("unknown or malformed job field '{}' (kind, bucket, rate_mb_s)", key);
+    }
+  }
+  if (out.kind != "scrub") {
+    return Status::invalid_argument("job kind '{}' cannot be started here; the kinds are: scrub", out.kind);
+  }
+  return out;
 }
 
 std::string json_string(std::string_view text) {

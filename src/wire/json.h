@@ -15,11 +15,19 @@ namespace silo::wire {
 std::string node_map_json(const NodeMap& map);
 // {"id", "kind", "state", "phase", "detail", "started", "finished", "progress":
 //  {"objects_done", "objects_total", "objects_scanned", "objects_remaining", "bytes_done",
-//  "errors"}, "nodes": {id: {...}}}
+//  "errors", "corrupt_found", "corrupt_repaired", "copies_restored"}, "nodes": {id: {...}}}
 // (CONTRACT.md).
 std::string job_json(const JobInfo& job);
 // {"jobs": [job_json...]}
 std::string job_list_json(std::span<const JobInfo> jobs);
+// POST /v1/jobs: {"kind": "scrub", "bucket": "NAME" (optional: all buckets),
+// "rate_mb_s": N (optional: no bound)}.
+struct JobRequest {
+  std::string kind;
+  std::string bucket;
+  uint64_t rate_bytes = 0;  // per second; 0: no bound
+};
+Result<JobRequest> parse_job_request_json(std::string_view text);
 // {"buckets": [{"name", "id", "created", "props"}]}
 std::string bucket_list_json(const BucketMap& map);
 std::string bucket_json(const Bucket& bucket);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "objects_util.h"
+#include "placement/hrw.h"
 
 namespace silo::integration {
 namespace {
@@ -58,6 +59,19 @@ void read_each_twice(client::Client& c, const Objects& objects) {
       ASSERT_EQ(difference(bytes, *got), "") << name;
     }
   }
+}
+
+// Object files of bucket `bucket_id` over every target.
+size_t bucket_files(const LocalCluster& cluster, uint64_t bucket_id) {
+  size_t n = 0;
+  for (const auto& id : cluster.target_ids()) {
+    auto node = cluster.node(id);
+    if (!node) continue;
+    for (const auto& mp : node->mountpaths) {
+      for (const auto& path : object_files(mp)) n += path.find(fmt::format("/obj/{}/", bucket_id)) != std::string::npos;
+    }
+  }
+  return n;
 }
 
 uint64_t sum_over_targets(const LocalCluster& cluster, std::string_view metric) {
@@ -168,6 +182,61 @@ TEST(ProtectionTest, CopiesChangeOnAFilledBucketWhileReadsNeverFail) {
   EXPECT_NE(too_many.to_string().find("targets"), std::string::npos) << too_many;
   EXPECT_EQ(c.set_bucket_props(kBucket, R"({"copies": 0})").code(), Code::kInvalidArgument);
   EXPECT_EQ(c.set_bucket_props(kBucket, R"({"write": "later"})").code(), Code::kInvalidArgument);
+}
+
+TEST(ProtectionTest, ScrubRepairsCorruptCopiesAndRestoresMissingOnes) {
+  Objects objects;
+  ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(3, R"({"copies": 2})", 200, objects));
+  client::Client& c = cluster->client();
+  ASSERT_OK_AND_ASSIGN(const NodeInfo t1, cluster->node("t1"));
+  const size_t corrupted = corrupt_files(t1);
+  ASSERT_GT(corrupted, 0u);
+
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry started, c.start_job(R"({"kind": "scrub"})"));
+  EXPECT_EQ(started.kind, "scrub");
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry scrub, c.wait_job(started.id, seconds(120)));
+  EXPECT_EQ(scrub.state, "finished") << scrub.detail;
+  EXPECT_EQ(scrub.corrupt_found, corrupted);
+  EXPECT_EQ(scrub.corrupt_repaired, corrupted);
+  EXPECT_EQ(scrub.errors, 0u) << scrub.detail;
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_repaired_total"), corrupted);
+  read_each_twice(c, objects);
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), corrupted) << "a read found one left";
+
+  // Async writes while a holder is down are acknowledged with one copy; a scrub after it
+  // returns gives it its copies.
+  ASSERT_OK(c.create_bucket("later", R"({"copies": 2, "write": "async"})"));
+  ASSERT_OK_AND_ASSIGN(const auto later, c.bucket_props("later"));
+  EXPECT_EQ(later.write, "async");
+  ASSERT_OK(cluster->kill("t2"));
+  ASSERT_OK(cluster->wait_for_node_state("t2", "down", seconds(20)));
+  // Objects that t2 keeps the second copy of (its owner is up and takes the write).
+  const placement::HrwCandidates targets({"t1", "t2", "t3"});
+  Objects written;
+  for (int i = 0; written.size() < 40; ++i) {
+    const std::string name = fmt::format("late-{:04}", i);
+    const auto ranking = targets.ranking(ObjectRef{BucketId(later.id), name}, 2);
+    if (targets.id(ranking[1]) != "t2") continue;
+    written[name] = fmt::format("bytes of {} ", name) + std::string(i * 97 % 5000, 'z');
+    ASSERT_OK(c.put("later", name, written[name]));
+  }
+  ASSERT_OK(cluster->restart("t2"));
+  ASSERT_LT(bucket_files(*cluster, later.id), 2 * written.size()) << "t2 got copies while it was down?";
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry again, c.start_job(R"({"kind": "scrub", "bucket": "later"})"));
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry restored, c.wait_job(again.id, seconds(120)));
+  EXPECT_EQ(restored.state, "finished") << restored.detail;
+  EXPECT_GT(restored.copies_restored, 0u);
+  EXPECT_EQ(restored.corrupt_found, 0u);
+  EXPECT_EQ(bucket_files(*cluster, later.id), 2 * written.size());
+  expect_all_readable(c, written, "later");
+
+  // A slow scrub can be stopped; bad requests name the problem.
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry slow, c.start_job(R"({"kind": "scrub", "rate_mb_s": 0.01})"));
+  ASSERT_OK(c.abort_job(slow.id));
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry aborted, c.job(slow.id));
+  EXPECT_EQ(aborted.state, "aborted");
+  EXPECT_EQ(c.start_job(R"({"kind": "defrag"})").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(c.start_job(R"({"kind": "scrub", "bucket": "nope"})").status().code(), Code::kNotFound);
 }
 
 }  // namespace

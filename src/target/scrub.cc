@@ -1,0 +1,217 @@
+// A target's part of a scrub job (docs/data-protection.md "Scrub"): every copy here (of
+// one bucket or all) is read and checked against its XXH3 at a bounded rate; a corrupt
+// copy is replaced by a good one from another holder; the first holder that is up gives
+// holders that lack their copy one.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <charconv>
+
+#include "base/clock.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "cluster/reply.h"
+#include "cluster/sleep.h"
+#include "target/target.h"
+
+namespace silo::target {
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr size_t kScrubPage = 1000;
+constexpr size_t kMaxTasksKept = 16;
+
+}  // namespace
+
+struct Target::Task {
+  std::string id;
+  std::optional<uint64_t> bucket_id;  // only this bucket; all when unset
+  uint64_t rate_bytes = 0;            // bytes checked per second at most; 0: no bound
+  std::atomic<bool> cancelled{false};
+  std::atomic<bool> finished{false};
+  std::atomic<uint64_t> scanned{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> corrupt{0};
+  std::atomic<uint64_t> repaired{0};
+  std::atomic<uint64_t> restored{0};
+  uint64_t total = 0;
+  int64_t started_unix_nanos = 0;
+  std::atomic<int64_t> finished_unix_nanos{0};
+  std::mutex mutex;
+  std::string last_error;  // GUARDED_BY(mutex)
+  std::unique_ptr<asio::steady_timer> timer;
+
+  void fail(const Status& s) {
+    errors.fetch_add(1);
+    std::lock_guard lock(mutex);
+    last_error = s.to_string();
+  }
+};
+
+http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string id) {
+  const http::RequestHead& request = exchange.request();
+  std::shared_ptr<Task> task;
+  {
+    std::lock_guard lock(tasks_mutex_);
+    if (auto it = tasks_.find(id); it != tasks_.end()) task = it->second;
+  }
+  Status s;
+  if (request.method == http::Method::kPost) {
+    if (!id.starts_with("scrub-")) {
+      s = Status::invalid_argument("unknown task kind in {}", id);
+    } else if (task) {
+      co_await cluster::send_json(exchange, 200, R"({"started":false})");  // a retried start
+      co_return;
+    } else {
+      task = std::make_shared<Task>();
+      task->id = id;
+      const std::string bucket = request.query_param("bucket").value_or("");
+      if (!bucket.empty()) {
+        const auto b = maps_.find_bucket(bucket);
+        if (!b) s = Status::not_found("bucket {} does not exist", bucket).with_reason("NoSuchBucket");
+        if (b) task->bucket_id = b->id();
+      }
+      const std::string rate = request.query_param("rate_bytes").value_or("0");
+      std::from_chars(rate.data(), rate.data() + rate.size(), task->rate_bytes);
+      task->started_unix_nanos = Clock::real().unix_nanos();
+      task->total = store_.object_count_estimate();
+      if (s.is_ok()) {
+        {
+          std::lock_guard lock(tasks_mutex_);
+          tasks_[id] = task;
+          // The oldest finished ones go: the primary keeps the job's figures.
+          for (auto it = tasks_.begin(); tasks_.size() > kMaxTasksKept && it != tasks_.end();) {
+            it = it->second->finished ? tasks_.erase(it) : std::next(it);
+          }
+        }
+        const auto executor = co_await asio::this_coro::executor;
+        asio::co_spawn(executor, run_scrub(task), asio::detached);
+        co_await cluster::send_json(exchange, 200, R"({"started":true})");
+        co_return;
+      }
+    }
+  } else if (!task) {
+    s = Status::not_found("no task {} here", id);
+  } else if (request.method == http::Method::kGet) {
+    wire::RebalanceProgress p;
+    p.set_finished(task->finished);
+    p.set_objects_scanned(task->scanned);
+    p.set_objects_total(task->total);
+    p.set_objects_moved(task->repaired + task->restored);
+    p.set_bytes_moved(task->bytes);
+    p.set_errors(task->errors);
+    p.set_started_unix_nanos(task->started_unix_nanos);
+    p.set_finished_unix_nanos(task->finished_unix_nanos);
+    p.set_corrupt_found(task->corrupt);
+    p.set_corrupt_repaired(task->repaired);
+    p.set_copies_restored(task->restored);
+    {
+      std::lock_guard lock(task->mutex);
+      p.set_last_error(task->last_error);
+    }
+    http::ResponseHead head;
+    head.headers.set("Content-Type", "application/x-protobuf");
+    std::ignore = co_await exchange.response().send(std::move(head), wire::encode(std::move(p)));
+    co_return;
+  } else if (request.method == http::Method::kDelete) {
+    task->cancelled = true;
+    cluster::cancel(task->timer);
+    http::ResponseHead head;
+    head.status = 204;
+    std::ignore = co_await exchange.response().send(std::move(head), "");
+    co_return;
+  } else {
+    s = Status::invalid_argument("{} is not supported on a task", request.method_text);
+  }
+  co_await cluster::send_error(exchange, s);
+}
+
+http::Awaitable<void> Target::run_scrub(std::shared_ptr<Task> task) {
+  SILO_LOG_INFO("{} starts over ~{} objects", task->id, task->total);
+  const auto started = std::chrono::steady_clock::now();
+  auto listed = co_await store_.bucket_ids();
+  std::vector<BucketId> buckets;
+  if (listed) {
+    buckets = std::move(*listed);
+  } else {
+    task->fail(listed.error());
+  }
+  for (const BucketId bucket : buckets) {
+    if (task->bucket_id && *task->bucket_id != bucket.value()) continue;
+    if (!bucket_by_id(bucket.value())) continue;  // deleted: collect_deleted_buckets removes it
+    store::ListOptions options;
+    options.limit = kScrubPage;
+    while (!task->cancelled && !is_stopping_) {
+      auto page = co_await store_.list(bucket, options);
+      if (!page) {
+        task->fail(page.error());
+        break;
+      }
+      for (const auto& entry : page->entries) {
+        if (task->cancelled || is_stopping_) break;
+        ++task->scanned;
+        const ObjectRef object{bucket, entry.name()};  // named: no temporary beside co_await (adr/0003)
+        const Status s = co_await scrub_object(*task, object);
+        if (!s.is_ok()) task->fail(s);
+        // The bound on the rate: never ahead of rate_bytes per second since the start.
+        if (task->rate_bytes > 0) {
+          const auto due = started + std::chrono::microseconds(task->bytes * 1000000 / task->rate_bytes);
+          const auto now = std::chrono::steady_clock::now();
+          if (due > now) {
+            co_await cluster::pause(task->timer, std::chrono::duration_cast<std::chrono::milliseconds>(due - now));
+          }
+        }
+      }
+      if (!page->is_truncated || page->entries.empty()) break;
+      options.start_after = page->entries.back().name();
+    }
+  }
+  task->finished_unix_nanos = Clock::real().unix_nanos();
+  task->finished = true;
+  SILO_LOG_INFO("{} {}: {} objects, {} bytes checked; {} corrupt, {} repaired, {} copies restored, {} errors",
+                task->id, task->cancelled ? "stopped" : "finished", task->scanned.load(), task->bytes.load(),
+                task->corrupt.load(), task->repaired.load(), task->restored.load(), task->errors.load());
+}
+
+http::Awaitable<Status> Target::scrub_object(Task& task, const ObjectRef& object) {
+  auto opened = co_await store_.open(object);
+  if (!opened && opened.error().code() == Code::kNotFound) co_return Status::ok();  // deleted meanwhile
+  if (!opened) co_return std::move(opened).error();
+  const wire::ObjectRecord& record = opened->record();
+  const int fd = opened->fd();
+  const uint64_t size = record.size();
+  const auto xxh3 = co_await reader_.run([fd, size] { return store::xxh3_of_fd(fd, size); });
+  task.bytes += size;
+  const std::vector<wire::NodeInfo> holders = holders_of(object);
+  if (!xxh3 || *xxh3 != record.xxh3()) {
+    ++task.corrupt;
+    corrupt_found_.add();
+    SILO_LOG_ERROR("{}: corrupt copy of {} (generation {}) on {}: {}", task.id, object.name, record.generation(),
+                   options_.self.id(), xxh3 ? "XXH3 mismatch" : xxh3.error().to_string());
+    if (holders.size() < 2 && !is_rebalancing()) {
+      co_return Status::data_loss("{}: the only copy is corrupt", object.name);
+    }
+    const uint64_t bad_generation = record.generation();
+    CO_RETURN_IF_ERROR(co_await pull_copy(object, bad_generation));
+    ++task.repaired;
+    corrupt_repaired_.add();
+    co_return Status::ok();
+  }
+  // The first holder that is up makes sure the others have their copy.
+  const auto first_up = std::find_if(holders.begin(), holders.end(),
+                                     [](const wire::NodeInfo& n) { return n.state() != wire::NODE_STATE_DOWN; });
+  if (first_up == holders.end() || first_up->id() != options_.self.id()) co_return Status::ok();
+  for (const wire::NodeInfo& holder : holders) {
+    if (holder.id() == options_.self.id()) continue;
+    CO_ASSIGN_OR_RETURN(const bool sent, co_await ensure_copy(holder, object, *opened));
+    if (!sent) continue;
+    ++task.restored;
+    copies_made_.add();
+  }
+  co_return Status::ok();
+}
+
+}  // namespace silo::target
