@@ -420,6 +420,9 @@ BucketEntry bucket_entry_of(const JsonValue& b) {
   entry.durability = b["props"]["durability"].str();
   if (auto copies = b["props"]["copies"].to_u64()) entry.copies = static_cast<uint32_t>(*copies);
   entry.write = b["props"]["write"].str();
+  if (auto data = b["props"]["ec"]["data"].to_u64()) entry.ec_data = static_cast<uint32_t>(*data);
+  if (auto parity = b["props"]["ec"]["parity"].to_u64()) entry.ec_parity = static_cast<uint32_t>(*parity);
+  if (auto min_size = b["props"]["ec"]["min_size"].to_u64()) entry.ec_min_size = *min_size;
   return entry;
 }
 

@@ -78,6 +78,9 @@ struct BucketEntry {
   std::string durability;  // "fsync" | "page_cache" | "default"
   uint32_t copies = 1;     // full copies of each object
   std::string write;       // "sync" | "async"
+  uint32_t ec_data = 0;    // erasure coding: data slices (0: not erasure coded)
+  uint32_t ec_parity = 0;  // parity slices
+  uint64_t ec_min_size = 0;  // objects under this many bytes get ec_parity + 1 full copies
 };
 
 struct ObjectEntry {

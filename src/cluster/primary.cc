@@ -186,9 +186,12 @@ http::Awaitable<Result<wire::KeepaliveResponse>> Primary::keepalive(const wire::
 
 Status Primary::check_layout(const wire::NodeMap& nodes, const wire::BucketProps& props) {
   const size_t owners = owner_ids(nodes).size();
-  if (wire::copies_of(props) > 1 && wire::copies_of(props) > owners) {
-    return Status::invalid_argument("copies={} needs as many targets in normal mode; the cluster has {}",
-                                    wire::copies_of(props), owners);
+  const size_t needed = wire::holder_count(props);
+  if (needed > 1 && needed > owners) {
+    const std::string what = wire::is_erasure_coded(props)
+                                 ? fmt::format("ec {}+{}", props.ec().data(), props.ec().parity())
+                                 : fmt::format("copies={}", wire::copies_of(props));
+    return Status::invalid_argument("{} needs {} targets in normal mode; the cluster has {}", what, needed, owners);
   }
   return Status::ok();
 }
@@ -273,8 +276,13 @@ http::Awaitable<Result<wire::Bucket>> Primary::set_bucket_props(std::string name
     for (auto& b : *buckets.mutable_buckets()) {
       if (b.name() == name) {
         if (Status bad = check_layout(nodes, props); !bad.is_ok()) return bad;  // (no macro: nested in one)
-        // Objects already in the bucket get the new layout by a rebalance.
-        if (wire::copies_of(props) != wire::copies_of(b.props())) changed.node_map = changed.layout = true;
+        // Objects already in the bucket get the new layout by a rebalance: more or fewer
+        // copies, or re-encoding (copies <-> ec, k+m -> k'+m', a new min_size).
+        const auto& was = b.props().ec();
+        const bool is_new_layout = wire::copies_of(props) != wire::copies_of(b.props()) ||
+                                   was.data() != props.ec().data() || was.parity() != props.ec().parity() ||
+                                   was.min_size() != props.ec().min_size();
+        if (is_new_layout) changed.node_map = changed.layout = true;
         *b.mutable_props() = props;
         changed.bucket_map = true;
         return Status::ok();

@@ -303,7 +303,10 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
   // `limit` while the targets read and send about 1.25x, not N x, what is returned.
   // Each object is on `copies` of them (the merge drops the duplicates).
   const size_t targets = placement->targets().size();
-  const size_t copies = std::min<size_t>(wire::copies_of(bucket.props()), targets);
+  // (erasure coded: at least parity + 1, a slice or a copy each).
+  const size_t least = wire::is_erasure_coded(bucket.props()) ? bucket.props().ec().parity() + 1
+                                                               : wire::copies_of(bucket.props());
+  const size_t copies = std::min<size_t>(least, targets);
   const size_t per_target =
       targets == 1 ? limit : std::min(limit, std::max<size_t>(limit * 5 * copies / (4 * targets) + 1, 16));
   // With several copies a listing can do without the down targets while another copy of
@@ -401,7 +404,7 @@ std::vector<wire::NodeInfo> Proxy::route_for(const wire::Bucket& bucket, const s
                                              http::Method method) {
   const auto placement = maps_.placement();
   std::vector<wire::NodeInfo> holders =
-      placement->holders(ObjectRef{BucketId(bucket.id()), name}, wire::copies_of(bucket.props()));
+      placement->holders(ObjectRef{BucketId(bucket.id()), name}, wire::holder_count(bucket.props()));
   const bool is_read = method == http::Method::kGet || method == http::Method::kHead;
   if (!is_read || holders.size() == 1) return holders;
   std::stable_partition(holders.begin(), holders.end(),

@@ -381,6 +381,11 @@ Result<wire::ObjectRecord> StoreImpl::update_blocking(
   updated.set_md5_hex(found.record.md5_hex());
   updated.set_etag(found.record.etag());
   *updated.mutable_parts() = found.record.parts();
+  if (found.record.has_ec()) {
+    *updated.mutable_ec() = found.record.ec();
+  } else {
+    updated.clear_ec();
+  }
   RETURN_IF_ERROR(mountpaths_[found.index]->meta().put(object.bucket_id, updated, durability));
   return updated;
 }

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "cluster/gather.h"
 #include "cluster/names.h"
+#include "target/copy_wire.h"
 #include "target/target.h"
 #include "wire/json.h"
 
@@ -35,7 +36,7 @@ std::vector<wire::NodeInfo> Target::holders_of(const ObjectRef& object) const {
   const auto bucket = bucket_by_id(object.bucket_id.value());
   const auto placement = maps_.placement();
   if (!bucket || placement->empty()) return {};
-  return placement->holders(object, wire::copies_of(bucket->props()));
+  return placement->holders(object, wire::holder_count(bucket->props()));
 }
 
 Status Target::check_holders_up(const Resolved& r) const {
@@ -49,16 +50,32 @@ Status Target::check_holders_up(const Resolved& r) const {
   return Status::ok();
 }
 
+std::vector<wire::NodeInfo> Target::replica_holders(const ObjectRef& object) const {
+  std::vector<wire::NodeInfo> holders = holders_of(object);
+  const auto bucket = bucket_by_id(object.bucket_id.value());
+  if (bucket && wire::is_erasure_coded(bucket->props())) {
+    holders.resize(std::min<size_t>(holders.size(), bucket->props().ec().parity() + 1));
+  }
+  return holders;
+}
+
 http::Awaitable<Status> Target::replicate(const Resolved& r) {
   std::vector<wire::NodeInfo> to = others(r.holders, options_.self.id());
   if (to.empty()) co_return Status::ok();
+  const bool is_coded = wire::is_erasure_coded(r.bucket.props());
   if (r.bucket.props().write_mode() == wire::WRITE_MODE_ASYNC) {
     const auto executor = co_await asio::this_coro::executor;
     std::string what = fmt::format("async copies of {}", r.object.name);
-    asio::co_spawn(executor, in_background(push_copies(r.object, std::move(to)), std::move(what)), asio::detached);
+    http::Awaitable<Status> work = is_coded ? encode_and_spread(r.object, r.holders) : push_copies(r.object, std::move(to));
+    asio::co_spawn(executor, in_background(std::move(work), std::move(what)), asio::detached);
     co_return Status::ok();
   }
-  const Status s = co_await push_copies(r.object, std::move(to));
+  Status s;
+  if (is_coded) {
+    s = co_await encode_and_spread(r.object, r.holders);
+  } else {
+    s = co_await push_copies(r.object, std::move(to));
+  }
   if (!s.is_ok()) {
     co_return Status::unavailable("{} is stored but not on every holder yet: {}; retry the write", r.object.name,
                                   s.message());
@@ -102,8 +119,7 @@ http::Awaitable<Status> Target::replicate_record(const Resolved& r, const wire::
       CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
       http::ClientRequest put;
       put.method = http::Method::kPut;
-      put.target = fmt::format("/v1/internal/objects/{}/{}?meta=1", r.object.bucket_id.value(),
-                               http::percent_encode(r.object.name, true));
+      put.target = internal_object_target(r.object) + "?meta=1";
       CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(put), encoded, kMaxSmallBody));
       // 404 / 412: that holder lacks this version; the walk or scrub brings it the object.
       if (answer.status != 200 && answer.status != 404 && answer.status != 412) {

@@ -20,6 +20,15 @@ http::Awaitable<Status> Target::read_here_or_neighbor(http::Exchange& exchange, 
     // The copy here is corrupt (nothing was sent): replace it with a good one, then serve.
     auto bad = co_await store_.stat(object);
     if (!bad) co_return s;
+    if (bad->has_ec()) {
+      // A slice whose file is gone (a corrupt one is handled by send_ec): rebuild it, and
+      // let a holder of another slice answer meanwhile.
+      const auto executor = co_await boost::asio::this_coro::executor;
+      std::string what = fmt::format("rebuilding the slices of {}", object.name);
+      boost::asio::co_spawn(executor, in_background(rebuild_slices(object, {}), std::move(what)),
+                            boost::asio::detached);
+      co_return co_await read_from_neighbor(exchange, object);
+    }
     // A named call, not a ternary around co_await (docs/adr/0003).
     const uint64_t bad_generation = bad->generation();
     const Status repaired = co_await pull_copy(object, bad_generation);
@@ -34,7 +43,11 @@ http::Awaitable<Status> Target::read_here_or_neighbor(http::Exchange& exchange, 
     co_return Status::unavailable("object {} moved while being read; retry", object.name);
   }
   if (!is_rebalancing() && !has_other_copies) co_return s;
-  if (!is_rebalancing()) {
+  const std::vector<wire::NodeInfo> replicas = replica_holders(object);
+  const bool is_replica_holder = std::any_of(replicas.begin(), replicas.end(), [this](const wire::NodeInfo& n) {
+    return n.id() == options_.self.id();
+  });
+  if (!is_rebalancing() && replicas.size() > 1 && is_replica_holder) {
     // A holder that lacks its copy (a lost drive, a missed async write): serve from another
     // and get the copy back meanwhile.
     // Named locals, not temporaries beside co_await (docs/adr/0003).

@@ -19,7 +19,9 @@
 #include "cluster/relay.h"
 #include "cluster/reply.h"
 #include "cluster/sleep.h"
+#include "target/copy_wire.h"
 #include "target/target.h"
+#include "wire/json.h"
 
 namespace silo::target {
 namespace {
@@ -33,6 +35,15 @@ constexpr std::chrono::milliseconds kRetryPause{1000};
 constexpr size_t kMaxSmallBody = 64 * 1024;
 constexpr uint32_t kMaxRecordBytes = 16 * 1024 * 1024;
 constexpr std::string_view kInternalObjects = "/v1/internal/objects/";
+
+uint64_t query_u64(const http::RequestHead& request, const char* name) {
+  const auto text = request.query_param(name).value_or("");
+  uint64_t v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
+}  // namespace
 
 std::string internal_object_target(const ObjectRef& object) {
   return fmt::format("{}{}/{}", kInternalObjects, object.bucket_id.value(), http::percent_encode(object.name, true));
@@ -71,22 +82,34 @@ http::Awaitable<Result<wire::ObjectRecord>> read_copy_record(http::BodyReader& b
 // Which of two versions of one object a copy keeps: the newer; equal times with other
 // bytes (two PUTs in the same nanosecond on two targets) go to the larger XXH3, so every
 // target decides alike.
+uint64_t version_xxh3(const wire::ObjectRecord& record) {
+  return record.has_ec() ? record.ec().object_xxh3() : record.xxh3();
+}
+
 bool incoming_wins(const wire::ObjectRecord* current, const wire::ObjectRecord& incoming) {
   if (current == nullptr) return true;
   if (current->mtime_unix_nanos() != incoming.mtime_unix_nanos()) {
     return incoming.mtime_unix_nanos() > current->mtime_unix_nanos();
   }
-  return incoming.xxh3() > current->xxh3();
+  return version_xxh3(incoming) > version_xxh3(*current);
 }
 
-uint64_t query_u64(const http::RequestHead& request, const char* name) {
-  const auto text = request.query_param(name).value_or("");
-  uint64_t v = 0;
-  std::from_chars(text.data(), text.data() + text.size(), v);
-  return v;
+bool same_version(const wire::ObjectRecord& a, const wire::ObjectRecord& b) {
+  return a.mtime_unix_nanos() == b.mtime_unix_nanos() && version_xxh3(a) == version_xxh3(b);
 }
 
-}  // namespace
+bool fits_layout(const wire::ObjectRecord& record, const wire::BucketProps& props) {
+  if (!wire::is_erasure_coded(props)) return !record.has_ec();
+  const wire::EcPolicy& policy = props.ec();
+  if (!record.has_ec()) return record.size() == 0 || record.size() < policy.min_size();
+  return record.ec().data() == policy.data() && record.ec().parity() == policy.parity() &&
+         (record.ec().object_size() >= policy.min_size());
+}
+
+bool replaces(const wire::ObjectRecord* current, const wire::ObjectRecord& incoming, const wire::BucketProps& props) {
+  if (incoming_wins(current, incoming)) return true;
+  return same_version(*current, incoming) && fits_layout(incoming, props) && !fits_layout(*current, props);
+}
 
 // One walk of one phase of one rebalance; replaced when the node map moves on.
 struct Target::Walk {
@@ -306,8 +329,22 @@ http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object,
   if (!opened && opened.error().code() == Code::kNotFound) co_return Status::ok();  // deleted meanwhile
   if (!opened) co_return std::move(opened).error();
   const wire::ObjectRecord& record = opened->record();
+  const auto bucket = bucket_by_id(object.bucket_id.value());
+  if (!bucket) co_return Status::ok();  // deleted meanwhile
   bool is_holder = false;
-  for (const wire::NodeInfo& holder : holders) {
+  const bool is_coded = record.has_ec() || (wire::is_erasure_coded(bucket->props()) && !fits_layout(record, bucket->props()));
+  if (is_coded) {
+    // Slices, and full copies that the layout wants as slices (erasure.cc).
+    const Status s = co_await move_coded(walk.phase, object, holders, *opened, is_holder);
+    if (s.code() == Code::kAborted) co_return co_await move_object(walk, object, holders);  // now another form
+    CO_RETURN_IF_ERROR(s);
+  }
+  // Full copies live on the holders, or for an erasure-coded bucket's small objects on
+  // its first parity + 1.
+  const std::vector<wire::NodeInfo> replica_set = replica_holders(object);
+  const std::vector<wire::NodeInfo>& targets =
+      is_coded ? std::vector<wire::NodeInfo>{} : replica_set.size() < holders.size() ? replica_set : holders;
+  for (const wire::NodeInfo& holder : targets) {
     if (holder.id() == options_.self.id()) {
       is_holder = true;
       continue;
@@ -339,19 +376,11 @@ http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object,
 
 http::Awaitable<Result<bool>> Target::ensure_copy(const wire::NodeInfo& holder, const ObjectRef& object,
                                                   const store::OpenObject& source) {
-  if (holder.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("holder {} is down", holder.id());
-  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(holder.url()));
   // What the holder has: nothing, this version, or a newer one (written there since).
-  http::ClientRequest ask;
-  ask.target = internal_object_target(object) + "?meta=1";
-  CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(ask), "", kMaxRecordBytes));
-  if (answer.status == 200) {
-    CO_ASSIGN_OR_RETURN(const wire::ObjectRecord theirs,
-                        wire::decode<wire::ObjectRecord>(answer.body, wire::Source::kNetwork));
-    if (!incoming_wins(&theirs, source.record())) co_return false;
-  } else if (answer.status != 404) {
-    co_return Status::unavailable("{} answered {} for {}: {}", holder.id(), answer.status, object.name, answer.body);
-  }
+  CO_ASSIGN_OR_RETURN(const std::optional<wire::ObjectRecord> theirs, co_await record_at(holder, object));
+  const auto bucket = bucket_by_id(object.bucket_id.value());
+  if (theirs && (!bucket || !replaces(&*theirs, source.record(), bucket->props()))) co_return false;
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(holder.url()));
   CO_RETURN_IF_ERROR(co_await push_copy(to, object, source));
   co_return true;
 }
@@ -403,7 +432,7 @@ http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const O
   options.original = record;
   options.expected_size = record.size();
   bool is_counted = false;
-  options.precondition = [this, &record, &object, &is_counted, replacing](const wire::ObjectRecord* current) {
+  options.precondition = [this, &record, &object, &is_counted, &bucket, replacing](const wire::ObjectRecord* current) {
     // Only a holder under this node's current map takes a copy: one sent by a walk that a
     // newer map cancelled must not land where the new walk has looked already.
     std::lock_guard lock(copies_mutex_);
@@ -415,7 +444,7 @@ http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const O
                                          object.name, maps_.node_map()->version());
     }
     const bool replaces_corrupt = current != nullptr && replacing && current->generation() == *replacing;
-    if (!replaces_corrupt && !incoming_wins(current, record)) {
+    if (!replaces_corrupt && !replaces(current, record, bucket->props())) {
       return Status::already_exists("a copy as new or newer is here");
     }
     ++copies_in_flight_;
@@ -481,6 +510,8 @@ http::Awaitable<Status> Target::pull_if_missing(const ObjectRef& object) {
 http::Awaitable<Status> Target::pull_copy(const ObjectRef& object, std::optional<uint64_t> replacing) {
   CO_ASSIGN_OR_RETURN(const std::optional<Holder> holder, co_await newest_holder(object));
   if (!holder) co_return Status::ok();  // nowhere: the caller's own lookup answers NoSuchKey
+  // A slice is not a copy: a missing one is rebuilt from the others (rebuild_slices).
+  if (holder->record.has_ec()) co_return Status::ok();
   http::ClientRequest get;
   get.target = internal_object_target(object);
   CO_ASSIGN_OR_RETURN(auto call, co_await client_->start(holder->to, std::move(get), uint64_t{0}));
@@ -510,12 +541,16 @@ bool Target::is_local_only(const http::RequestHead& request) {
 http::Awaitable<Status> Target::read_from_neighbor(http::Exchange& exchange, const ObjectRef& object) {
   CO_ASSIGN_OR_RETURN(const std::optional<Holder> holder, co_await newest_holder(object));
   if (!holder) co_return Status::not_found("The specified key does not exist: {}", object.name).with_reason("NoSuchKey");
+  co_return co_await relay_local_only(exchange, holder->to);
+}
+
+http::Awaitable<Status> Target::relay_local_only(http::Exchange& exchange, const http::Endpoint& to) {
   forwards_.add();
   http::Headers extra;
   extra.set(cluster::kForwardedHeader, options_.self.id());
   extra.set(cluster::kLocalOnlyHeader, "1");
   extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
-  co_return co_await cluster::relay(exchange, *client_, holder->to, extra);
+  co_return co_await cluster::relay(exchange, *client_, to, extra);
 }
 
 http::Awaitable<Status> Target::remove_everywhere(const ObjectRef& object) {
@@ -603,12 +638,21 @@ http::Awaitable<void> Target::handle_internal_object(http::Exchange& exchange, s
           std::ignore = co_await exchange.response().send(std::move(head), wire::encode(opened->record()));
           co_return;
         }
+        // ?offset=&length=: only those bytes (an erasure-coded read of part of a slice).
+        const uint64_t file_size = opened->record().size();
+        const uint64_t offset = std::min(query_u64(request, "offset"), file_size);
+        const uint64_t length =
+            request.query_param("length") ? std::min(query_u64(request, "length"), file_size - offset) : file_size - offset;
+        // A corrupt copy never leaves (the reader goes elsewhere or reconstructs).
+        if (const auto bucket = bucket_by_id(bucket_id)) {
+          s = co_await verify_read(*bucket, *opened);
+          if (!s.is_ok()) break;
+        }
         const std::string prefix = copy_prefix(opened->record());
-        const uint64_t size = opened->record().size();
-        s = co_await exchange.response().begin(std::move(head), prefix.size() + size);
+        s = co_await exchange.response().begin(std::move(head), prefix.size() + length);
         if (s.is_ok()) s = co_await exchange.response().write({prefix.data(), prefix.size()});
-        if (s.is_ok() && size > 0) s = co_await exchange.response().send_file(opened->fd(), 0, size);
-        if (s.is_ok()) bytes_sent_.add(size);
+        if (s.is_ok() && length > 0) s = co_await exchange.response().send_file(opened->fd(), offset, length);
+        if (s.is_ok()) bytes_sent_.add(length);
         co_return;  // a failure here is the peer's connection: nothing more to answer
       }
       case http::Method::kPut: {
@@ -623,7 +667,7 @@ http::Awaitable<void> Target::handle_internal_object(http::Exchange& exchange, s
             break;
           }
           std::function<Status(wire::ObjectRecord&)> take = [&incoming](wire::ObjectRecord& current) {
-            if (current.mtime_unix_nanos() != incoming->mtime_unix_nanos() || current.xxh3() != incoming->xxh3()) {
+            if (!same_version(current, *incoming)) {
               return Status::failed_precondition("{} here is another version", current.name());
             }
             current = *incoming;  // update() keeps the fields that describe the bytes
@@ -637,7 +681,13 @@ http::Awaitable<void> Target::handle_internal_object(http::Exchange& exchange, s
           co_await cluster::send_json(exchange, 200, R"({"kept":"incoming"})");
           co_return;
         }
-        auto stored = co_await store_copy(exchange.body(), object);
+        // ?repair=1: a rebuilt slice for a holder whose own is missing or corrupt.
+        std::optional<std::pair<uint64_t, bool>> broken;
+        if (request.query_param("repair")) broken = co_await broken_generation(object);
+        std::optional<uint64_t> replacing;
+        if (broken) replacing = broken->first;
+        auto stored = co_await store_copy(exchange.body(), object, replacing);
+        if (stored && *stored && broken && broken->second) corrupt_repaired_.add();
         if (!stored) {
           s = std::move(stored).error();
           break;

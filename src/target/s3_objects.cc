@@ -348,6 +348,8 @@ http::Awaitable<Status> Target::s3_get(http::Exchange& exchange, const cluster::
     object.emplace(std::move(opened));
     record = object->record();
   }
+  const bool is_slice = record.has_ec();
+  record = object_view(record);  // a slice here shows the object
   const std::string etag = etag_of(record);
   switch (s3::evaluate_read(conditions_of(in.headers, ""), etag, seconds_of(record.mtime_unix_nanos()))) {
     case s3::ConditionResult::kProceed: break;
@@ -396,6 +398,7 @@ http::Awaitable<Status> Target::s3_get(http::Exchange& exchange, const cluster::
     }
   }
   set_overrides(request, head.headers);
+  if (!is_head && length > 0 && is_slice) co_return co_await send_ec(exchange, r, *object, std::move(head), offset, length);
   if (!is_head && length > 0) CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, *object));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
   if (is_head || length == 0) co_return Status::ok();
@@ -473,7 +476,7 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   // loopback call when that is this node): one path, with sendfile on the serving side.
   const auto placement = maps_.placement();
   const auto source_holders =
-      placement->holders(ObjectRef{BucketId(source_bucket->id()), source.key}, wire::copies_of(source_bucket->props()));
+      placement->holders(ObjectRef{BucketId(source_bucket->id()), source.key}, wire::holder_count(source_bucket->props()));
   const auto up = std::find_if(source_holders.begin(), source_holders.end(),
                                [](const wire::NodeInfo& n) { return n.state() != wire::NODE_STATE_DOWN; });
   const wire::NodeInfo owner = up != source_holders.end() ? *up : source_holders.front();

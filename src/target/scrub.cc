@@ -179,6 +179,20 @@ http::Awaitable<void> Target::run_scrub(std::shared_ptr<Task> task) {
 http::Awaitable<Status> Target::scrub_object(Task& task, const ObjectRef& object) {
   auto opened = co_await store_.open(object);
   if (!opened && opened.error().code() == Code::kNotFound) co_return Status::ok();  // deleted meanwhile
+  if (!opened && opened.error().code() == Code::kDataLoss) {
+    // The record names a file that is gone: a slice is rebuilt from the others, a copy
+    // fetched from another holder.
+    auto record = co_await store_.stat(object);
+    if (!record || (!record->has_ec() && holders_of(object).size() < 2)) co_return std::move(opened).error();
+    if (record->has_ec()) {
+      CO_RETURN_IF_ERROR(co_await rebuild_slices(object, {}));
+    } else {
+      const uint64_t lost_generation = record->generation();
+      CO_RETURN_IF_ERROR(co_await pull_copy(object, lost_generation));
+    }
+    ++task.restored;
+    co_return Status::ok();
+  }
   if (!opened) co_return std::move(opened).error();
   const wire::ObjectRecord& record = opened->record();
   const int fd = opened->fd();
@@ -191,20 +205,30 @@ http::Awaitable<Status> Target::scrub_object(Task& task, const ObjectRef& object
     corrupt_found_.add();
     SILO_LOG_ERROR("{}: corrupt copy of {} (generation {}) on {}: {}", task.id, object.name, record.generation(),
                    options_.self.id(), xxh3 ? "XXH3 mismatch" : xxh3.error().to_string());
-    if (holders.size() < 2 && !is_rebalancing()) {
+    if (record.has_ec()) {
+      CO_RETURN_IF_ERROR(co_await rebuild_slices(object, {}));  // rebuilds the one here too
+    } else if (holders.size() < 2 && !is_rebalancing()) {
       co_return Status::data_loss("{}: the only copy is corrupt", object.name);
+    } else {
+      const uint64_t bad_generation = record.generation();
+      CO_RETURN_IF_ERROR(co_await pull_copy(object, bad_generation));
     }
-    const uint64_t bad_generation = record.generation();
-    CO_RETURN_IF_ERROR(co_await pull_copy(object, bad_generation));
     ++task.repaired;
     corrupt_repaired_.add();
     co_return Status::ok();
   }
-  // The first holder that is up makes sure the others have their copy.
-  const auto first_up = std::find_if(holders.begin(), holders.end(),
+  // The first holder that is up makes sure the others have their copy (slices: the first
+  // holder with a slice, that every slice exists).
+  if (record.has_ec()) {
+    CO_ASSIGN_OR_RETURN(const bool rebuilt, co_await restore_slices(object, record));
+    if (rebuilt) ++task.restored;
+    co_return Status::ok();
+  }
+  const std::vector<wire::NodeInfo> replicas = replica_holders(object);
+  const auto first_up = std::find_if(replicas.begin(), replicas.end(),
                                      [](const wire::NodeInfo& n) { return n.state() != wire::NODE_STATE_DOWN; });
-  if (first_up == holders.end() || first_up->id() != options_.self.id()) co_return Status::ok();
-  for (const wire::NodeInfo& holder : holders) {
+  if (first_up == replicas.end() || first_up->id() != options_.self.id()) co_return Status::ok();
+  for (const wire::NodeInfo& holder : replicas) {
     if (holder.id() == options_.self.id()) continue;
     CO_ASSIGN_OR_RETURN(const bool sent, co_await ensure_copy(holder, object, *opened));
     if (!sent) continue;

@@ -170,7 +170,7 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
   Resolved r;
   r.bucket = bucket;
   r.object = ObjectRef{BucketId(bucket.id()), name};
-  r.holders = placement->holders(r.object, wire::copies_of(bucket.props()));
+  r.holders = placement->holders(r.object, wire::holder_count(bucket.props()));
   r.owner = r.holders.front();
   r.is_local = r.owner.id() == options_.self.id();
   r.is_holder = std::any_of(r.holders.begin(), r.holders.end(),
@@ -258,9 +258,10 @@ http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r)
   gets_.add();
   const http::RequestHead& request = exchange.request();
   CO_ASSIGN_OR_RETURN(store::OpenObject object, co_await store_.open(r.object));
-  const uint64_t size = object.record().size();
+  const wire::ObjectRecord view = object_view(object.record());  // a slice here shows the object
+  const uint64_t size = view.size();
   http::ResponseHead head;
-  add_object_headers(object.record(), head.headers, request.headers.has("x-amz-checksum-mode"));
+  add_object_headers(view, head.headers, request.headers.has("x-amz-checksum-mode"));
   uint64_t offset = 0;
   uint64_t length = size;
   if (auto range_header = request.headers.get("Range")) {
@@ -279,6 +280,9 @@ http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r)
     }
   }
   const bool sends_bytes = request.method != http::Method::kHead && length > 0;
+  if (sends_bytes && object.record().has_ec()) {
+    co_return co_await send_ec(exchange, r, object, std::move(head), offset, length);
+  }
   if (sends_bytes) CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, object));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
   if (!sends_bytes) co_return Status::ok();

@@ -163,6 +163,8 @@ class Target {
   // still has the object, streaming the answer (no copy waits). NoSuchKey when none has
   // it; kUnavailable when one that may have it is down.
   http::Awaitable<Status> read_from_neighbor(http::Exchange& exchange, const ObjectRef& object);
+  // Relays the read to `to`, which must answer from its own copy (X-Silo-Local-Only).
+  http::Awaitable<Status> relay_local_only(http::Exchange& exchange, const http::Endpoint& to);
   // Runs a GET or HEAD (`read`) and, when it missed before answering anything while a
   // rebalance runs, reads from the neighbor instead.
   template <typename ReadFn>
@@ -198,6 +200,60 @@ class Target {
   // After a commit at the owner: the other holders get the object, before the answer
   // (sync) or in the background (async).
   http::Awaitable<Status> replicate(const Resolved& r);
+  // Where full copies of `object` live: holders_of(), or for an erasure-coded bucket the
+  // first parity + 1 of them (its small objects).
+  std::vector<wire::NodeInfo> replica_holders(const ObjectRef& object) const;
+
+  // Erasure coding (erasure.cc, docs/data-protection.md "Erasure coding").
+ public:
+  struct SliceSink;  // one slice being written, here or to another target (erasure.cc)
+
+ private:
+  // Where the slices of one version are: where[i] holds slice i (unset: found nowhere);
+  // `whole` a target with a full copy of the same version (re-encoding in progress).
+  struct SliceMap {
+    std::vector<std::optional<wire::NodeInfo>> where;
+    std::optional<wire::NodeInfo> whole;
+  };
+  // After a whole object of an erasure-coded bucket is here (a PUT at the owner, or a
+  // re-encoding walk): sends slice i to holders[i] (parity + 1 full copies for objects
+  // under min_size), all confirmed, then keeps its own slice in place of the whole object
+  // when this node is a holder. On failure the slices sent are taken back.
+  http::Awaitable<Status> encode_and_spread(ObjectRef object, std::vector<wire::NodeInfo> holders);
+  // Answers with object bytes [offset, offset + length) of the erasure-coded object whose
+  // slice `mine` is here (`head` prepared by the caller): the k data slices read in
+  // parallel, or any k when some are missing or corrupt (then rebuilt in the background).
+  http::Awaitable<Status> send_ec(http::Exchange& exchange, const Resolved& r, store::OpenObject& mine,
+                                  http::ResponseHead head, uint64_t offset, uint64_t length);
+  // Rebuilds the slices of the version here that no holder has, that are corrupt here, or
+  // that are listed in `unreadable`, and sends each to a holder that has none.
+  http::Awaitable<Status> rebuild_slices(ObjectRef object, std::vector<uint32_t> unreadable);
+  // Replaces the slice here by the whole object, decoded from k slices (re-encoding).
+  http::Awaitable<Status> decode_here(const ObjectRef& object);
+  // Which target has which slice of the version `mine` (a slice record) describes.
+  http::Awaitable<SliceMap> locate_slices(const ObjectRef& object, const wire::ObjectRecord& mine);
+  // The generation of the copy here when its file is missing or its bytes do not match
+  // their XXH3 (and whether they mismatch), else nothing.
+  http::Awaitable<std::optional<std::pair<uint64_t, bool>>> broken_generation(const ObjectRef& object);
+  // Opens the writer of slice `record` on `node`: this store (in place of generation
+  // `replacing` only) or a PUT to that target.
+  http::Awaitable<Result<SliceSink>> open_slice_sink(const ObjectRef& object, const wire::ObjectRecord& record,
+                                                     const wire::NodeInfo& node, const wire::Bucket& bucket,
+                                                     uint64_t replacing);
+  // The walk's work on a slice, or on a full copy of an erasure-coded bucket's object.
+  // Sets `is_holder`; kAborted when the object here changed form (decoded): walk it again.
+  http::Awaitable<Status> move_coded(wire::RebalancePhase phase, const ObjectRef& object,
+                                     const std::vector<wire::NodeInfo>& holders, store::OpenObject& opened,
+                                     bool& is_holder);
+  // Run by the first holder (by rank) that has a slice of the version `mine` describes:
+  // rebuilds the slices no holder has. True when it rebuilt some.
+  http::Awaitable<Result<bool>> restore_slices(const ObjectRef& object, const wire::ObjectRecord& mine);
+  // The record `node` has of `object` (none: 404); kUnavailable when it is down or fails.
+  http::Awaitable<Result<std::optional<wire::ObjectRecord>>> record_at(const wire::NodeInfo& node,
+                                                                      const ObjectRef& object);
+  // The record as clients see the object: a slice's shows the object's size and XXH3.
+  static wire::ObjectRecord object_view(const wire::ObjectRecord& record);
+
   // Runs `work` detached from any request, logging its failure as `what`.
   http::Awaitable<void> in_background(http::Awaitable<Status> work, std::string what);
   // Sends the version of `object` here now to each of `to` (in parallel).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 
 namespace silo::wire {
 namespace {
@@ -25,6 +26,11 @@ json props_to_json(const BucketProps& props) {
   j["copies"] = copies_of(props);
   j["write"] = props.write_mode() == WRITE_MODE_ASYNC ? "async" : "sync";
   j["verify_reads"] = !props.skip_read_verify();
+  if (is_erasure_coded(props)) {
+    j["ec"] = {{"data", props.ec().data()}, {"parity", props.ec().parity()}, {"min_size", props.ec().min_size()}};
+  } else {
+    j["ec"] = nullptr;
+  }
   return j;
 }
 
@@ -171,12 +177,45 @@ Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps p
         return Status::invalid_argument("bucket property 'write' must be \"sync\" or \"async\"");
       }
       props.set_write_mode(v == "async" ? WRITE_MODE_ASYNC : WRITE_MODE_SYNC);
+    } else if (key == "ec") {
+      if (value.is_null()) {
+        props.clear_ec();
+        continue;
+      }
+      const auto field = [&value](const char* name) -> std::optional<uint64_t> {
+        const auto it = value.find(name);
+        if (it == value.end() || !it->is_number_unsigned()) return std::nullopt;
+        return it->get<uint64_t>();
+      };
+      const auto data = field("data"), parity = field("parity");
+      const auto min_size = value.is_object() && value.contains("min_size") ? field("min_size") : std::optional<uint64_t>(0);
+      const bool has_unknown_key =
+          value.is_object() && std::any_of(value.items().begin(), value.items().end(), [](const auto& item) {
+            return item.key() != "data" && item.key() != "parity" && item.key() != "min_size";
+          });
+      if (!value.is_object() || !data || !parity || !min_size || *data < 1 || *parity < 1 ||
+          *data + *parity > kMaxEcSlices || has_unknown_key) {
+        return Status::invalid_argument(
+            "bucket property 'ec' must be {{\"data\": k >= 1, \"parity\": m >= 1, \"min_size\": bytes}} with k + m <= {}, "
+            "or null",
+            kMaxEcSlices);
+      }
+      props.mutable_ec()->set_data(static_cast<uint32_t>(*data));
+      props.mutable_ec()->set_parity(static_cast<uint32_t>(*parity));
+      props.mutable_ec()->set_min_size(*min_size);
     } else if (key == "verify_reads") {
       if (!value.is_boolean()) return Status::invalid_argument("bucket property 'verify_reads' must be true or false");
       props.set_skip_read_verify(!value.get<bool>());
     } else {
       return Status::invalid_argument("unknown bucket property '{}'", key);
     }
+  }
+  // One names the layout: `ec` alone replaces copies (copies 1), `copies` alone replaces ec.
+  const bool names_ec = doc.contains("ec"), names_copies = doc.contains("copies");
+  if (names_ec && !names_copies && is_erasure_coded(props)) props.set_copies(1);
+  if (names_copies && !names_ec) props.clear_ec();
+  if (is_erasure_coded(props) && copies_of(props) > 1) {
+    return Status::invalid_argument("a bucket is either erasure coded ('ec') or has 'copies' > 1, not both");
   }
   return props;
 }

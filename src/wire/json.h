@@ -35,10 +35,19 @@ std::string bucket_json(const Bucket& bucket);
 inline constexpr uint32_t kMaxCopies = 16;
 // A bucket's copies per object (the `copies` property; 0 means 1).
 inline uint32_t copies_of(const BucketProps& props) { return props.copies() == 0 ? 1 : props.copies(); }
+inline bool is_erasure_coded(const BucketProps& props) { return props.ec().data() > 0; }
+// How many of the object's HRW ranking hold something of it: the copies, or for an
+// erasure-coded bucket data + parity (slices; small objects use the first parity + 1).
+inline uint32_t holder_count(const BucketProps& props) {
+  return is_erasure_coded(props) ? props.ec().data() + props.ec().parity() : copies_of(props);
+}
+// The most slices (data + parity) of an erasure-coded object.
+inline constexpr uint32_t kMaxEcSlices = 32;
 
 // Applies a JSON properties body onto `props`: {"durability": "fsync"|"page_cache"|"default",
 // "anonymous_read": bool, "copies": 1..kMaxCopies, "write": "sync"|"async",
-// "verify_reads": bool}. Unknown keys and bad values are kInvalidArgument naming the key.
+// "verify_reads": bool, "ec": {"data": k, "parity": m, "min_size": bytes} | null}. Unknown
+// keys and bad values are kInvalidArgument naming the key.
 Result<BucketProps> apply_bucket_props_json(std::string_view json, BucketProps props);
 // {"objects": [{"name", "size", "mtime", "etag"}], "next_token"}
 std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token);

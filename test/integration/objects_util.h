@@ -5,6 +5,10 @@
 // a reader thread that counts failed GETs.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -171,6 +175,48 @@ inline uint64_t metric_sum(const std::string& url, std::string_view name) {
     const size_t space = answer.find(' ', answer[after] == '{' ? answer.find('}', after) : after);
     if (space == std::string::npos) break;
     sum += std::strtoull(answer.c_str() + space + 1, nullptr, 10);
+  }
+  return sum;
+}
+
+// Flips one byte in the middle of every non-empty object file of `node`, or only of
+// bucket `bucket_id` when it is not 0; returns how many it changed.
+inline size_t corrupt_files(const NodeInfo& node, uint64_t bucket_id = 0) {
+  size_t changed = 0;
+  for (const auto& mp : node.mountpaths) {
+    for (const auto& path : object_files(mp)) {
+      if (bucket_id != 0 && path.find(fmt::format("/obj/{}/", bucket_id)) == std::string::npos) continue;
+      const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+      if (fd < 0) continue;
+      struct stat st {};
+      char c = 0;
+      if (::fstat(fd, &st) == 0 && st.st_size > 0 && ::pread(fd, &c, 1, st.st_size / 2) == 1) {
+        c = static_cast<char>(c ^ 0x5a);
+        if (::pwrite(fd, &c, 1, st.st_size / 2) == 1) ++changed;
+      }
+      ::close(fd);
+    }
+  }
+  return changed;
+}
+
+// Object files of bucket `bucket_id` over every target.
+inline size_t bucket_files(const LocalCluster& cluster, uint64_t bucket_id) {
+  size_t n = 0;
+  for (const auto& id : cluster.target_ids()) {
+    auto node = cluster.node(id);
+    if (!node) continue;
+    for (const auto& mp : node->mountpaths) {
+      for (const auto& path : object_files(mp)) n += path.find(fmt::format("/obj/{}/", bucket_id)) != std::string::npos;
+    }
+  }
+  return n;
+}
+
+inline uint64_t sum_over_targets(const LocalCluster& cluster, std::string_view metric) {
+  uint64_t sum = 0;
+  for (const auto& id : cluster.target_ids()) {
+    if (auto node = cluster.node(id)) sum += metric_sum(node->url, metric);
   }
   return sum;
 }

@@ -4,10 +4,6 @@
 // while a reader runs. Every test checks every byte of every object.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "objects_util.h"
 #include "placement/hrw.h"
 
@@ -29,27 +25,6 @@ Result<std::unique_ptr<LocalCluster>> start_filled(int targets, std::string prop
   return cluster;
 }
 
-// Flips one byte in the middle of every non-empty object file of `node`, or only of
-// bucket `bucket_id` when it is not 0; returns how many it changed.
-size_t corrupt_files(const NodeInfo& node, uint64_t bucket_id = 0) {
-  size_t changed = 0;
-  for (const auto& mp : node.mountpaths) {
-    for (const auto& path : object_files(mp)) {
-      if (bucket_id != 0 && path.find(fmt::format("/obj/{}/", bucket_id)) == std::string::npos) continue;
-      const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-      if (fd < 0) continue;
-      struct stat st {};
-      char c = 0;
-      if (::fstat(fd, &st) == 0 && st.st_size > 0 && ::pread(fd, &c, 1, st.st_size / 2) == 1) {
-        c = static_cast<char>(c ^ 0x5a);
-        if (::pwrite(fd, &c, 1, st.st_size / 2) == 1) ++changed;
-      }
-      ::close(fd);
-    }
-  }
-  return changed;
-}
-
 // Every object read twice in a row (the proxy turns to the other copy for the second).
 void read_each_twice(client::Client& c, const Objects& objects) {
   for (const auto& [name, bytes] : objects) {
@@ -59,27 +34,6 @@ void read_each_twice(client::Client& c, const Objects& objects) {
       ASSERT_EQ(difference(bytes, *got), "") << name;
     }
   }
-}
-
-// Object files of bucket `bucket_id` over every target.
-size_t bucket_files(const LocalCluster& cluster, uint64_t bucket_id) {
-  size_t n = 0;
-  for (const auto& id : cluster.target_ids()) {
-    auto node = cluster.node(id);
-    if (!node) continue;
-    for (const auto& mp : node->mountpaths) {
-      for (const auto& path : object_files(mp)) n += path.find(fmt::format("/obj/{}/", bucket_id)) != std::string::npos;
-    }
-  }
-  return n;
-}
-
-uint64_t sum_over_targets(const LocalCluster& cluster, std::string_view metric) {
-  uint64_t sum = 0;
-  for (const auto& id : cluster.target_ids()) {
-    if (auto node = cluster.node(id)) sum += metric_sum(node->url, metric);
-  }
-  return sum;
 }
 
 TEST(ProtectionTest, TwoCopiesSurviveAKilledTargetAndComeBackWhenItIsReplaced) {

@@ -89,7 +89,8 @@ Result<ListResult> list_objects(std::span<MetaDb* const> dbs, BucketId bucket,
     if (has_record) {
       wire::ListEntry& entry = result.entries.emplace_back();
       entry.set_name(key.data() + 8, key.size() - 8);
-      entry.set_size(best_record.size());
+      // A slice of an erasure-coded object lists as the object.
+      entry.set_size(best_record.has_ec() ? best_record.ec().object_size() : best_record.size());
       entry.set_mtime_unix_nanos(best_record.mtime_unix_nanos());
       // The S3 ETag: a multipart object's etag, else the MD5 of the bytes.
       entry.set_md5_hex(best_record.etag().empty() ? best_record.md5_hex() : best_record.etag());

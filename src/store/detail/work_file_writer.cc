@@ -136,6 +136,7 @@ Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {
     *record.mutable_parts() = original.parts();
     record.set_mtime_unix_nanos(original.mtime_unix_nanos());
     record.set_atime_unix_nanos(original.atime_unix_nanos());
+    if (original.has_ec()) *record.mutable_ec() = original.ec();
   }
   Result<wire::ObjectRecord> installed =
       part_ ? store_.install_part(owner_, object_, *part_, work_path_, std::move(record),

@@ -1,0 +1,40 @@
+#pragma once
+
+// How one target sends another a copy of an object or a slice (rebalance.cc; used by
+// protection.cc and erasure.cc too): `[4-byte big-endian record length][ObjectRecord]
+// [bytes]` to or from /v1/internal/objects/{bucket id}/{name}.
+#include <span>
+#include <string>
+
+#include "base/object_ref.h"
+#include "base/result.h"
+#include "http/message.h"
+#include "wire/codec.h"
+
+namespace silo::target {
+
+// "/v1/internal/objects/{bucket id}/{escaped name}".
+std::string internal_object_target(const ObjectRef& object);
+// The length and record that precede the bytes.
+std::string copy_prefix(const wire::ObjectRecord& record);
+// Reads exactly out.size() bytes; kInvalidArgument when the body ends first.
+http::Awaitable<Status> read_exact(http::BodyReader& body, std::span<char> out);
+http::Awaitable<Result<wire::ObjectRecord>> read_copy_record(http::BodyReader& body);
+
+// The XXH3 that names a version with its mtime: the object's (a slice's record carries
+// the whole object's in ec.object_xxh3).
+uint64_t version_xxh3(const wire::ObjectRecord& record);
+// Which of two versions of one object a copy keeps: the newer; equal times with other
+// bytes (two PUTs in the same nanosecond on two targets) go to the larger XXH3, so every
+// target decides alike. Two slices of one version: neither wins.
+bool incoming_wins(const wire::ObjectRecord* current, const wire::ObjectRecord& incoming);
+bool same_version(const wire::ObjectRecord& a, const wire::ObjectRecord& b);
+// Whether `record` has the form the bucket's layout gives its object: a full copy
+// (replicas, or an erasure-coded bucket's objects under min_size) or a slice of the
+// bucket's k + m.
+bool fits_layout(const wire::ObjectRecord& record, const wire::BucketProps& props);
+// Whether a receiver keeps `incoming` over `current`: a newer version, or the same
+// version in the form the layout wants (re-encoding replaces copies by slices and back).
+bool replaces(const wire::ObjectRecord* current, const wire::ObjectRecord& incoming, const wire::BucketProps& props);
+
+}  // namespace silo::target

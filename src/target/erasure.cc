@@ -1,0 +1,672 @@
+// Erasure coding on a target (docs/data-protection.md "Erasure coding"): the owner cuts a
+// committed object in k data + m parity slices (ec::Layout, ec::ReedSolomon over ISA-L)
+// and spreads them over the object's first k + m holders; any holder answers a GET by
+// reading the k data slices in parallel, or any k slices when some are missing or
+// corrupt (reconstructing the missing cells on the fly), and repairs them afterwards.
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
+
+#include <cstring>
+
+#include "base/hash.h"
+#include "base/log.h"
+#include "cluster/gather.h"
+#include "cluster/names.h"
+#include "cluster/reply.h"
+#include "ec/layout.h"
+#include "ec/reed_solomon.h"
+#include "target/copy_wire.h"
+#include "target/target.h"
+#include "wire/json.h"
+
+namespace silo::target {
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr uint64_t kCellBytes = 1024 * 1024;
+constexpr size_t kMaxRecordBytes = 16 * 1024 * 1024;
+constexpr size_t kMaxSmallBody = 64 * 1024;
+
+// One slice read from a start offset on: here (pread on `fd`) or from another target.
+struct SliceSource {
+  uint32_t index = 0;
+  int fd = -1;
+  uint64_t position = 0;
+  std::unique_ptr<http::Call> call;
+};
+
+// Whether `theirs` is a slice of the same version and code as the slice `mine`.
+bool is_slice_of(const wire::ObjectRecord& theirs, const wire::ObjectRecord& mine) {
+  return theirs.has_ec() && same_version(theirs, mine) && theirs.ec().data() == mine.ec().data() &&
+         theirs.ec().parity() == mine.ec().parity() && theirs.ec().cell_size() == mine.ec().cell_size();
+}
+
+ec::Layout layout_of(const wire::EcSlice& ec) {
+  return ec::Layout{ec.data(), ec.cell_size(), ec.object_size()};
+}
+
+// The record of slice `index` of the object whose whole-object record is `object`.
+wire::ObjectRecord slice_record(const wire::ObjectRecord& object, const wire::EcPolicy& policy, uint32_t index,
+                                uint64_t slice_size, uint64_t slice_xxh3) {
+  wire::ObjectRecord r = object;
+  r.set_size(slice_size);
+  r.set_xxh3(slice_xxh3);
+  r.set_generation(0);
+  wire::EcSlice& ec = *r.mutable_ec();
+  ec.set_data(policy.data());
+  ec.set_parity(policy.parity());
+  ec.set_index(index);
+  ec.set_object_size(object.size());
+  ec.set_object_xxh3(object.xxh3());
+  ec.set_cell_size(static_cast<uint32_t>(kCellBytes));
+  return r;
+}
+
+// Opens k slices of the version `mine` names, from slice offset `from` for `length`
+// bytes: the data slices when all are there, else any k (data first). A slice that turns
+// out gone, corrupt or of another version is dropped from `where` and another chosen.
+// Sets `is_degraded` when a parity slice is among them.
+http::Awaitable<Result<std::vector<SliceSource>>> open_sources(http::Client& client, const ObjectRef& object,
+                                                               const wire::ObjectRecord& record, int fd,
+                                                               const std::string& self,
+                                                               std::vector<std::optional<wire::NodeInfo>>& where,
+                                                               uint64_t from, uint64_t length, bool& is_degraded) {
+  const uint32_t k = record.ec().data(), n = record.ec().data() + record.ec().parity();
+  for (uint32_t attempt = 0; attempt <= n - k; ++attempt) {
+    std::vector<SliceSource> sources;
+    std::vector<uint32_t> chosen;
+    for (uint32_t i = 0; i < n && chosen.size() < k; ++i) {
+      if (where[i]) chosen.push_back(i);
+    }
+    if (chosen.size() < k) {
+      co_return Status::data_loss("only {} of the {} slices of {} can be read (at least {} needed)", chosen.size(), n,
+                                  object.name, k)
+          .with_reason("InternalError");
+    }
+    is_degraded = chosen.back() >= k;
+    bool is_complete = true;
+    for (const uint32_t i : chosen) {
+      SliceSource source;
+      source.index = i;
+      if (where[i]->id() == self) {
+        source.fd = fd;
+        source.position = from;
+        sources.push_back(std::move(source));
+        continue;
+      }
+      auto to = http::Endpoint::parse(where[i]->url());
+      http::ClientRequest get;
+      get.target = fmt::format("{}?offset={}&length={}", internal_object_target(object), from, length);
+      Result<std::unique_ptr<http::Call>> call = Status::unavailable("bad url");
+      if (to) call = co_await client.start(*to, std::move(get), uint64_t{0});  // (no ternary around co_await: adr/0003)
+      std::optional<wire::ObjectRecord> theirs;
+      if (call) {
+        auto answer = co_await (*call)->finish();
+        if (answer && answer->status == 200) {
+          auto got = co_await read_copy_record((*call)->body());
+          if (got) theirs = std::move(*got);
+        }
+      }
+      if (!theirs || !is_slice_of(*theirs, record) || theirs->ec().index() != i) {
+        where[i].reset();  // choose again without it
+        is_complete = false;
+        break;
+      }
+      source.call = std::move(*call);
+      sources.push_back(std::move(source));
+    }
+    if (is_complete) co_return sources;
+  }
+  co_return Status::unavailable("the slices of {} changed while being read; retry", object.name);
+}
+
+// Reads cell `s` of every source in parallel into `cells` (by slice index) and, when
+// degraded, rebuilds every cell not read.
+http::Awaitable<Status> read_stripe(store::DiskExecutor& disk, std::vector<SliceSource>& sources,
+                                    std::vector<std::vector<uint8_t>>& cells, uint64_t cell_length,
+                                    const ec::ReedSolomon& rs, bool is_degraded) {
+  std::vector<std::function<http::Awaitable<Status>()>> reads;
+  for (auto& source : sources) {
+    reads.push_back([&disk, &source, &cells, cell_length]() -> http::Awaitable<Status> {
+      const std::span<char> out(reinterpret_cast<char*>(cells[source.index].data()), cell_length);
+      if (source.call) co_return co_await read_exact(source.call->body(), out);
+      const int fd = source.fd;
+      const uint64_t at = source.position;
+      source.position += cell_length;
+      const bool ok = co_await disk.run([fd, out, at] {
+        size_t done = 0;
+        while (done < out.size()) {
+          const ssize_t got = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(at + done));
+          if (got < 0 && errno == EINTR) continue;
+          if (got <= 0) return false;
+          done += static_cast<size_t>(got);
+        }
+        return true;
+      });
+      if (!ok) co_return Status::data_loss("reading the slice here at {}", at);
+      co_return Status::ok();
+    });
+  }
+  for (const Status& read : co_await cluster::gather<Status>(std::move(reads))) {
+    if (!read.is_ok()) co_return read;
+  }
+  if (!is_degraded) co_return Status::ok();  // the k data cells are here: no decoding
+  std::vector<bool> present(cells.size(), false);
+  for (const auto& source : sources) present[source.index] = true;
+  std::vector<std::span<uint8_t>> all;
+  for (auto& cell : cells) all.emplace_back(cell.data(), cell_length);
+  co_return rs.reconstruct(all, present);
+}
+
+}  // namespace
+
+// One slice being written: into this store, or to another target.
+struct Target::SliceSink {
+  uint32_t index = 0;
+  wire::NodeInfo node;
+  std::unique_ptr<store::ObjectWriter> writer;
+  std::unique_ptr<http::Call> call;
+};
+
+wire::ObjectRecord Target::object_view(const wire::ObjectRecord& record) {
+  if (!record.has_ec()) return record;
+  wire::ObjectRecord view = record;
+  view.set_size(record.ec().object_size());
+  view.set_xxh3(record.ec().object_xxh3());
+  view.clear_ec();
+  return view;
+}
+
+http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object, const wire::ObjectRecord& mine) {
+  const uint32_t n = mine.ec().data() + mine.ec().parity();
+  SliceMap map;
+  map.where.resize(n);
+  if (mine.ec().index() < n) map.where[mine.ec().index()] = options_.self;
+  std::vector<wire::NodeInfo> others;
+  // While objects move a slice may still be on a target that no longer holds it.
+  const std::vector<wire::NodeInfo> candidates =
+      is_rebalancing() ? maps_.placement()->ranked_holders(object) : holders_of(object);
+  for (const auto& node : candidates) {
+    if (node.id() != options_.self.id() && node.state() != wire::NODE_STATE_DOWN) others.push_back(node);
+  }
+  std::vector<std::function<http::Awaitable<std::optional<wire::ObjectRecord>>()>> asks;
+  for (const auto& node : others) {
+    asks.push_back([this, node, &object]() -> http::Awaitable<std::optional<wire::ObjectRecord>> {
+      auto to = http::Endpoint::parse(node.url());
+      if (!to) co_return std::nullopt;
+      http::ClientRequest ask;
+      ask.target = internal_object_target(object) + "?meta=1";
+      auto answer = co_await client_->call(*to, std::move(ask), "", kMaxRecordBytes);
+      if (!answer || answer->status != 200) co_return std::nullopt;
+      auto record = wire::decode<wire::ObjectRecord>(answer->body, wire::Source::kNetwork);
+      if (!record) co_return std::nullopt;
+      co_return std::move(*record);
+    });
+  }
+  const auto records = co_await cluster::gather<std::optional<wire::ObjectRecord>>(std::move(asks));
+  for (size_t i = 0; i < others.size(); ++i) {
+    const auto& r = records[i];
+    if (r && !r->has_ec() && same_version(*r, mine) && !map.whole) map.whole = others[i];
+    if (!r || !is_slice_of(*r, mine) || r->ec().index() >= n) continue;
+    if (!map.where[r->ec().index()]) map.where[r->ec().index()] = others[i];
+  }
+  co_return map;
+}
+
+http::Awaitable<std::optional<std::pair<uint64_t, bool>>> Target::broken_generation(const ObjectRef& object) {
+  auto opened = co_await store_.open(object);
+  if (!opened) {
+    if (opened.error().code() != Code::kDataLoss) co_return std::nullopt;
+    auto record = co_await store_.stat(object);  // the file is gone, the record is not
+    if (!record) co_return std::nullopt;
+    co_return std::pair{record->generation(), false};
+  }
+  const int fd = opened->fd();
+  const uint64_t size = opened->record().size();
+  const auto xxh3 = co_await reader_.run([fd, size] { return store::xxh3_of_fd(fd, size); });
+  if (xxh3 && *xxh3 == opened->record().xxh3()) co_return std::nullopt;
+  co_return std::pair{opened->record().generation(), true};
+}
+
+http::Awaitable<Result<Target::SliceSink>> Target::open_slice_sink(const ObjectRef& object,
+                                                                  const wire::ObjectRecord& record,
+                                                                  const wire::NodeInfo& node,
+                                                                  const wire::Bucket& bucket, uint64_t replacing) {
+  SliceSink sink;
+  sink.index = record.ec().index();
+  sink.node = node;
+  if (node.id() == options_.self.id()) {
+    store::PutOptions options;
+    options.durability = durability_of(bucket);
+    options.attributes = record;
+    options.original = record;
+    options.expected_size = record.size();
+    // Only in place of the generation the caller read: a newer write codes itself.
+    options.precondition = [replacing](const wire::ObjectRecord* current) {
+      if (current == nullptr || current->generation() != replacing) {
+        return Status::failed_precondition("the object changed while its slices were made");
+      }
+      return Status::ok();
+    };
+    CO_ASSIGN_OR_RETURN(sink.writer, co_await store_.create(object, std::move(options)));
+    co_return sink;
+  }
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
+  const std::string prefix = copy_prefix(record);
+  http::ClientRequest put;
+  put.method = http::Method::kPut;
+  // repair=1: the holder's own slice of this version may be missing or corrupt.
+  put.target = internal_object_target(object) + "?repair=1";
+  put.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  CO_ASSIGN_OR_RETURN(sink.call, co_await client_->start(to, std::move(put), prefix.size() + record.size()));
+  CO_RETURN_IF_ERROR(co_await sink.call->write({prefix.data(), prefix.size()}));
+  co_return sink;
+}
+
+namespace {
+
+// Sends `cell_length` bytes of each sink's cell to it, all at once.
+http::Awaitable<Status> write_cells(std::vector<Target::SliceSink>& sinks,
+                                    const std::vector<std::vector<uint8_t>>& cells, uint64_t cell_length) {
+  std::vector<std::function<http::Awaitable<Status>()>> writes;
+  for (auto& sink : sinks) {
+    writes.push_back([&sink, &cells, cell_length]() -> http::Awaitable<Status> {
+      const std::span<const char> bytes(reinterpret_cast<const char*>(cells[sink.index].data()), cell_length);
+      if (sink.writer) co_return co_await sink.writer->write(bytes);
+      co_return co_await sink.call->write(bytes);
+    });
+  }
+  for (const Status& w : co_await cluster::gather<Status>(std::move(writes))) {
+    if (!w.is_ok()) co_return w;
+  }
+  co_return Status::ok();
+}
+
+// Waits for every other target to confirm its slice (fsynced), then commits the ones
+// here: a slice here replaces what this target had only once the others are durable.
+// A commit refused because the object changed meanwhile is not an error (kAborted).
+http::Awaitable<Status> finish_sinks(std::vector<Target::SliceSink>& sinks) {
+  for (auto& sink : sinks) {
+    if (!sink.call) continue;
+    auto head = co_await sink.call->finish();
+    if (!head) co_return std::move(head).error().annotate("slice {} on {}", sink.index, sink.node.id());
+    auto body = co_await http::read_all(sink.call->body(), kMaxSmallBody);
+    if (head->status != 200) {
+      co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(), head->status,
+                                    body ? *body : body.error().to_string());
+    }
+  }
+  for (auto& sink : sinks) {
+    if (!sink.writer) continue;
+    auto committed = co_await sink.writer->commit();
+    if (!committed && committed.error().code() == Code::kFailedPrecondition) {
+      co_return Status::aborted("{} changed while its slices were made", committed.error().message());
+    }
+    if (!committed) co_return std::move(committed).error();
+  }
+  co_return Status::ok();
+}
+
+}  // namespace
+
+http::Awaitable<Status> Target::encode_and_spread(ObjectRef object, std::vector<wire::NodeInfo> holders) {
+  const auto bucket = bucket_by_id(object.bucket_id.value());
+  if (!bucket || !wire::is_erasure_coded(bucket->props())) co_return Status::ok();
+  const wire::EcPolicy policy = bucket->props().ec();
+  auto opened = co_await store_.open(object);
+  if (!opened && opened.error().code() == Code::kNotFound) co_return Status::ok();  // deleted since
+  if (!opened) co_return std::move(opened).error();
+  const wire::ObjectRecord whole = opened->record();
+  if (whole.has_ec()) co_return Status::ok();  // coded already (a racing write did it)
+  if (whole.size() < policy.min_size() || whole.size() == 0) {
+    // Small: parity + 1 full copies, on the first parity + 1 holders.
+    holders.resize(std::min<size_t>(holders.size(), policy.parity() + 1));
+    std::vector<wire::NodeInfo> to;
+    for (const auto& n : holders) {
+      if (n.id() != options_.self.id()) to.push_back(n);
+    }
+    co_return co_await push_copies(object, std::move(to));
+  }
+  const uint32_t k = policy.data(), n = policy.data() + policy.parity();
+  if (holders.size() < n) co_return Status::unavailable("ec {}+{} needs {} targets; {} own objects", k, n - k, n, holders.size());
+  for (const auto& holder : holders) {
+    if (holder.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("holder {} is down", holder.id());
+  }
+  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs, ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
+  const ec::Layout layout{k, kCellBytes, whole.size()};
+  const int fd = opened->fd();
+
+  // The cells of stripe s, read from the whole object here and encoded (on the reader).
+  std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(kCellBytes));
+  auto fill = [&rs, &layout, &cells, fd, k, n](uint64_t s) -> Status {
+    const uint64_t length = layout.cell_length(s);
+    std::vector<std::span<const uint8_t>> data;
+    std::vector<std::span<uint8_t>> parity;
+    for (uint32_t j = 0; j < k; ++j) {
+      const uint64_t real = layout.data_in_cell(s, j);
+      const uint64_t at = layout.object_offset(s) + j * length;
+      uint64_t done = 0;
+      while (done < real) {
+        const ssize_t got = ::pread(fd, cells[j].data() + done, real - done, static_cast<off_t>(at + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return Status::data_loss("reading the object to encode it at {}", at + done);
+        done += static_cast<uint64_t>(got);
+      }
+      std::memset(cells[j].data() + real, 0, length - real);
+      data.emplace_back(cells[j].data(), length);
+    }
+    for (uint32_t j = k; j < n; ++j) parity.emplace_back(cells[j].data(), length);
+    return rs.encode(data, parity);
+  };
+
+  // First pass: each slice's XXH3, so every record (and every receiver's check) has it.
+  std::vector<uint64_t> slice_xxh3(n);
+  {
+    Status status;
+    co_await reader_.run([&] {
+      std::vector<std::unique_ptr<hash::Xxh3Stream>> hashes;
+      for (uint32_t i = 0; i < n; ++i) hashes.push_back(std::make_unique<hash::Xxh3Stream>());
+      for (uint64_t s = 0; s < layout.stripes() && status.is_ok(); ++s) {
+        status = fill(s);
+        const auto length = static_cast<size_t>(layout.cell_length(s));
+        for (uint32_t i = 0; i < n && status.is_ok(); ++i) {
+          hashes[i]->update({reinterpret_cast<const char*>(cells[i].data()), length});
+        }
+      }
+      for (uint32_t i = 0; i < n; ++i) slice_xxh3[i] = hashes[i]->digest();
+      return 0;
+    });
+    CO_RETURN_IF_ERROR(status);
+  }
+
+  // Second pass: slice i to holder i, all at once (this node keeps its own, if a holder).
+  std::vector<SliceSink> sinks;
+  std::vector<wire::ObjectRecord> records;
+  Status sent;
+  for (uint32_t i = 0; i < n && sent.is_ok(); ++i) {
+    records.push_back(slice_record(whole, policy, i, layout.slice_size(), slice_xxh3[i]));
+    auto sink = co_await open_slice_sink(object, records[i], holders[i], *bucket, whole.generation());
+    if (sink) sinks.push_back(std::move(*sink));
+    if (!sink) sent = std::move(sink).error();
+  }
+  for (uint64_t s = 0; s < layout.stripes() && sent.is_ok(); ++s) {
+    sent = co_await reader_.run([&fill, s] { return fill(s); });
+    if (sent.is_ok()) sent = co_await write_cells(sinks, cells, layout.cell_length(s));
+  }
+  if (sent.is_ok()) sent = co_await finish_sinks(sinks);
+  if (sent.code() == Code::kAborted) co_return Status::ok();  // rewritten here meanwhile: that write codes it
+  if (!sent.is_ok()) {
+    // The whole object stays here; the slices that landed are taken back, so that no
+    // holder is left with a slice that has too few siblings to be read.
+    for (const auto& sink : sinks) {
+      if (sink.writer) continue;
+      auto to = http::Endpoint::parse(sink.node.url());
+      if (to) std::ignore = co_await send_undo(*to, object, whole.mtime_unix_nanos(), records[sink.index].xxh3());
+    }
+    co_return sent.annotate("erasure coding {}", object.name);
+  }
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved& r, store::OpenObject& mine,
+                                        http::ResponseHead head, uint64_t offset, uint64_t length) {
+  const wire::ObjectRecord& record = mine.record();
+  const wire::EcSlice& ec = record.ec();
+  const uint32_t k = ec.data(), n = ec.data() + ec.parity();
+  const ec::Layout layout = layout_of(ec);
+  if (length == 0) co_return co_await exchange.response().begin(std::move(head), 0);
+  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs, ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
+  const uint64_t first = layout.stripe_of(offset), last = layout.stripe_of(offset + length - 1);
+  const uint64_t slice_from = layout.slice_offset(first);
+  const uint64_t slice_length = layout.slice_offset(last) + layout.cell_length(last) - slice_from;
+
+  SliceMap map = co_await locate_slices(r.object, record);
+  // A corrupt slice here is not used (and is rebuilt below).
+  const Status here_ok = co_await verify_read(r.bucket, mine);
+  if (!here_ok.is_ok()) map.where[ec.index()].reset();
+  bool is_degraded = false;
+  auto opened = co_await open_sources(*client_, r.object, record, mine.fd(), options_.self.id(), map.where,
+                                      slice_from, slice_length, is_degraded);
+  if (!opened && map.whole && !is_local_only(exchange.request())) {
+    // Too few slices of this version yet, but a full copy (being re-encoded): read that.
+    CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(map.whole->url()));
+    co_return co_await relay_local_only(exchange, to);
+  }
+  CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources, std::move(opened));
+  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
+  std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(first)));
+  for (uint64_t s = first; s <= last; ++s) {
+    const uint64_t cell_length = layout.cell_length(s);
+    // Mid-answer failures cut the connection: the client sees the body short.
+    CO_RETURN_IF_ERROR(co_await read_stripe(reader_, sources, cells, cell_length, rs, is_degraded));
+    for (uint32_t j = 0; j < k; ++j) {
+      const uint64_t cell_start = layout.object_offset(s) + j * cell_length;
+      const uint64_t cell_end = cell_start + layout.data_in_cell(s, j);
+      const uint64_t from = std::max(cell_start, offset), to = std::min(cell_end, offset + length);
+      if (from >= to) continue;
+      const std::span<const char> bytes(reinterpret_cast<const char*>(cells[j].data()) + (from - cell_start), to - from);
+      CO_RETURN_IF_ERROR(co_await exchange.response().write(bytes));
+    }
+  }
+  bytes_sent_.add(length);
+  // Slices that were missing or corrupt: rebuilt in the background.
+  std::vector<uint32_t> unreadable;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!map.where[i]) unreadable.push_back(i);
+  }
+  if (!unreadable.empty()) {
+    const auto executor = co_await asio::this_coro::executor;
+    std::string what = fmt::format("rebuilding the slices of {}", r.object.name);
+    asio::co_spawn(executor, in_background(rebuild_slices(r.object, std::move(unreadable)), std::move(what)),
+                   asio::detached);
+  }
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Target::decode_here(const ObjectRef& object) {
+  CO_ASSIGN_OR_RETURN(store::OpenObject opened, co_await store_.open(object));
+  const wire::ObjectRecord mine = opened.record();
+  if (!mine.has_ec()) co_return Status::ok();
+  const auto bucket = bucket_by_id(object.bucket_id.value());
+  if (!bucket) co_return Status::ok();
+  const uint32_t k = mine.ec().data(), n = mine.ec().data() + mine.ec().parity();
+  const ec::Layout layout = layout_of(mine.ec());
+  SliceMap map = co_await locate_slices(object, mine);
+  if (!(co_await verify_read(*bucket, opened)).is_ok()) map.where[mine.ec().index()].reset();
+  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs, ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
+  bool is_degraded = false;
+  CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources,
+                      co_await open_sources(*client_, object, mine, opened.fd(), options_.self.id(), map.where, 0,
+                                            layout.slice_size(), is_degraded));
+  // The whole object in place of this slice; the store checks its size and XXH3.
+  const wire::ObjectRecord whole = object_view(mine);
+  store::PutOptions options;
+  options.durability = durability_of(*bucket);
+  options.attributes = whole;
+  options.original = whole;
+  options.expected_size = whole.size();
+  options.precondition = [generation = mine.generation()](const wire::ObjectRecord* current) {
+    if (current == nullptr || current->generation() != generation) {
+      return Status::failed_precondition("the object changed while it was decoded");
+    }
+    return Status::ok();
+  };
+  CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(object, std::move(options)));
+  std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(0)));
+  for (uint64_t s = 0; s < layout.stripes(); ++s) {
+    CO_RETURN_IF_ERROR(co_await read_stripe(reader_, sources, cells, layout.cell_length(s), rs, is_degraded));
+    for (uint32_t j = 0; j < k; ++j) {
+      const uint64_t real = layout.data_in_cell(s, j);
+      if (real > 0) CO_RETURN_IF_ERROR(co_await writer->write({reinterpret_cast<const char*>(cells[j].data()), real}));
+    }
+  }
+  auto committed = co_await writer->commit();
+  if (!committed && committed.error().code() == Code::kFailedPrecondition) co_return Status::ok();  // rewritten
+  co_return committed.status();
+}
+
+http::Awaitable<Status> Target::rebuild_slices(ObjectRef object, std::vector<uint32_t> unreadable) {
+  // The record even when the file is gone (then this slice is rebuilt too).
+  auto opened = co_await store_.open(object);
+  if (!opened && opened.error().code() != Code::kDataLoss) co_return opened.status();
+  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord mine, co_await store_.stat(object));
+  if (!mine.has_ec()) co_return Status::ok();
+  const auto bucket = bucket_by_id(object.bucket_id.value());
+  if (!bucket) co_return Status::ok();
+  const uint32_t k = mine.ec().data(), n = mine.ec().data() + mine.ec().parity();
+  const ec::Layout layout = layout_of(mine.ec());
+  SliceMap map = co_await locate_slices(object, mine);
+  for (const uint32_t i : unreadable) {
+    if (i < n) map.where[i].reset();
+  }
+  const bool mine_is_good = opened && opened->record().generation() == mine.generation() &&
+                            (co_await verify_read(*bucket, *opened)).is_ok();
+  if (!mine_is_good) map.where[mine.ec().index()].reset();
+  // Where each missing slice goes: its holder by rank when that one has no slice of this
+  // version, else another holder without one (never one that has a slice already).
+  const std::vector<wire::NodeInfo> holders = holders_of(object);
+  std::vector<bool> taken(holders.size(), false);
+  for (size_t h = 0; h < holders.size(); ++h) {
+    for (const auto& w : map.where) taken[h] = taken[h] || (w && w->id() == holders[h].id());
+  }
+  std::vector<std::pair<uint32_t, wire::NodeInfo>> missing;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (map.where[i]) continue;
+    size_t h = i < holders.size() && !taken[i] ? i : holders.size();
+    for (size_t j = 0; h == holders.size() && j < holders.size(); ++j) h = taken[j] ? h : j;
+    if (h == holders.size()) co_return Status::unavailable("no holder is free to take slice {} of {}", i, object.name);
+    taken[h] = true;
+    // A holder that is down gets its slice when it is back or replaced (reads or a scrub).
+    if (holders[h].state() != wire::NODE_STATE_DOWN) missing.emplace_back(i, holders[h]);
+  }
+  if (missing.empty()) co_return Status::ok();
+  size_t present_count = 0;
+  for (const auto& w : map.where) present_count += w ? 1 : 0;
+  if (present_count < k) co_return Status::data_loss("{}: only {} of {} slices left", object.name, present_count, n);
+  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs, ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
+  const int fd = mine_is_good ? opened->fd() : -1;
+  std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(0)));
+  // Two passes over k slices: the rebuilt slices' XXH3 first (every receiver checks the
+  // bytes against it), then the same cells streamed to their new holders.
+  std::vector<std::unique_ptr<hash::Xxh3Stream>> hashes;
+  for (size_t i = 0; i < missing.size(); ++i) hashes.push_back(std::make_unique<hash::Xxh3Stream>());
+  {
+    bool is_degraded = true;
+    CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources,
+                        co_await open_sources(*client_, object, mine, fd, options_.self.id(), map.where, 0,
+                                              layout.slice_size(), is_degraded));
+    for (uint64_t s = 0; s < layout.stripes(); ++s) {
+      const uint64_t cell_length = layout.cell_length(s);
+      CO_RETURN_IF_ERROR(co_await read_stripe(reader_, sources, cells, cell_length, rs, true));
+      for (size_t i = 0; i < missing.size(); ++i) {
+        hashes[i]->update({reinterpret_cast<const char*>(cells[missing[i].first].data()), cell_length});
+      }
+    }
+  }
+  bool is_degraded = true;
+  CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources,
+                      co_await open_sources(*client_, object, mine, fd, options_.self.id(), map.where, 0,
+                                            layout.slice_size(), is_degraded));
+  std::vector<SliceSink> sinks;
+  for (size_t i = 0; i < missing.size(); ++i) {
+    wire::ObjectRecord record = mine;
+    record.set_generation(0);
+    record.set_xxh3(hashes[i]->digest());
+    record.mutable_ec()->set_index(missing[i].first);
+    CO_ASSIGN_OR_RETURN(SliceSink sink, co_await open_slice_sink(object, record, missing[i].second, *bucket,
+                                                                 mine.generation()));
+    sinks.push_back(std::move(sink));
+  }
+  for (uint64_t s = 0; s < layout.stripes(); ++s) {
+    const uint64_t cell_length = layout.cell_length(s);
+    CO_RETURN_IF_ERROR(co_await read_stripe(reader_, sources, cells, cell_length, rs, true));
+    CO_RETURN_IF_ERROR(co_await write_cells(sinks, cells, cell_length));
+  }
+  const Status finished = co_await finish_sinks(sinks);
+  if (finished.code() == Code::kAborted) co_return Status::ok();  // rewritten meanwhile
+  CO_RETURN_IF_ERROR(finished);
+  for (const auto& sink : sinks) {
+    copies_made_.add();
+    if (sink.writer && opened) corrupt_repaired_.add();  // the slice here was corrupt, not gone
+    SILO_LOG_INFO("slice {} of {} rebuilt on {}", sink.index, object.name, sink.node.id());
+  }
+  co_return Status::ok();
+}
+
+http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Target::record_at(const wire::NodeInfo& node,
+                                                                           const ObjectRef& object) {
+  if (node.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("target {} is down", node.id());
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
+  http::ClientRequest ask;
+  ask.target = internal_object_target(object) + "?meta=1";
+  CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(ask), "", kMaxRecordBytes));
+  if (answer.status == 404) co_return std::nullopt;
+  if (answer.status != 200) {
+    co_return Status::unavailable("{} answered {} for {}: {}", node.id(), answer.status, object.name, answer.body);
+  }
+  CO_ASSIGN_OR_RETURN(wire::ObjectRecord record, wire::decode<wire::ObjectRecord>(answer.body, wire::Source::kNetwork));
+  co_return std::optional<wire::ObjectRecord>(std::move(record));
+}
+
+http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object, const wire::ObjectRecord& mine) {
+  const SliceMap map = co_await locate_slices(object, mine);
+  for (const auto& holder : holders_of(object)) {
+    const bool has_slice = std::any_of(map.where.begin(), map.where.end(),
+                                       [&holder](const auto& w) { return w && w->id() == holder.id(); });
+    if (!has_slice) continue;
+    if (holder.id() != options_.self.id()) co_return false;  // that one's to do
+    const bool is_complete = std::all_of(map.where.begin(), map.where.end(), [](const auto& w) { return w.has_value(); });
+    if (is_complete) co_return false;
+    CO_RETURN_IF_ERROR(co_await rebuild_slices(object, {}));
+    co_return true;
+  }
+  co_return false;
+}
+
+http::Awaitable<Status> Target::move_coded(wire::RebalancePhase phase, const ObjectRef& object,
+                                           const std::vector<wire::NodeInfo>& holders, store::OpenObject& opened,
+                                           bool& is_holder) {
+  const wire::ObjectRecord record = opened.record();
+  const auto bucket = bucket_by_id(object.bucket_id.value());
+  if (!bucket) co_return Status::ok();
+  const auto self = std::find_if(holders.begin(), holders.end(),
+                                 [this](const wire::NodeInfo& n) { return n.id() == options_.self.id(); });
+  is_holder = self != holders.end();
+  const bool is_owner = self == holders.begin();
+  if (!fits_layout(record, bucket->props())) {
+    // A full copy to code, or a slice of another code (the layout changed): the owner
+    // does it; another target only when the owner lacks this version (else it would be
+    // done twice), by coding its own copy or by decoding its slice first.
+    if (!is_owner) {
+      CO_ASSIGN_OR_RETURN(const auto at_owner, co_await record_at(holders.front(), object));
+      if (at_owner && !incoming_wins(&*at_owner, record)) co_return Status::ok();
+    }
+    if (record.has_ec()) {
+      CO_RETURN_IF_ERROR(co_await decode_here(object));
+      co_return Status::aborted("{} was decoded: walk it again", object.name);
+    }
+    co_return co_await encode_and_spread(object, holders);
+  }
+  if (is_holder) {
+    if (phase != wire::REBALANCE_PHASE_COPY) co_return Status::ok();
+    co_return (co_await restore_slices(object, record)).status();
+  }
+  // A slice on a target that no longer holds the object: to a holder that has no slice
+  // of this version (a holder never keeps two). When every holder has one, this one is
+  // spare and the cleanup removes it.
+  const SliceMap map = co_await locate_slices(object, record);
+  for (const auto& holder : holders) {
+    const bool has_slice = std::any_of(map.where.begin(), map.where.end(),
+                                       [&holder](const auto& w) { return w && w->id() == holder.id(); });
+    if (has_slice) continue;
+    CO_ASSIGN_OR_RETURN(const bool sent, co_await ensure_copy(holder, object, opened));
+    if (sent) co_return Status::ok();  // else it has something as good: the next one
+  }
+  co_return Status::ok();
+}
+
+}  // namespace silo::target

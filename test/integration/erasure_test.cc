@@ -1,0 +1,216 @@
+// Erasure coding against real processes (docs/data-protection.md "Erasure coding"):
+// objects from 1 byte to 200 MiB coded k + m over distinct targets stay readable with m
+// targets killed, lost and corrupt slices are reconstructed on GET (never served) and
+// repaired, and a filled bucket moves between copies and codes while a reader runs.
+// Every test checks every byte.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "objects_util.h"
+
+namespace silo::integration {
+namespace {
+
+constexpr uint64_t kMiB = 1024 * 1024;
+constexpr uint64_t kMinSize = 16 * 1024;  // smaller objects are copies
+
+struct Code {
+  uint32_t data = 0;
+  uint32_t parity = 0;
+  int targets = 0;
+};
+
+ClusterOptions options(int targets) {
+  return {.proxies = 1,
+          .targets = targets,
+          .mountpaths = 2,
+          .env = {{"SILO_DURABILITY", "page_cache"}, {"SILO_KEEPALIVE_TIMEOUT_MS", "2000"}}};
+}
+
+// Objects of sizes around the layout's edges (a byte, min_size, a full stripe and one more
+// byte, many stripes) and one of 200 MiB.
+Objects edge_objects(uint32_t k) {
+  silo::testing::Random random;
+  Objects objects;
+  const std::vector<uint64_t> sizes = {1,          1000,          kMinSize - 1,       kMinSize,
+                                       100000,     k * kMiB - 1,  k * kMiB,           k * kMiB + 1,
+                                       5 * kMiB + 3, 3 * k * kMiB + 7, 200 * kMiB};
+  for (size_t i = 0; i < sizes.size(); ++i) objects[fmt::format("edge-{:02}", i)] = random.bytes(sizes[i]);
+  for (int i = 0; i < 30; ++i) objects[fmt::format("random-{:02}", i)] = random.bytes(random.uniform(1, 3 * kMiB));
+  return objects;
+}
+
+// Files the bucket should have: k + m slices of each coded object, m + 1 copies of the rest.
+size_t expected_files(const Objects& objects, uint32_t k, uint32_t m) {
+  size_t n = 0;
+  for (const auto& [name, bytes] : objects) n += bytes.size() >= kMinSize ? k + m : m + 1;
+  return n;
+}
+
+// Removes every object file of bucket `bucket_id` on `node`; returns how many.
+size_t remove_files(const NodeInfo& node, uint64_t bucket_id) {
+  size_t removed = 0;
+  for (const auto& mp : node.mountpaths) {
+    for (const auto& path : object_files(mp)) {
+      if (path.find(fmt::format("/obj/{}/", bucket_id)) == std::string::npos) continue;
+      removed += std::remove(path.c_str()) == 0 ? 1 : 0;
+    }
+  }
+  return removed;
+}
+
+// Reads every object `times` in a row (the proxy starts at the next holder on each read,
+// so every holder answers once), the 200 MiB one once; fails on any wrong byte.
+void read_from_every_holder(client::Client& c, const Objects& objects, uint32_t times) {
+  for (const auto& [name, bytes] : objects) {
+    const uint32_t reads = bytes.size() > 64 * kMiB ? 1 : times;
+    for (uint32_t i = 0; i < reads; ++i) {
+      auto got = c.get(kBucket, name);
+      ASSERT_TRUE(got.has_value()) << name << ": " << got.status();
+      ASSERT_EQ(difference(bytes, *got), "") << name;
+    }
+  }
+}
+
+// Waits until the bucket has `want` object files over the targets.
+void wait_for_files(const LocalCluster& cluster, uint64_t bucket_id, size_t want, std::string_view when) {
+  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
+  size_t have = bucket_files(cluster, bucket_id);
+  while (have != want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(100));
+    have = bucket_files(cluster, bucket_id);
+  }
+  EXPECT_EQ(have, want) << when;
+}
+
+client::JobEntry scrub(client::Client& c) {
+  auto started = c.start_job(R"({"kind": "scrub"})");
+  EXPECT_TRUE(started.has_value()) << started.status();
+  if (!started) return {};
+  auto done = c.wait_job(started->id, seconds(240));
+  EXPECT_TRUE(done.has_value()) << done.status();
+  if (!done) return {};
+  EXPECT_EQ(done->state, "finished") << done->detail;
+  return *done;
+}
+
+class ErasureTest : public ::testing::TestWithParam<Code> {};
+
+TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
+  const auto [k, m, targets] = GetParam();
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(targets)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(
+      kBucket, fmt::format(R"({{"ec": {{"data": {}, "parity": {}, "min_size": {}}}}})", k, m, kMinSize)));
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
+  EXPECT_EQ(props.ec_data, k);
+  EXPECT_EQ(props.ec_parity, m);
+  EXPECT_EQ(props.copies, 1u);
+  const Objects objects = edge_objects(k);
+  for (const auto& [name, bytes] : objects) {
+    auto put = c.put(kBucket, name, bytes);
+    ASSERT_TRUE(put.has_value()) << name << ": " << put.status();
+  }
+  const size_t files = expected_files(objects, k, m);
+  EXPECT_EQ(bucket_files(*cluster, props.id), files) << "k + m slices or m + 1 copies of each object";
+  for (const auto& id : cluster->target_ids()) {
+    ASSERT_OK_AND_ASSIGN(const NodeInfo node, cluster->node(id));
+    EXPECT_LE(object_file_count(node), objects.size()) << id << " holds two pieces of one object";
+  }
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, "coded");
+  ASSERT_OK_AND_ASSIGN(const auto head, c.head(kBucket, "edge-10"));
+  EXPECT_EQ(head.size, 200 * kMiB);
+  // Ranges inside a cell, across cells and stripes, at the end.
+  const std::string& big = objects.at("edge-10");
+  for (const auto& [first, last] : std::vector<std::pair<uint64_t, uint64_t>>{
+           {0, 9}, {kMiB - 5, kMiB + 5}, {k * kMiB - 3, 2 * k * kMiB + 3}, {100 * kMiB + 1, 117 * kMiB}, {200 * kMiB - 100, 200 * kMiB - 1}}) {
+    ASSERT_OK_AND_ASSIGN(const std::string part, c.get(kBucket, "edge-10", ByteRange::first_last(first, last)));
+    EXPECT_EQ(difference(big.substr(first, last - first + 1), part), "") << first << "-" << last;
+  }
+
+  // m targets killed: every object is read from the others (reconstructed when a data
+  // slice is among the lost), before and after they are marked down.
+  std::vector<std::string> killed;
+  for (uint32_t i = 0; i < m; ++i) killed.push_back(cluster->target_ids()[i]);
+  for (const auto& id : killed) ASSERT_OK(cluster->kill(id));
+  expect_all_readable(c, objects);
+  for (const auto& id : killed) ASSERT_OK(cluster->wait_for_node_state(id, "down", seconds(20)));
+  read_from_every_holder(c, objects, k + m);
+  for (const auto& id : killed) ASSERT_OK(cluster->restart(id));
+  for (const auto& id : killed) ASSERT_OK(cluster->wait_for_node_state(id, "up", seconds(20)));
+  EXPECT_EQ(bucket_files(*cluster, props.id), files) << "nothing was rebuilt while the targets were away";
+
+  // Slice files lost on disk: reads reconstruct them and the lost ones are rebuilt.
+  ASSERT_OK_AND_ASSIGN(const NodeInfo lost, cluster->node(cluster->target_ids()[m]));
+  const size_t removed = remove_files(lost, props.id);
+  ASSERT_GT(removed, objects.size() / 4);
+  read_from_every_holder(c, objects, k + m);
+  const client::JobEntry after_loss = scrub(c);
+  EXPECT_EQ(after_loss.corrupt_found, 0u);
+  wait_for_files(*cluster, props.id, files, "after the lost slices were rebuilt");
+  EXPECT_GE(sum_over_targets(*cluster, "silo_target_copies_made_total"), removed);
+
+  // Flipped bytes in slices and copies: never served, found by reads and the scrub,
+  // repaired; a second scrub finds nothing.
+  ASSERT_OK_AND_ASSIGN(const NodeInfo rotten, cluster->node(cluster->target_ids()[m + 1]));
+  const size_t corrupted = corrupt_files(rotten, props.id);
+  ASSERT_GT(corrupted, objects.size() / 4);
+  read_from_every_holder(c, objects, k + m);
+  const uint64_t found_by_reads = sum_over_targets(*cluster, "silo_target_corrupt_copies_total");
+  EXPECT_GT(found_by_reads, 0u);
+  const client::JobEntry first = scrub(c);
+  EXPECT_EQ(first.errors, 0u) << first.detail;
+  wait_for_files(*cluster, props.id, files, "after the corrupt slices were rebuilt");
+  const client::JobEntry second = scrub(c);
+  EXPECT_EQ(second.corrupt_found, 0u) << "a corrupt slice or copy was left";
+  EXPECT_EQ(second.copies_restored, 0u);
+  EXPECT_GT(sum_over_targets(*cluster, "silo_target_corrupt_copies_repaired_total"), 0u);
+  expect_all_readable(c, objects);
+}
+
+INSTANTIATE_TEST_SUITE_P(Codes, ErasureTest, ::testing::Values(Code{2, 1, 5}, Code{4, 2, 6}),
+                         [](const ::testing::TestParamInfo<Code>& p) {
+                           return fmt::format("Ec{}x{}On{}", p.param.data, p.param.parity, p.param.targets);
+                         });
+
+TEST(ErasureLayoutTest, ABucketMovesBetweenCopiesAndCodesWhileReadsNeverFail) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(4)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket, R"({"copies": 2})"));
+  const Objects objects = put_objects(*cluster, 500);
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
+  ASSERT_EQ(bucket_files(*cluster, props.id), 2 * objects.size());
+  Reader reader(*cluster, objects);
+
+  // Each change is a rebalance that re-encodes every object; reads go on throughout.
+  const std::vector<std::pair<std::string, size_t>> layouts = {
+      {R"({"ec": {"data": 2, "parity": 1}})", 3}, {R"({"ec": {"data": 3, "parity": 1}})", 4}, {R"({"copies": 2})", 2}};
+  std::string last_job;
+  for (const auto& [layout, files_per_object] : layouts) {
+    ASSERT_OK(c.set_bucket_props(kBucket, layout));
+    ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
+    ASSERT_NE(map.rebalance_job(), last_job) << layout << " started no rebalance";
+    last_job = map.rebalance_job();
+    wait_rebalance(c, last_job);
+    EXPECT_EQ(bucket_files(*cluster, props.id), files_per_object * objects.size()) << layout;
+    EXPECT_EQ(reader.failures(), 0u) << layout << ": " << reader.first_failure();
+  }
+  reader.stop();
+  EXPECT_EQ(reader.failures(), 0u) << "of " << reader.reads() << " reads; first: " << reader.first_failure();
+  EXPECT_GT(reader.reads(), 50u);
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, "after the layout changes");
+
+  // A code wider than the cluster, or nonsense, is refused with the reason.
+  const Status too_wide = c.set_bucket_props(kBucket, R"({"ec": {"data": 4, "parity": 2}})");
+  EXPECT_EQ(too_wide.code(), silo::Code::kInvalidArgument) << too_wide;
+  EXPECT_NE(too_wide.to_string().find("targets"), std::string::npos) << too_wide;
+  EXPECT_EQ(c.set_bucket_props(kBucket, R"({"ec": {"data": 0, "parity": 1}})").code(), silo::Code::kInvalidArgument);
+  EXPECT_EQ(c.set_bucket_props(kBucket, R"({"ec": {"data": 2, "parity": 1}, "copies": 2})").code(),
+            silo::Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace silo::integration
