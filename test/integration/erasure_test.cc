@@ -139,7 +139,7 @@ TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
   for (const auto& id : killed) ASSERT_OK(cluster->wait_for_node_state(id, "down", seconds(20)));
   read_from_every_holder(c, objects, k + m);
   for (const auto& id : killed) ASSERT_OK(cluster->restart(id));
-  for (const auto& id : killed) ASSERT_OK(cluster->wait_for_node_state(id, "up", seconds(20)));
+  for (const auto& id : killed) ASSERT_OK(cluster->wait_for_node_state(id, "online", seconds(20)));
   EXPECT_EQ(bucket_files(*cluster, props.id), files) << "nothing was rebuilt while the targets were away";
 
   // Slice files lost on disk: reads reconstruct them and the lost ones are rebuilt.
