@@ -212,5 +212,59 @@ TEST(ErasureLayoutTest, ABucketMovesBetweenCopiesAndCodesWhileReadsNeverFail) {
             silo::Code::kInvalidArgument);
 }
 
+TEST(ErasureLayoutTest, SlicesMoveWithMembershipAndMountpathsWhileReadsNeverFail) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(4)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1}})"));
+  const Objects objects = put_objects(*cluster, 300);
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
+  ASSERT_EQ(bucket_files(*cluster, props.id), 3 * objects.size());
+  Reader reader(*cluster, objects);
+
+  // A target added: slices of the objects it now holds move to it, the old ones go.
+  ASSERT_OK_AND_ASSIGN(const std::string added, cluster->add_node("target"));
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap grown, c.node_map());
+  wait_rebalance(c, grown.rebalance_job());
+  EXPECT_EQ(bucket_files(*cluster, props.id), 3 * objects.size()) << "three slices of each object";
+  EXPECT_GT(files_on(*cluster, {added}), objects.size() / 4) << "the new target holds its share";
+  EXPECT_EQ(reader.failures(), 0u) << reader.first_failure();
+
+  // A target lost for good: its slices are rebuilt on the holders that replace it.
+  const std::string lost = cluster->target_ids()[0];
+  ASSERT_OK(cluster->kill(lost));
+  ASSERT_OK(cluster->wait_for_node_state(lost, "down", seconds(20)));
+  ASSERT_OK(c.remove_node(lost).status());
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap shrunk, c.node_map());
+  wait_rebalance(c, shrunk.rebalance_job());
+  std::vector<std::string> remaining;
+  for (const auto& id : cluster->target_ids()) {
+    if (id != lost) remaining.push_back(id);
+  }
+  EXPECT_EQ(files_on(*cluster, remaining), 3 * objects.size()) << "every slice of every object, on the targets left";
+
+  // A mountpath disabled: its slices move to the target's other mountpath (resilver).
+  const std::string& resilvered = remaining[0];
+  ASSERT_OK_AND_ASSIGN(const NodeInfo node, cluster->node(resilvered));
+  ASSERT_OK_AND_ASSIGN(const JsonValue mountpaths, mountpaths_of(*cluster, resilvered));
+  const std::string mountpath_id = mountpath_field(mountpaths, node.mountpaths[0], "id");
+  ASSERT_OK_AND_ASSIGN(auto direct, cluster->client_of(resilvered));
+  const size_t before = object_file_count(node);
+  ASSERT_OK_AND_ASSIGN(client::Response r,
+                       direct->request(http::Method::kPost, "/v1/mountpaths/" + mountpath_id + "/disable"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_OK(wait_resilver_done(*cluster, resilvered));
+  EXPECT_EQ(object_files(node.mountpaths[0]).size(), 0u);
+  EXPECT_EQ(object_file_count(node), before);
+
+  reader.stop();
+  EXPECT_EQ(reader.failures(), 0u) << "of " << reader.reads() << " reads; first: " << reader.first_failure();
+  EXPECT_GT(reader.reads(), 50u);
+  expect_all_readable(c, objects);
+  expect_listing_complete(c, objects, "after the membership changes");
+  const client::JobEntry checked = scrub(c);
+  EXPECT_EQ(checked.corrupt_found, 0u);
+  EXPECT_EQ(checked.copies_restored, 0u) << "a slice was missing after the rebalance";
+}
+
 }  // namespace
 }  // namespace silo::integration

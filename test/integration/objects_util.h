@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/detail/json_reader.h"
 #include "test_util.h"
 #include "testing/random.h"
 
@@ -219,6 +220,32 @@ inline uint64_t sum_over_targets(const LocalCluster& cluster, std::string_view m
     if (auto node = cluster.node(id)) sum += metric_sum(node->url, metric);
   }
   return sum;
+}
+
+using client::detail::JsonValue;
+
+// GET /v1/mountpaths of a target.
+inline Result<JsonValue> mountpaths_of(LocalCluster& cluster, std::string_view target) {
+  ASSIGN_OR_RETURN(auto c, cluster.client_of(target));
+  ASSIGN_OR_RETURN(const client::Response r, c->request(http::Method::kGet, "/v1/mountpaths"));
+  if (r.status != 200) return Status::unavailable("GET /v1/mountpaths: HTTP {}: {}", r.status, r.body);
+  return client::detail::parse_json(r.body);
+}
+
+inline std::string mountpath_field(const JsonValue& doc, std::string_view path, std::string_view field) {
+  for (const JsonValue& m : doc["mountpaths"].items()) {
+    if (m["path"].str() == path) return m[field].str();
+  }
+  return "";
+}
+
+inline Status wait_resilver_done(LocalCluster& cluster, std::string_view target) {
+  return silo::testing::wait_until(
+      [&] {
+        auto doc = mountpaths_of(cluster, target);
+        return doc && (*doc)["resilver"]["state"].str() == "finished";
+      },
+      seconds(60), "the resilver to finish");
 }
 
 }  // namespace silo::integration

@@ -12,7 +12,6 @@
 #include <set>
 #include <thread>
 
-#include "client/detail/json_reader.h"
 #include "objects_util.h"
 
 namespace silo::integration {
@@ -137,32 +136,6 @@ TEST(RebalanceTest, KilledTargetAndPrimaryMidRebalanceConverge) {
   wait_rebalance(c, job_id);
   expect_each_object_once(*cluster, c, objects, "after the rebalance");
   EXPECT_GT(files_on(*cluster, {added}), objects.size() / 8);
-}
-
-using client::detail::JsonValue;
-
-// GET /v1/mountpaths of a target.
-Result<JsonValue> mountpaths_of(LocalCluster& cluster, std::string_view target) {
-  ASSIGN_OR_RETURN(auto c, cluster.client_of(target));
-  ASSIGN_OR_RETURN(const client::Response r, c->request(http::Method::kGet, "/v1/mountpaths"));
-  if (r.status != 200) return Status::unavailable("GET /v1/mountpaths: HTTP {}: {}", r.status, r.body);
-  return client::detail::parse_json(r.body);
-}
-
-std::string mountpath_field(const JsonValue& doc, std::string_view path, std::string_view field) {
-  for (const JsonValue& m : doc["mountpaths"].items()) {
-    if (m["path"].str() == path) return m[field].str();
-  }
-  return "";
-}
-
-Status wait_resilver_done(LocalCluster& cluster, std::string_view target) {
-  return silo::testing::wait_until(
-      [&] {
-        auto doc = mountpaths_of(cluster, target);
-        return doc && (*doc)["resilver"]["state"].str() == "finished";
-      },
-      seconds(60), "the resilver to finish");
 }
 
 size_t readable_count(client::Client& c, const Objects& objects) {
