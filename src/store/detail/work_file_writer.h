@@ -45,6 +45,8 @@ class WorkFileWriter final : public ObjectWriter {
   Status write_blocking(std::span<const char> data);
   Result<wire::ObjectRecord> commit_blocking();
   Status check_expected(const std::string& md5_hex) const;
+  // A copy of an object that exists elsewhere (PutOptions::original) with no MD5 to check.
+  bool is_copy() const { return options_.original && !part_ && !options_.expected_md5_hex; }
   void discard_blocking();
 
   StoreImpl& store_;
