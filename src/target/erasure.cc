@@ -39,6 +39,16 @@ struct SliceSource {
   std::unique_ptr<http::Call> call;
 };
 
+// A commit that replaces generation `generation` of the object here, and nothing newer.
+store::Precondition only_generation(uint64_t generation) {
+  return [generation](const wire::ObjectRecord* current) {
+    if (current == nullptr || current->generation() != generation) {
+      return Status::failed_precondition("the object changed while its slices were made");
+    }
+    return Status::ok();
+  };
+}
+
 // Whether `theirs` is a slice of the same version and code as the slice `mine`.
 bool is_slice_of(const wire::ObjectRecord& theirs, const wire::ObjectRecord& mine) {
   return theirs.has_ec() && same_version(theirs, mine) && theirs.ec().data() == mine.ec().data() &&
@@ -245,13 +255,7 @@ http::Awaitable<Result<Target::SliceSink>> Target::open_slice_sink(const ObjectR
     options.attributes = record;
     options.original = record;
     options.expected_size = record.size();
-    // Only in place of the generation the caller read: a newer write codes itself.
-    options.precondition = [replacing](const wire::ObjectRecord* current) {
-      if (current == nullptr || current->generation() != replacing) {
-        return Status::failed_precondition("the object changed while its slices were made");
-      }
-      return Status::ok();
-    };
+    options.precondition = only_generation(replacing);  // a newer write codes itself
     CO_ASSIGN_OR_RETURN(sink.writer, co_await store_.create(object, std::move(options)));
     co_return sink;
   }
@@ -489,12 +493,7 @@ http::Awaitable<Status> Target::decode_here(const ObjectRef& object) {
   options.attributes = whole;
   options.original = whole;
   options.expected_size = whole.size();
-  options.precondition = [generation = mine.generation()](const wire::ObjectRecord* current) {
-    if (current == nullptr || current->generation() != generation) {
-      return Status::failed_precondition("the object changed while it was decoded");
-    }
-    return Status::ok();
-  };
+  options.precondition = only_generation(mine.generation());
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(object, std::move(options)));
   std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(0)));
   for (uint64_t s = 0; s < layout.stripes(); ++s) {
