@@ -403,6 +403,7 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object, std::vector<
   }
   if (sent.is_ok()) sent = co_await finish_sinks(sinks);
   if (sent.code() == Code::kAborted) co_return Status::ok();  // rewritten here meanwhile: that write codes it
+  if (sent.is_ok()) slices_made_.add(n);
   if (!sent.is_ok()) {
     // The whole object stays here; the slices that landed are taken back, so that no
     // holder is left with a slice that has too few siblings to be read.
@@ -441,6 +442,7 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
     co_return co_await relay_local_only(exchange, to);
   }
   CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources, std::move(opened));
+  if (is_degraded) degraded_reads_.add();
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
   std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(first)));
   for (uint64_t s = first; s <= last; ++s) {
@@ -590,6 +592,7 @@ http::Awaitable<Status> Target::rebuild_slices(ObjectRef object, std::vector<uin
   CO_RETURN_IF_ERROR(finished);
   for (const auto& sink : sinks) {
     copies_made_.add();
+    slices_made_.add();
     if (sink.writer && opened) corrupt_repaired_.add();  // the slice here was corrupt, not gone
     SILO_LOG_INFO("slice {} of {} rebuilt on {}", sink.index, object.name, sink.node.id());
   }

@@ -145,7 +145,11 @@ Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& 
       corrupt_repaired_(stats.counter("silo_target_corrupt_copies_repaired_total",
                                       "Corrupt copies replaced by a good copy from another target.")),
       copies_made_(stats.counter("silo_target_copies_made_total",
-                                 "Copies of objects sent to or fetched from other holders (replicas, repairs).")) {}
+                                 "Copies of objects sent to or fetched from other holders (replicas, repairs).")),
+      slices_made_(stats.counter("silo_target_ec_slices_made_total",
+                                 "Erasure-coded slices written to holders (coding, re-encoding, rebuilds).")),
+      degraded_reads_(stats.counter("silo_target_ec_degraded_reads_total",
+                                    "Erasure-coded GETs that reconstructed missing or corrupt slices.")) {}
 
 http::Awaitable<Result<wire::Bucket>> Target::find_bucket(const std::string& name) {
   auto bucket = maps_.find_bucket(name);

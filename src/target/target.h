@@ -315,6 +315,8 @@ class Target {
   stats::Counter& corrupt_found_;
   stats::Counter& corrupt_repaired_;
   stats::Counter& copies_made_;
+  stats::Counter& slices_made_;
+  stats::Counter& degraded_reads_;
 };
 
 }  // namespace silo::target

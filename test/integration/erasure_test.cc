@@ -114,6 +114,9 @@ TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
   }
   const size_t files = expected_files(objects, k, m);
   EXPECT_EQ(bucket_files(*cluster, props.id), files) << "k + m slices or m + 1 copies of each object";
+  size_t coded = 0;
+  for (const auto& [name, bytes] : objects) coded += bytes.size() >= kMinSize ? 1 : 0;
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_ec_slices_made_total"), coded * (k + m));
   for (const auto& id : cluster->target_ids()) {
     ASSERT_OK_AND_ASSIGN(const NodeInfo node, cluster->node(id));
     EXPECT_LE(object_file_count(node), objects.size()) << id << " holds two pieces of one object";
@@ -138,6 +141,7 @@ TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
   expect_all_readable(c, objects);
   for (const auto& id : killed) ASSERT_OK(cluster->wait_for_node_state(id, "down", seconds(20)));
   read_from_every_holder(c, objects, k + m);
+  EXPECT_GT(sum_over_targets(*cluster, "silo_target_ec_degraded_reads_total"), 0u);
   for (const auto& id : killed) ASSERT_OK(cluster->restart(id));
   for (const auto& id : killed) ASSERT_OK(cluster->wait_for_node_state(id, "online", seconds(20)));
   EXPECT_EQ(bucket_files(*cluster, props.id), files) << "nothing was rebuilt while the targets were away";
