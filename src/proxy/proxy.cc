@@ -439,6 +439,8 @@ http::Awaitable<Status> Proxy::relay_to_owner(http::Exchange& exchange, const wi
   http::Headers extra;
   extra.set(cluster::kForwardedHeader, options_.self.id());
   extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  // Holders depend on the bucket's layout too: a target behind on either map catches up.
+  extra.set(cluster::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
   co_return co_await cluster::relay(exchange, *client_, to, extra);
 }
 

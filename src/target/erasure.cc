@@ -131,7 +131,7 @@ http::Awaitable<Result<std::vector<SliceSource>>> open_sources(http::Client& cli
     }
     if (is_complete) co_return sources;
   }
-  co_return Status::unavailable("the slices of {} changed while being read; retry", object.name);
+  co_return Status::aborted("the slices of {} changed while being read", object.name);
 }
 
 // Reads cell `s` of every source in parallel into `cells` (by slice index) and, when
@@ -440,6 +440,11 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
     // Too few slices of this version yet, but a full copy (being re-encoded): read that.
     CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(map.whole->url()));
     co_return co_await relay_local_only(exchange, to);
+  }
+  if (!opened && is_rebalancing()) {
+    // Being re-encoded: the slices found a moment ago were replaced; read again.
+    co_return Status::aborted("the slices of {} changed while being read: {}", r.object.name,
+                              opened.error().message());
   }
   CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources, std::move(opened));
   if (is_degraded) degraded_reads_.add();

@@ -6,6 +6,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include "base/log.h"
+#include "cluster/sleep.h"
 #include "target/target.h"
 
 namespace silo::target {
@@ -14,6 +15,17 @@ template <typename ReadFn>
 http::Awaitable<Status> Target::read_here_or_neighbor(http::Exchange& exchange, const ObjectRef& object,
                                                       ReadFn read) {
   Status s = co_await read();
+  // A coded read that found its slices replaced mid-way (re-encoding) starts over: by
+  // then the owner has the whole copy or the new slices are in place.
+  std::unique_ptr<boost::asio::steady_timer> timer;
+  for (const int ms : {10, 50, 200, 500}) {
+    if (s.code() != Code::kAborted || exchange.response().has_begun()) break;
+    co_await cluster::pause(timer, std::chrono::milliseconds(ms));
+    s = co_await read();
+  }
+  if (s.code() == Code::kAborted && !exchange.response().has_begun()) {
+    co_return Status::unavailable("{}; retry", s.message());
+  }
   if (exchange.response().has_begun()) co_return s;
   const bool has_other_copies = holders_of(object).size() > 1;
   if (s.code() == Code::kDataLoss && !is_local_only(exchange.request()) && (has_other_copies || is_rebalancing())) {

@@ -166,7 +166,8 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
                                                           const std::string& name) {
   CO_RETURN_IF_ERROR(cluster::validate_object_name(name));
   // The sender's maps are newer than ours (a push has not arrived yet): catch up first.
-  const bool is_stale = header_version(request, cluster::kNodeMapVersionHeader) > maps_.node_map()->version();
+  const bool is_stale = header_version(request, cluster::kNodeMapVersionHeader) > maps_.node_map()->version() ||
+                        header_version(request, cluster::kBucketMapVersionHeader) > maps_.bucket_map()->version();
   if (is_stale && member_ != nullptr) std::ignore = co_await member_->sync();  // best effort
   CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await find_bucket(bucket_name));
   const auto placement = maps_.placement();
@@ -215,14 +216,20 @@ bool Target::serves_here(const http::RequestHead& request, const Resolved& r, bo
 }
 
 http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved& r) {
-  if (exchange.request().headers.has(cluster::kForwardedHeader)) {
-    // Two nodes disagree on the owner: their node maps differ. The client retries once
-    // the maps have converged (a keepalive interval at most).
+  // A forwarded request that lands on a node which does not serve it: the two node maps
+  // differ. When the sender's is older than ours, ours decides (one more hop; versions
+  // rise along the way, so no loop). Otherwise the client retries once the maps have
+  // converged (a keepalive interval at most).
+  const http::RequestHead& request = exchange.request();
+  const bool is_sender_behind =
+      header_version(request, cluster::kNodeMapVersionHeader) < maps_.node_map()->version() ||
+      header_version(request, cluster::kBucketMapVersionHeader) < maps_.bucket_map()->version();
+  if (request.headers.has(cluster::kForwardedHeader) && !is_sender_behind) {
     co_return Status::unavailable("object {} is owned by {} per node map v{}; node maps are converging, retry",
                                   r.object.name, r.owner.id(), maps_.node_map()->version());
   }
   // A read may go to any holder that is up; everything else to the owner.
-  const http::Method method = exchange.request().method;
+  const http::Method method = request.method;
   const bool is_read = method == http::Method::kGet || method == http::Method::kHead;
   const wire::NodeInfo* to_node = &r.owner;
   for (const auto& n : r.holders) {
@@ -239,6 +246,7 @@ http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved
   http::Headers extra;
   extra.set(cluster::kForwardedHeader, options_.self.id());
   extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  extra.set(cluster::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
   co_return co_await cluster::relay(exchange, *client_, to, extra);
 }
 

@@ -187,6 +187,7 @@ TEST(ErasureLayoutTest, ABucketMovesBetweenCopiesAndCodesWhileReadsNeverFail) {
   ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
   ASSERT_EQ(bucket_files(*cluster, props.id), 2 * objects.size());
   Reader reader(*cluster, objects);
+  Reader second_reader(*cluster, objects);  // more reads meet objects mid-change
 
   // Each change is a rebalance that re-encodes every object; reads go on throughout.
   const std::vector<std::pair<std::string, size_t>> layouts = {
@@ -202,7 +203,10 @@ TEST(ErasureLayoutTest, ABucketMovesBetweenCopiesAndCodesWhileReadsNeverFail) {
     EXPECT_EQ(reader.failures(), 0u) << layout << ": " << reader.first_failure();
   }
   reader.stop();
+  second_reader.stop();
   EXPECT_EQ(reader.failures(), 0u) << "of " << reader.reads() << " reads; first: " << reader.first_failure();
+  EXPECT_EQ(second_reader.failures(), 0u) << "of " << second_reader.reads() << " reads; first: "
+                                          << second_reader.first_failure();
   EXPECT_GT(reader.reads(), 50u);
   expect_all_readable(c, objects);
   expect_listing_complete(c, objects, "after the layout changes");
