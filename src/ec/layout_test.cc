@@ -28,7 +28,8 @@ void expect_covers(const Layout& l) {
 TEST(EcLayoutTest, CoversEveryByteOnceWithAtMostKMinusOneBytesOfPadding) {
   for (uint32_t k : {1u, 2u, 4u, 10u}) {
     for (uint64_t cell : {1ull, 7ull, 4096ull}) {
-      for (uint64_t size : {0ull, 1ull, 2ull, 3ull, 4095ull, 4096ull, 4097ull, 65536ull, 100003ull}) {
+      for (uint64_t size :
+           {0ull, 1ull, 2ull, 3ull, 4095ull, 4096ull, 4097ull, 65536ull, 100003ull}) {
         expect_covers(Layout{k, cell, size});
       }
     }

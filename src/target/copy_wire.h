@@ -35,6 +35,7 @@ bool same_version(const wire::ObjectRecord& a, const wire::ObjectRecord& b);
 bool fits_layout(const wire::ObjectRecord& record, const wire::BucketProps& props);
 // Whether a receiver keeps `incoming` over `current`: a newer version, or the same
 // version in the form the layout wants (re-encoding replaces copies by slices and back).
-bool replaces(const wire::ObjectRecord* current, const wire::ObjectRecord& incoming, const wire::BucketProps& props);
+bool replaces(const wire::ObjectRecord* current, const wire::ObjectRecord& incoming,
+              const wire::BucketProps& props);
 
 }  // namespace silo::target

@@ -1,4 +1,4 @@
-// Erasure coding on a target (docs/data-protection.md "Erasure coding"): the owner cuts a
+// Erasure coding on a target (docs/data-protection.md "Layout: erasure coding"): the owner cuts a
 // committed object in k data + m parity slices (ec::Layout, ec::ReedSolomon over ISA-L)
 // and spreads them over the object's first k + m holders; any holder answers a GET by
 // reading the k data slices in parallel, or any k slices when some are missing or
@@ -8,7 +8,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
-
 #include <cstring>
 
 #include "base/hash.h"
@@ -52,7 +51,8 @@ store::Precondition only_generation(uint64_t generation) {
 // Whether `theirs` is a slice of the same version and code as the slice `mine`.
 bool is_slice_of(const wire::ObjectRecord& theirs, const wire::ObjectRecord& mine) {
   return theirs.has_ec() && same_version(theirs, mine) && theirs.ec().data() == mine.ec().data() &&
-         theirs.ec().parity() == mine.ec().parity() && theirs.ec().cell_size() == mine.ec().cell_size();
+         theirs.ec().parity() == mine.ec().parity() &&
+         theirs.ec().cell_size() == mine.ec().cell_size();
 }
 
 ec::Layout layout_of(const wire::EcSlice& ec) {
@@ -60,8 +60,8 @@ ec::Layout layout_of(const wire::EcSlice& ec) {
 }
 
 // The record of slice `index` of the object whose whole-object record is `object`.
-wire::ObjectRecord slice_record(const wire::ObjectRecord& object, const wire::EcPolicy& policy, uint32_t index,
-                                uint64_t slice_size, uint64_t slice_xxh3) {
+wire::ObjectRecord slice_record(const wire::ObjectRecord& object, const wire::EcPolicy& policy,
+                                uint32_t index, uint64_t slice_size, uint64_t slice_xxh3) {
   wire::ObjectRecord r = object;
   r.set_size(slice_size);
   r.set_xxh3(slice_xxh3);
@@ -80,11 +80,10 @@ wire::ObjectRecord slice_record(const wire::ObjectRecord& object, const wire::Ec
 // bytes: the data slices when all are there, else any k (data first). A slice that turns
 // out gone, corrupt or of another version is dropped from `where` and another chosen.
 // Sets `is_degraded` when a parity slice is among them.
-http::Awaitable<Result<std::vector<SliceSource>>> open_sources(http::Client& client, const ObjectRef& object,
-                                                               const wire::ObjectRecord& record, int fd,
-                                                               const std::string& self,
-                                                               std::vector<std::optional<wire::NodeInfo>>& where,
-                                                               uint64_t from, uint64_t length, bool& is_degraded) {
+http::Awaitable<Result<std::vector<SliceSource>>> open_sources(
+    http::Client& client, const ObjectRef& object, const wire::ObjectRecord& record, int fd,
+    const std::string& self, std::vector<std::optional<wire::NodeInfo>>& where, uint64_t from,
+    uint64_t length, bool& is_degraded) {
   const uint32_t k = record.ec().data(), n = record.ec().data() + record.ec().parity();
   for (uint32_t attempt = 0; attempt <= n - k; ++attempt) {
     std::vector<SliceSource> sources;
@@ -93,8 +92,8 @@ http::Awaitable<Result<std::vector<SliceSource>>> open_sources(http::Client& cli
       if (where[i]) chosen.push_back(i);
     }
     if (chosen.size() < k) {
-      co_return Status::data_loss("only {} of the {} slices of {} can be read (at least {} needed)", chosen.size(), n,
-                                  object.name, k)
+      co_return Status::data_loss("only {} of the {} slices of {} can be read (at least {} needed)",
+                                  chosen.size(), n, object.name, k)
           .with_reason("InternalError");
     }
     is_degraded = chosen.back() >= k;
@@ -110,9 +109,12 @@ http::Awaitable<Result<std::vector<SliceSource>>> open_sources(http::Client& cli
       }
       auto to = http::Endpoint::parse(where[i]->url());
       http::ClientRequest get;
-      get.target = fmt::format("{}?offset={}&length={}", internal_object_target(object), from, length);
+      get.target =
+          fmt::format("{}?offset={}&length={}", internal_object_target(object), from, length);
       Result<std::unique_ptr<http::Call>> call = Status::unavailable("bad url");
-      if (to) call = co_await client.start(*to, std::move(get), uint64_t{0});  // (no ternary around co_await: adr/0003)
+      if (to)
+        call = co_await client.start(*to, std::move(get),
+                                     uint64_t{0});  // (no ternary around co_await: adr/0003)
       std::optional<wire::ObjectRecord> theirs;
       if (call) {
         auto answer = co_await (*call)->finish();
@@ -150,7 +152,8 @@ http::Awaitable<Status> read_stripe(store::DiskExecutor& disk, std::vector<Slice
       const bool ok = co_await disk.run([fd, out, at] {
         size_t done = 0;
         while (done < out.size()) {
-          const ssize_t got = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(at + done));
+          const ssize_t got =
+              ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(at + done));
           if (got < 0 && errno == EINTR) continue;
           if (got <= 0) return false;
           done += static_cast<size_t>(got);
@@ -191,7 +194,8 @@ wire::ObjectRecord Target::object_view(const wire::ObjectRecord& record) {
   return view;
 }
 
-http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object, const wire::ObjectRecord& mine) {
+http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
+                                                        const wire::ObjectRecord& mine) {
   const uint32_t n = mine.ec().data() + mine.ec().parity();
   SliceMap map;
   map.where.resize(n);
@@ -201,7 +205,8 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
   const std::vector<wire::NodeInfo> candidates =
       is_rebalancing() ? maps_.placement()->ranked_holders(object) : holders_of(object);
   for (const auto& node : candidates) {
-    if (node.id() != options_.self.id() && node.state() != wire::NODE_STATE_DOWN) others.push_back(node);
+    if (node.id() != options_.self.id() && node.state() != wire::NODE_STATE_DOWN)
+      others.push_back(node);
   }
   std::vector<std::function<http::Awaitable<std::optional<wire::ObjectRecord>>()>> asks;
   for (const auto& node : others) {
@@ -227,25 +232,26 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
   co_return map;
 }
 
-http::Awaitable<std::optional<std::pair<uint64_t, bool>>> Target::broken_generation(const ObjectRef& object) {
+http::Awaitable<std::optional<Target::BrokenCopy>> Target::broken_copy(const ObjectRef& object) {
   auto opened = co_await store_.open(object);
   if (!opened) {
     if (opened.error().code() != Code::kDataLoss) co_return std::nullopt;
     auto record = co_await store_.stat(object);  // the file is gone, the record is not
     if (!record) co_return std::nullopt;
-    co_return std::pair{record->generation(), false};
+    co_return BrokenCopy{record->generation(), false};
   }
   const int fd = opened->fd();
   const uint64_t size = opened->record().size();
   const auto xxh3 = co_await reader_.run([fd, size] { return store::xxh3_of_fd(fd, size); });
   if (xxh3 && *xxh3 == opened->record().xxh3()) co_return std::nullopt;
-  co_return std::pair{opened->record().generation(), true};
+  co_return BrokenCopy{opened->record().generation(), true};
 }
 
 http::Awaitable<Result<Target::SliceSink>> Target::open_slice_sink(const ObjectRef& object,
-                                                                  const wire::ObjectRecord& record,
-                                                                  const wire::NodeInfo& node,
-                                                                  const wire::Bucket& bucket, uint64_t replacing) {
+                                                                   const wire::ObjectRecord& record,
+                                                                   const wire::NodeInfo& node,
+                                                                   const wire::Bucket& bucket,
+                                                                   uint64_t replacing) {
   SliceSink sink;
   sink.index = record.ec().index();
   sink.node = node;
@@ -266,7 +272,8 @@ http::Awaitable<Result<Target::SliceSink>> Target::open_slice_sink(const ObjectR
   // repair=1: the holder's own slice of this version may be missing or corrupt.
   put.target = internal_object_target(object) + "?repair=1";
   put.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
-  CO_ASSIGN_OR_RETURN(sink.call, co_await client_->start(to, std::move(put), prefix.size() + record.size()));
+  CO_ASSIGN_OR_RETURN(sink.call,
+                      co_await client_->start(to, std::move(put), prefix.size() + record.size()));
   CO_RETURN_IF_ERROR(co_await sink.call->write({prefix.data(), prefix.size()}));
   co_return sink;
 }
@@ -275,11 +282,13 @@ namespace {
 
 // Sends `cell_length` bytes of each sink's cell to it, all at once.
 http::Awaitable<Status> write_cells(std::vector<Target::SliceSink>& sinks,
-                                    const std::vector<std::vector<uint8_t>>& cells, uint64_t cell_length) {
+                                    const std::vector<std::vector<uint8_t>>& cells,
+                                    uint64_t cell_length) {
   std::vector<std::function<http::Awaitable<Status>()>> writes;
   for (auto& sink : sinks) {
     writes.push_back([&sink, &cells, cell_length]() -> http::Awaitable<Status> {
-      const std::span<const char> bytes(reinterpret_cast<const char*>(cells[sink.index].data()), cell_length);
+      const std::span<const char> bytes(reinterpret_cast<const char*>(cells[sink.index].data()),
+                                        cell_length);
       if (sink.writer) co_return co_await sink.writer->write(bytes);
       co_return co_await sink.call->write(bytes);
     });
@@ -297,18 +306,20 @@ http::Awaitable<Status> finish_sinks(std::vector<Target::SliceSink>& sinks) {
   for (auto& sink : sinks) {
     if (!sink.call) continue;
     auto head = co_await sink.call->finish();
-    if (!head) co_return std::move(head).error().annotate("slice {} on {}", sink.index, sink.node.id());
+    if (!head)
+      co_return std::move(head).error().annotate("slice {} on {}", sink.index, sink.node.id());
     auto body = co_await http::read_all(sink.call->body(), kMaxSmallBody);
     if (head->status != 200) {
-      co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(), head->status,
-                                    body ? *body : body.error().to_string());
+      co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(),
+                                    head->status, body ? *body : body.error().to_string());
     }
   }
   for (auto& sink : sinks) {
     if (!sink.writer) continue;
     auto committed = co_await sink.writer->commit();
     if (!committed && committed.error().code() == Code::kFailedPrecondition) {
-      co_return Status::aborted("{} changed while its slices were made", committed.error().message());
+      co_return Status::aborted("{} changed while its slices were made",
+                                committed.error().message());
     }
     if (!committed) co_return std::move(committed).error();
   }
@@ -317,7 +328,8 @@ http::Awaitable<Status> finish_sinks(std::vector<Target::SliceSink>& sinks) {
 
 }  // namespace
 
-http::Awaitable<Status> Target::encode_and_spread(ObjectRef object, std::vector<wire::NodeInfo> holders) {
+http::Awaitable<Status> Target::encode_and_spread(ObjectRef object,
+                                                  std::vector<wire::NodeInfo> holders) {
   const auto bucket = bucket_by_id(object.bucket_id.value());
   if (!bucket || !wire::is_erasure_coded(bucket->props())) co_return Status::ok();
   const wire::EcPolicy policy = bucket->props().ec();
@@ -336,11 +348,15 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object, std::vector<
     co_return co_await push_copies(object, std::move(to));
   }
   const uint32_t k = policy.data(), n = policy.data() + policy.parity();
-  if (holders.size() < n) co_return Status::unavailable("ec {}+{} needs {} targets; {} own objects", k, n - k, n, holders.size());
+  if (holders.size() < n)
+    co_return Status::unavailable("ec {}+{} needs {} targets; {} own objects", k, n - k, n,
+                                  holders.size());
   for (const auto& holder : holders) {
-    if (holder.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("holder {} is down", holder.id());
+    if (holder.state() == wire::NODE_STATE_DOWN)
+      co_return Status::unavailable("holder {} is down", holder.id());
   }
-  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs, ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
+  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs,
+                      ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
   const ec::Layout layout{k, kCellBytes, whole.size()};
   const int fd = opened->fd();
 
@@ -355,7 +371,8 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object, std::vector<
       const uint64_t at = layout.object_offset(s) + j * length;
       uint64_t done = 0;
       while (done < real) {
-        const ssize_t got = ::pread(fd, cells[j].data() + done, real - done, static_cast<off_t>(at + done));
+        const ssize_t got =
+            ::pread(fd, cells[j].data() + done, real - done, static_cast<off_t>(at + done));
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) return Status::data_loss("reading the object to encode it at {}", at + done);
         done += static_cast<uint64_t>(got);
@@ -393,7 +410,8 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object, std::vector<
   Status sent;
   for (uint32_t i = 0; i < n && sent.is_ok(); ++i) {
     records.push_back(slice_record(whole, policy, i, layout.slice_size(), slice_xxh3[i]));
-    auto sink = co_await open_slice_sink(object, records[i], holders[i], *bucket, whole.generation());
+    auto sink =
+        co_await open_slice_sink(object, records[i], holders[i], *bucket, whole.generation());
     if (sink) sinks.push_back(std::move(*sink));
     if (!sink) sent = std::move(sink).error();
   }
@@ -402,7 +420,8 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object, std::vector<
     if (sent.is_ok()) sent = co_await write_cells(sinks, cells, layout.cell_length(s));
   }
   if (sent.is_ok()) sent = co_await finish_sinks(sinks);
-  if (sent.code() == Code::kAborted) co_return Status::ok();  // rewritten here meanwhile: that write codes it
+  if (sent.code() == Code::kAborted)
+    co_return Status::ok();  // rewritten here meanwhile: that write codes it
   if (sent.is_ok()) slices_made_.add(n);
   if (!sent.is_ok()) {
     // The whole object stays here; the slices that landed are taken back, so that no
@@ -410,21 +429,25 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object, std::vector<
     for (const auto& sink : sinks) {
       if (sink.writer) continue;
       auto to = http::Endpoint::parse(sink.node.url());
-      if (to) std::ignore = co_await send_undo(*to, object, whole.mtime_unix_nanos(), records[sink.index].xxh3());
+      if (to)
+        std::ignore =
+            co_await send_undo(*to, object, whole.mtime_unix_nanos(), records[sink.index].xxh3());
     }
     co_return sent.annotate("erasure coding {}", object.name);
   }
   co_return Status::ok();
 }
 
-http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved& r, store::OpenObject& mine,
-                                        http::ResponseHead head, uint64_t offset, uint64_t length) {
+http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved& r,
+                                        store::OpenObject& mine, http::ResponseHead head,
+                                        uint64_t offset, uint64_t length) {
   const wire::ObjectRecord& record = mine.record();
   const wire::EcSlice& ec = record.ec();
   const uint32_t k = ec.data(), n = ec.data() + ec.parity();
   const ec::Layout layout = layout_of(ec);
   if (length == 0) co_return co_await exchange.response().begin(std::move(head), 0);
-  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs, ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
+  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs,
+                      ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
   const uint64_t first = layout.stripe_of(offset), last = layout.stripe_of(offset + length - 1);
   const uint64_t slice_from = layout.slice_offset(first);
   const uint64_t slice_length = layout.slice_offset(last) + layout.cell_length(last) - slice_from;
@@ -434,8 +457,8 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
   const Status here_ok = co_await verify_read(r.bucket, mine);
   if (!here_ok.is_ok()) map.where[ec.index()].reset();
   bool is_degraded = false;
-  auto opened = co_await open_sources(*client_, r.object, record, mine.fd(), options_.self.id(), map.where,
-                                      slice_from, slice_length, is_degraded);
+  auto opened = co_await open_sources(*client_, r.object, record, mine.fd(), options_.self.id(),
+                                      map.where, slice_from, slice_length, is_degraded);
   if (!opened && map.whole && !is_local_only(exchange.request())) {
     // Too few slices of this version yet, but a full copy (being re-encoded): read that.
     CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(map.whole->url()));
@@ -459,7 +482,8 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
       const uint64_t cell_end = cell_start + layout.data_in_cell(s, j);
       const uint64_t from = std::max(cell_start, offset), to = std::min(cell_end, offset + length);
       if (from >= to) continue;
-      const std::span<const char> bytes(reinterpret_cast<const char*>(cells[j].data()) + (from - cell_start), to - from);
+      const std::span<const char> bytes(
+          reinterpret_cast<const char*>(cells[j].data()) + (from - cell_start), to - from);
       CO_RETURN_IF_ERROR(co_await exchange.response().write(bytes));
     }
   }
@@ -472,7 +496,8 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
   if (!unreadable.empty()) {
     const auto executor = co_await asio::this_coro::executor;
     std::string what = fmt::format("rebuilding the slices of {}", r.object.name);
-    asio::co_spawn(executor, in_background(rebuild_slices(r.object, std::move(unreadable)), std::move(what)),
+    asio::co_spawn(executor,
+                   in_background(rebuild_slices(r.object, std::move(unreadable)), std::move(what)),
                    asio::detached);
   }
   co_return Status::ok();
@@ -488,11 +513,12 @@ http::Awaitable<Status> Target::decode_here(const ObjectRef& object) {
   const ec::Layout layout = layout_of(mine.ec());
   SliceMap map = co_await locate_slices(object, mine);
   if (!(co_await verify_read(*bucket, opened)).is_ok()) map.where[mine.ec().index()].reset();
-  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs, ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
+  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs,
+                      ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
   bool is_degraded = false;
   CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources,
-                      co_await open_sources(*client_, object, mine, opened.fd(), options_.self.id(), map.where, 0,
-                                            layout.slice_size(), is_degraded));
+                      co_await open_sources(*client_, object, mine, opened.fd(), options_.self.id(),
+                                            map.where, 0, layout.slice_size(), is_degraded));
   // The whole object in place of this slice; the store checks its size and XXH3.
   const wire::ObjectRecord whole = object_view(mine);
   store::PutOptions options;
@@ -504,14 +530,18 @@ http::Awaitable<Status> Target::decode_here(const ObjectRef& object) {
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(object, std::move(options)));
   std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(0)));
   for (uint64_t s = 0; s < layout.stripes(); ++s) {
-    CO_RETURN_IF_ERROR(co_await read_stripe(reader_, sources, cells, layout.cell_length(s), rs, is_degraded));
+    CO_RETURN_IF_ERROR(
+        co_await read_stripe(reader_, sources, cells, layout.cell_length(s), rs, is_degraded));
     for (uint32_t j = 0; j < k; ++j) {
       const uint64_t real = layout.data_in_cell(s, j);
-      if (real > 0) CO_RETURN_IF_ERROR(co_await writer->write({reinterpret_cast<const char*>(cells[j].data()), real}));
+      if (real > 0)
+        CO_RETURN_IF_ERROR(
+            co_await writer->write({reinterpret_cast<const char*>(cells[j].data()), real}));
     }
   }
   auto committed = co_await writer->commit();
-  if (!committed && committed.error().code() == Code::kFailedPrecondition) co_return Status::ok();  // rewritten
+  if (!committed && committed.error().code() == Code::kFailedPrecondition)
+    co_return Status::ok();  // rewritten
   co_return committed.status();
 }
 
@@ -544,7 +574,8 @@ http::Awaitable<Status> Target::rebuild_slices(ObjectRef object, std::vector<uin
     if (map.where[i]) continue;
     size_t h = i < holders.size() && !taken[i] ? i : holders.size();
     for (size_t j = 0; h == holders.size() && j < holders.size(); ++j) h = taken[j] ? h : j;
-    if (h == holders.size()) co_return Status::unavailable("no holder is free to take slice {} of {}", i, object.name);
+    if (h == holders.size())
+      co_return Status::unavailable("no holder is free to take slice {} of {}", i, object.name);
     taken[h] = true;
     // A holder that is down gets its slice when it is back or replaced (reads or a scrub).
     if (holders[h].state() != wire::NODE_STATE_DOWN) missing.emplace_back(i, holders[h]);
@@ -552,39 +583,43 @@ http::Awaitable<Status> Target::rebuild_slices(ObjectRef object, std::vector<uin
   if (missing.empty()) co_return Status::ok();
   size_t present_count = 0;
   for (const auto& w : map.where) present_count += w ? 1 : 0;
-  if (present_count < k) co_return Status::data_loss("{}: only {} of {} slices left", object.name, present_count, n);
-  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs, ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
+  if (present_count < k)
+    co_return Status::data_loss("{}: only {} of {} slices left", object.name, present_count, n);
+  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs,
+                      ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
   const int fd = mine_is_good ? opened->fd() : -1;
   std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(0)));
   // Two passes over k slices: the rebuilt slices' XXH3 first (every receiver checks the
   // bytes against it), then the same cells streamed to their new holders.
   std::vector<std::unique_ptr<hash::Xxh3Stream>> hashes;
-  for (size_t i = 0; i < missing.size(); ++i) hashes.push_back(std::make_unique<hash::Xxh3Stream>());
+  for (size_t i = 0; i < missing.size(); ++i)
+    hashes.push_back(std::make_unique<hash::Xxh3Stream>());
   {
     bool is_degraded = true;
     CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources,
-                        co_await open_sources(*client_, object, mine, fd, options_.self.id(), map.where, 0,
-                                              layout.slice_size(), is_degraded));
+                        co_await open_sources(*client_, object, mine, fd, options_.self.id(),
+                                              map.where, 0, layout.slice_size(), is_degraded));
     for (uint64_t s = 0; s < layout.stripes(); ++s) {
       const uint64_t cell_length = layout.cell_length(s);
       CO_RETURN_IF_ERROR(co_await read_stripe(reader_, sources, cells, cell_length, rs, true));
       for (size_t i = 0; i < missing.size(); ++i) {
-        hashes[i]->update({reinterpret_cast<const char*>(cells[missing[i].first].data()), cell_length});
+        hashes[i]->update(
+            {reinterpret_cast<const char*>(cells[missing[i].first].data()), cell_length});
       }
     }
   }
   bool is_degraded = true;
   CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources,
-                      co_await open_sources(*client_, object, mine, fd, options_.self.id(), map.where, 0,
-                                            layout.slice_size(), is_degraded));
+                      co_await open_sources(*client_, object, mine, fd, options_.self.id(),
+                                            map.where, 0, layout.slice_size(), is_degraded));
   std::vector<SliceSink> sinks;
   for (size_t i = 0; i < missing.size(); ++i) {
     wire::ObjectRecord record = mine;
     record.set_generation(0);
     record.set_xxh3(hashes[i]->digest());
     record.mutable_ec()->set_index(missing[i].first);
-    CO_ASSIGN_OR_RETURN(SliceSink sink, co_await open_slice_sink(object, record, missing[i].second, *bucket,
-                                                                 mine.generation()));
+    CO_ASSIGN_OR_RETURN(SliceSink sink, co_await open_slice_sink(object, record, missing[i].second,
+                                                                 *bucket, mine.generation()));
     sinks.push_back(std::move(sink));
   }
   for (uint64_t s = 0; s < layout.stripes(); ++s) {
@@ -604,29 +639,35 @@ http::Awaitable<Status> Target::rebuild_slices(ObjectRef object, std::vector<uin
   co_return Status::ok();
 }
 
-http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Target::record_at(const wire::NodeInfo& node,
-                                                                           const ObjectRef& object) {
-  if (node.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("target {} is down", node.id());
+http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Target::record_at(
+    const wire::NodeInfo& node, const ObjectRef& object) {
+  if (node.state() == wire::NODE_STATE_DOWN)
+    co_return Status::unavailable("target {} is down", node.id());
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
   http::ClientRequest ask;
   ask.target = internal_object_target(object) + "?meta=1";
   CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(ask), "", kMaxRecordBytes));
   if (answer.status == 404) co_return std::nullopt;
   if (answer.status != 200) {
-    co_return Status::unavailable("{} answered {} for {}: {}", node.id(), answer.status, object.name, answer.body);
+    co_return Status::unavailable("{} answered {} for {}: {}", node.id(), answer.status,
+                                  object.name, answer.body);
   }
-  CO_ASSIGN_OR_RETURN(wire::ObjectRecord record, wire::decode<wire::ObjectRecord>(answer.body, wire::Source::kNetwork));
+  CO_ASSIGN_OR_RETURN(wire::ObjectRecord record,
+                      wire::decode<wire::ObjectRecord>(answer.body, wire::Source::kNetwork));
   co_return std::optional<wire::ObjectRecord>(std::move(record));
 }
 
-http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object, const wire::ObjectRecord& mine) {
+http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object,
+                                                     const wire::ObjectRecord& mine) {
   const SliceMap map = co_await locate_slices(object, mine);
   for (const auto& holder : holders_of(object)) {
-    const bool has_slice = std::any_of(map.where.begin(), map.where.end(),
-                                       [&holder](const auto& w) { return w && w->id() == holder.id(); });
+    const bool has_slice =
+        std::any_of(map.where.begin(), map.where.end(),
+                    [&holder](const auto& w) { return w && w->id() == holder.id(); });
     if (!has_slice) continue;
     if (holder.id() != options_.self.id()) co_return false;  // that one's to do
-    const bool is_complete = std::all_of(map.where.begin(), map.where.end(), [](const auto& w) { return w.has_value(); });
+    const bool is_complete = std::all_of(map.where.begin(), map.where.end(),
+                                         [](const auto& w) { return w.has_value(); });
     if (is_complete) co_return false;
     CO_RETURN_IF_ERROR(co_await rebuild_slices(object, {}));
     co_return true;
@@ -635,13 +676,14 @@ http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object, co
 }
 
 http::Awaitable<Status> Target::move_coded(wire::RebalancePhase phase, const ObjectRef& object,
-                                           const std::vector<wire::NodeInfo>& holders, store::OpenObject& opened,
-                                           bool& is_holder) {
+                                           const std::vector<wire::NodeInfo>& holders,
+                                           store::OpenObject& opened, bool& is_holder) {
   const wire::ObjectRecord record = opened.record();
   const auto bucket = bucket_by_id(object.bucket_id.value());
   if (!bucket) co_return Status::ok();
-  const auto self = std::find_if(holders.begin(), holders.end(),
-                                 [this](const wire::NodeInfo& n) { return n.id() == options_.self.id(); });
+  const auto self = std::find_if(holders.begin(), holders.end(), [this](const wire::NodeInfo& n) {
+    return n.id() == options_.self.id();
+  });
   is_holder = self != holders.end();
   const bool is_owner = self == holders.begin();
   if (!fits_layout(record, bucket->props())) {
@@ -667,8 +709,9 @@ http::Awaitable<Status> Target::move_coded(wire::RebalancePhase phase, const Obj
   // spare and the cleanup removes it.
   const SliceMap map = co_await locate_slices(object, record);
   for (const auto& holder : holders) {
-    const bool has_slice = std::any_of(map.where.begin(), map.where.end(),
-                                       [&holder](const auto& w) { return w && w->id() == holder.id(); });
+    const bool has_slice =
+        std::any_of(map.where.begin(), map.where.end(),
+                    [&holder](const auto& w) { return w && w->id() == holder.id(); });
     if (has_slice) continue;
     CO_ASSIGN_OR_RETURN(const bool sent, co_await ensure_copy(holder, object, opened));
     if (sent) co_return Status::ok();  // else it has something as good: the next one

@@ -682,12 +682,12 @@ http::Awaitable<void> Target::handle_internal_object(http::Exchange& exchange, s
           co_return;
         }
         // ?repair=1: a rebuilt slice for a holder whose own is missing or corrupt.
-        std::optional<std::pair<uint64_t, bool>> broken;
-        if (request.query_param("repair")) broken = co_await broken_generation(object);
+        std::optional<BrokenCopy> broken;
+        if (request.query_param("repair")) broken = co_await broken_copy(object);
         std::optional<uint64_t> replacing;
-        if (broken) replacing = broken->first;
+        if (broken) replacing = broken->generation;
         auto stored = co_await store_copy(exchange.body(), object, replacing);
-        if (stored && *stored && broken && broken->second) corrupt_repaired_.add();
+        if (stored && *stored && broken && broken->is_corrupt) corrupt_repaired_.add();
         if (!stored) {
           s = std::move(stored).error();
           break;

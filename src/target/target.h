@@ -204,9 +204,11 @@ class Target {
   // first parity + 1 of them (its small objects).
   std::vector<wire::NodeInfo> replica_holders(const ObjectRef& object) const;
 
-  // Erasure coding (erasure.cc, docs/data-protection.md "Erasure coding").
+  // Erasure coding (erasure.cc, docs/data-protection.md "Layout: erasure coding").
  public:
-  struct SliceSink;  // one slice being written, here or to another target (erasure.cc)
+  // One slice being written, here or to another target (erasure.cc; public only so that
+  // that file's helpers can take it).
+  struct SliceSink;
 
  private:
   // Where the slices of one version are: where[i] holds slice i (unset: found nowhere);
@@ -232,9 +234,12 @@ class Target {
   http::Awaitable<Status> decode_here(const ObjectRef& object);
   // Which target has which slice of the version `mine` (a slice record) describes.
   http::Awaitable<SliceMap> locate_slices(const ObjectRef& object, const wire::ObjectRecord& mine);
-  // The generation of the copy here when its file is missing or its bytes do not match
-  // their XXH3 (and whether they mismatch), else nothing.
-  http::Awaitable<std::optional<std::pair<uint64_t, bool>>> broken_generation(const ObjectRef& object);
+  // A copy here whose file is missing or whose bytes do not match their XXH3.
+  struct BrokenCopy {
+    uint64_t generation = 0;
+    bool is_corrupt = false;  // false: the file is missing
+  };
+  http::Awaitable<std::optional<BrokenCopy>> broken_copy(const ObjectRef& object);
   // Opens the writer of slice `record` on `node`: this store (in place of generation
   // `replacing` only) or a PUT to that target.
   http::Awaitable<Result<SliceSink>> open_slice_sink(const ObjectRef& object, const wire::ObjectRecord& record,

@@ -33,11 +33,13 @@ ClusterOptions options(int targets) {
 Objects edge_objects(uint32_t k) {
   silo::testing::Random random;
   Objects objects;
-  const std::vector<uint64_t> sizes = {1,          1000,          kMinSize - 1,       kMinSize,
-                                       100000,     k * kMiB - 1,  k * kMiB,           k * kMiB + 1,
-                                       5 * kMiB + 3, 3 * k * kMiB + 7, 200 * kMiB};
-  for (size_t i = 0; i < sizes.size(); ++i) objects[fmt::format("edge-{:02}", i)] = random.bytes(sizes[i]);
-  for (int i = 0; i < 30; ++i) objects[fmt::format("random-{:02}", i)] = random.bytes(random.uniform(1, 3 * kMiB));
+  const std::vector<uint64_t> sizes = {
+      1,        1000,         kMinSize - 1, kMinSize,         100000,    k * kMiB - 1,
+      k * kMiB, k * kMiB + 1, 5 * kMiB + 3, 3 * k * kMiB + 7, 200 * kMiB};
+  for (size_t i = 0; i < sizes.size(); ++i)
+    objects[fmt::format("edge-{:02}", i)] = random.bytes(sizes[i]);
+  for (int i = 0; i < 30; ++i)
+    objects[fmt::format("random-{:02}", i)] = random.bytes(random.uniform(1, 3 * kMiB));
   return objects;
 }
 
@@ -74,7 +76,8 @@ void read_from_every_holder(client::Client& c, const Objects& objects, uint32_t 
 }
 
 // Waits until the bucket has `want` object files over the targets.
-void wait_for_files(const LocalCluster& cluster, uint64_t bucket_id, size_t want, std::string_view when) {
+void wait_for_files(const LocalCluster& cluster, uint64_t bucket_id, size_t want,
+                    std::string_view when) {
   const auto deadline = std::chrono::steady_clock::now() + seconds(60);
   size_t have = bucket_files(cluster, bucket_id);
   while (have != want && std::chrono::steady_clock::now() < deadline) {
@@ -102,7 +105,8 @@ TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
   ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(targets)));
   client::Client& c = cluster->client();
   ASSERT_OK(c.create_bucket(
-      kBucket, fmt::format(R"({{"ec": {{"data": {}, "parity": {}, "min_size": {}}}}})", k, m, kMinSize)));
+      kBucket,
+      fmt::format(R"({{"ec": {{"data": {}, "parity": {}, "min_size": {}}}}})", k, m, kMinSize)));
   ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
   EXPECT_EQ(props.ec_data, k);
   EXPECT_EQ(props.ec_parity, m);
@@ -113,7 +117,8 @@ TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
     ASSERT_TRUE(put.has_value()) << name << ": " << put.status();
   }
   const size_t files = expected_files(objects, k, m);
-  EXPECT_EQ(bucket_files(*cluster, props.id), files) << "k + m slices or m + 1 copies of each object";
+  EXPECT_EQ(bucket_files(*cluster, props.id), files)
+      << "k + m slices or m + 1 copies of each object";
   size_t coded = 0;
   for (const auto& [name, bytes] : objects) coded += bytes.size() >= kMinSize ? 1 : 0;
   EXPECT_EQ(sum_over_targets(*cluster, "silo_target_ec_slices_made_total"), coded * (k + m));
@@ -127,9 +132,14 @@ TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
   EXPECT_EQ(head.size, 200 * kMiB);
   // Ranges inside a cell, across cells and stripes, at the end.
   const std::string& big = objects.at("edge-10");
-  for (const auto& [first, last] : std::vector<std::pair<uint64_t, uint64_t>>{
-           {0, 9}, {kMiB - 5, kMiB + 5}, {k * kMiB - 3, 2 * k * kMiB + 3}, {100 * kMiB + 1, 117 * kMiB}, {200 * kMiB - 100, 200 * kMiB - 1}}) {
-    ASSERT_OK_AND_ASSIGN(const std::string part, c.get(kBucket, "edge-10", ByteRange::first_last(first, last)));
+  for (const auto& [first, last] :
+       std::vector<std::pair<uint64_t, uint64_t>>{{0, 9},
+                                                  {kMiB - 5, kMiB + 5},
+                                                  {k * kMiB - 3, 2 * k * kMiB + 3},
+                                                  {100 * kMiB + 1, 117 * kMiB},
+                                                  {200 * kMiB - 100, 200 * kMiB - 1}}) {
+    ASSERT_OK_AND_ASSIGN(const std::string part,
+                         c.get(kBucket, "edge-10", ByteRange::first_last(first, last)));
     EXPECT_EQ(difference(big.substr(first, last - first + 1), part), "") << first << "-" << last;
   }
 
@@ -144,7 +154,8 @@ TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
   EXPECT_GT(sum_over_targets(*cluster, "silo_target_ec_degraded_reads_total"), 0u);
   for (const auto& id : killed) ASSERT_OK(cluster->restart(id));
   for (const auto& id : killed) ASSERT_OK(cluster->wait_for_node_state(id, "online", seconds(20)));
-  EXPECT_EQ(bucket_files(*cluster, props.id), files) << "nothing was rebuilt while the targets were away";
+  EXPECT_EQ(bucket_files(*cluster, props.id), files)
+      << "nothing was rebuilt while the targets were away";
 
   // Slice files lost on disk: reads reconstruct them and the lost ones are rebuilt.
   ASSERT_OK_AND_ASSIGN(const NodeInfo lost, cluster->node(cluster->target_ids()[m]));
@@ -176,7 +187,8 @@ TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
 
 INSTANTIATE_TEST_SUITE_P(Codes, ErasureTest, ::testing::Values(Code{2, 1, 5}, Code{4, 2, 6}),
                          [](const ::testing::TestParamInfo<Code>& p) {
-                           return fmt::format("Ec{}x{}On{}", p.param.data, p.param.parity, p.param.targets);
+                           return fmt::format("Ec{}x{}On{}", p.param.data, p.param.parity,
+                                              p.param.targets);
                          });
 
 TEST(ErasureLayoutTest, ABucketMovesBetweenCopiesAndCodesWhileReadsNeverFail) {
@@ -191,7 +203,9 @@ TEST(ErasureLayoutTest, ABucketMovesBetweenCopiesAndCodesWhileReadsNeverFail) {
 
   // Each change is a rebalance that re-encodes every object; reads go on throughout.
   const std::vector<std::pair<std::string, size_t>> layouts = {
-      {R"({"ec": {"data": 2, "parity": 1}})", 3}, {R"({"ec": {"data": 3, "parity": 1}})", 4}, {R"({"copies": 2})", 2}};
+      {R"({"ec": {"data": 2, "parity": 1}})", 3},
+      {R"({"ec": {"data": 3, "parity": 1}})", 4},
+      {R"({"copies": 2})", 2}};
   std::string last_job;
   for (const auto& [layout, files_per_object] : layouts) {
     ASSERT_OK(c.set_bucket_props(kBucket, layout));
@@ -204,9 +218,10 @@ TEST(ErasureLayoutTest, ABucketMovesBetweenCopiesAndCodesWhileReadsNeverFail) {
   }
   reader.stop();
   second_reader.stop();
-  EXPECT_EQ(reader.failures(), 0u) << "of " << reader.reads() << " reads; first: " << reader.first_failure();
-  EXPECT_EQ(second_reader.failures(), 0u) << "of " << second_reader.reads() << " reads; first: "
-                                          << second_reader.first_failure();
+  EXPECT_EQ(reader.failures(), 0u)
+      << "of " << reader.reads() << " reads; first: " << reader.first_failure();
+  EXPECT_EQ(second_reader.failures(), 0u)
+      << "of " << second_reader.reads() << " reads; first: " << second_reader.first_failure();
   EXPECT_GT(reader.reads(), 50u);
   expect_all_readable(c, objects);
   expect_listing_complete(c, objects, "after the layout changes");
@@ -215,7 +230,8 @@ TEST(ErasureLayoutTest, ABucketMovesBetweenCopiesAndCodesWhileReadsNeverFail) {
   const Status too_wide = c.set_bucket_props(kBucket, R"({"ec": {"data": 4, "parity": 2}})");
   EXPECT_EQ(too_wide.code(), silo::Code::kInvalidArgument) << too_wide;
   EXPECT_NE(too_wide.to_string().find("targets"), std::string::npos) << too_wide;
-  EXPECT_EQ(c.set_bucket_props(kBucket, R"({"ec": {"data": 0, "parity": 1}})").code(), silo::Code::kInvalidArgument);
+  EXPECT_EQ(c.set_bucket_props(kBucket, R"({"ec": {"data": 0, "parity": 1}})").code(),
+            silo::Code::kInvalidArgument);
   EXPECT_EQ(c.set_bucket_props(kBucket, R"({"ec": {"data": 2, "parity": 1}, "copies": 2})").code(),
             silo::Code::kInvalidArgument);
 }
@@ -248,7 +264,8 @@ TEST(ErasureLayoutTest, SlicesMoveWithMembershipAndMountpathsWhileReadsNeverFail
   for (const auto& id : cluster->target_ids()) {
     if (id != lost) remaining.push_back(id);
   }
-  EXPECT_EQ(files_on(*cluster, remaining), 3 * objects.size()) << "every slice of every object, on the targets left";
+  EXPECT_EQ(files_on(*cluster, remaining), 3 * objects.size())
+      << "every slice of every object, on the targets left";
 
   // A mountpath disabled: its slices move to the target's other mountpath (resilver).
   const std::string& resilvered = remaining[0];
@@ -257,15 +274,17 @@ TEST(ErasureLayoutTest, SlicesMoveWithMembershipAndMountpathsWhileReadsNeverFail
   const std::string mountpath_id = mountpath_field(mountpaths, node.mountpaths[0], "id");
   ASSERT_OK_AND_ASSIGN(auto direct, cluster->client_of(resilvered));
   const size_t before = object_file_count(node);
-  ASSERT_OK_AND_ASSIGN(client::Response r,
-                       direct->request(http::Method::kPost, "/v1/mountpaths/" + mountpath_id + "/disable"));
+  ASSERT_OK_AND_ASSIGN(
+      client::Response r,
+      direct->request(http::Method::kPost, "/v1/mountpaths/" + mountpath_id + "/disable"));
   ASSERT_EQ(r.status, 200) << r.body;
   ASSERT_OK(wait_resilver_done(*cluster, resilvered));
   EXPECT_EQ(object_files(node.mountpaths[0]).size(), 0u);
   EXPECT_EQ(object_file_count(node), before);
 
   reader.stop();
-  EXPECT_EQ(reader.failures(), 0u) << "of " << reader.reads() << " reads; first: " << reader.first_failure();
+  EXPECT_EQ(reader.failures(), 0u)
+      << "of " << reader.reads() << " reads; first: " << reader.first_failure();
   EXPECT_GT(reader.reads(), 50u);
   expect_all_readable(c, objects);
   expect_listing_complete(c, objects, "after the membership changes");
