@@ -29,6 +29,17 @@ uint64_t version_xxh3(const wire::ObjectRecord& record);
 // target decides alike. Two slices of one version: neither wins.
 bool incoming_wins(const wire::ObjectRecord* current, const wire::ObjectRecord& incoming);
 bool same_version(const wire::ObjectRecord& a, const wire::ObjectRecord& b);
+
+// What a receiver did with a copy or slice: kept it (else it kept its own: the same
+// version in the form the layout wants, another slice of it, or a newer version), and
+// whether what it replaced was the same version in another form. The answer to the PUT
+// is {"kept": "incoming"|"existing"[, "replaced": "same_version"]}.
+struct Placed {
+  bool is_kept = false;
+  bool replaced_same_version = false;
+};
+std::string placed_json(const Placed& placed);
+Placed placed_of(std::string_view body);
 // Whether `record` has the form the bucket's layout gives its object: a full copy
 // (replicas, or an erasure-coded bucket's objects under min_size) or a slice of the
 // bucket's k + m.

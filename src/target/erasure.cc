@@ -181,8 +181,10 @@ http::Awaitable<Status> read_stripe(store::DiskExecutor& disk, std::vector<Slice
 struct Target::SliceSink {
   uint32_t index = 0;
   wire::NodeInfo node;
+  wire::ObjectRecord record;  // of the slice sent
   std::unique_ptr<store::ObjectWriter> writer;
   std::unique_ptr<http::Call> call;
+  Placed placed;  // what the receiver did, once finished
 };
 
 wire::ObjectRecord Target::object_view(const wire::ObjectRecord& record) {
@@ -226,6 +228,10 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
   for (size_t i = 0; i < others.size(); ++i) {
     const auto& r = records[i];
     if (r && !r->has_ec() && same_version(*r, mine) && !map.whole) map.whole = others[i];
+    if (r && incoming_wins(&mine, *r) && !map.newer) map.newer = others[i];
+    if (r && is_slice_of(*r, mine) && r->ec().index() == mine.ec().index() && !map.mine_elsewhere) {
+      map.mine_elsewhere = others[i];
+    }
     if (!r || !is_slice_of(*r, mine) || r->ec().index() >= n) continue;
     if (!map.where[r->ec().index()]) map.where[r->ec().index()] = others[i];
   }
@@ -255,6 +261,7 @@ http::Awaitable<Result<Target::SliceSink>> Target::open_slice_sink(const ObjectR
   SliceSink sink;
   sink.index = record.ec().index();
   sink.node = node;
+  sink.record = record;
   if (node.id() == options_.self.id()) {
     store::PutOptions options;
     options.durability = durability_of(bucket);
@@ -299,34 +306,73 @@ http::Awaitable<Status> write_cells(std::vector<Target::SliceSink>& sinks,
   co_return Status::ok();
 }
 
-// Waits for every other target to confirm its slice (fsynced), then commits the ones
-// here: a slice here replaces what this target had only once the others are durable.
-// A commit refused because the object changed meanwhile is not an error (kAborted).
-http::Awaitable<Status> finish_sinks(std::vector<Target::SliceSink>& sinks) {
+}  // namespace
+
+http::Awaitable<Status> Target::finish_slice_sinks(const ObjectRef& object, std::vector<SliceSink>& sinks) {
   for (auto& sink : sinks) {
     if (!sink.call) continue;
     auto head = co_await sink.call->finish();
-    if (!head)
-      co_return std::move(head).error().annotate("slice {} on {}", sink.index, sink.node.id());
+    if (!head) co_return std::move(head).error().annotate("slice {} on {}", sink.index, sink.node.id());
     auto body = co_await http::read_all(sink.call->body(), kMaxSmallBody);
+    if (!body) co_return std::move(body).error().annotate("slice {} on {}", sink.index, sink.node.id());
     if (head->status != 200) {
-      co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(),
-                                    head->status, body ? *body : body.error().to_string());
+      co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(), head->status, *body);
+    }
+    sink.placed = placed_of(*body);
+    if (sink.placed.is_kept) continue;
+    // It kept its own piece: fine when that is this very slice (placed by another coder or
+    // rebuild); a newer version makes this work moot; anything else leaves it unstored.
+    CO_ASSIGN_OR_RETURN(const auto theirs, co_await record_at(sink.node, object));
+    if (theirs && incoming_wins(&sink.record, *theirs)) {
+      co_return Status::aborted("{} has a newer version of {}", sink.node.id(), object.name);
+    }
+    if (!theirs || !is_slice_of(*theirs, sink.record) || theirs->ec().index() != sink.index) {
+      co_return Status::unavailable("{} kept another piece of {} than slice {}", sink.node.id(), object.name,
+                                    sink.index);
     }
   }
   for (auto& sink : sinks) {
     if (!sink.writer) continue;
     auto committed = co_await sink.writer->commit();
     if (!committed && committed.error().code() == Code::kFailedPrecondition) {
-      co_return Status::aborted("{} changed while its slices were made",
-                                committed.error().message());
+      co_return Status::aborted("{} changed while its slices were made", object.name);
     }
     if (!committed) co_return std::move(committed).error();
+    sink.placed.is_kept = true;
   }
   co_return Status::ok();
 }
 
-}  // namespace
+http::Awaitable<void> Target::undo_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,
+                                          UndoScope scope) {
+  for (const auto& sink : sinks) {
+    if (sink.writer || !sink.placed.is_kept) continue;
+    if (scope == UndoScope::kNewOnly && sink.placed.replaced_same_version) continue;
+    auto to = http::Endpoint::parse(sink.node.url());
+    if (!to) continue;
+    const Status undone =
+        co_await send_undo(*to, object, sink.record.mtime_unix_nanos(), sink.record.xxh3());
+    if (!undone.is_ok()) SILO_LOG_WARN("slice {} of {} stays on {}: {}", sink.index, object.name, sink.node.id(), undone);
+  }
+}
+
+http::Awaitable<Status> Target::settle_slices(const ObjectRef& object, std::vector<SliceSink>& sinks, Status sent) {
+  if (sent.is_ok()) sent = co_await finish_slice_sinks(object, sinks);
+  if (sent.is_ok() || sent.code() == Code::kAborted) {
+    // A DELETE that ran meanwhile may have missed slices that landed after it.
+    auto here = co_await store_.stat(object);
+    if (!here && here.error().code() == Code::kNotFound) {
+      co_await undo_slices(object, sinks, UndoScope::kAll);
+      co_return Status::aborted("{} was deleted while its slices were made", object.name);
+    }
+    co_return sent;
+  }
+  // The slices that landed in place of nothing are taken back, so that no holder is left
+  // with a slice that has too few siblings to be read; one that replaced a copy of the
+  // same version stays (taking it back would leave that holder with nothing).
+  co_await undo_slices(object, sinks, UndoScope::kNewOnly);
+  co_return sent;
+}
 
 http::Awaitable<Status> Target::encode_and_spread(ObjectRef object,
                                                   std::vector<wire::NodeInfo> holders) {
@@ -419,22 +465,10 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object,
     sent = co_await reader_.run([&fill, s] { return fill(s); });
     if (sent.is_ok()) sent = co_await write_cells(sinks, cells, layout.cell_length(s));
   }
-  if (sent.is_ok()) sent = co_await finish_sinks(sinks);
-  if (sent.code() == Code::kAborted)
-    co_return Status::ok();  // rewritten here meanwhile: that write codes it
-  if (sent.is_ok()) slices_made_.add(n);
-  if (!sent.is_ok()) {
-    // The whole object stays here; the slices that landed are taken back, so that no
-    // holder is left with a slice that has too few siblings to be read.
-    for (const auto& sink : sinks) {
-      if (sink.writer) continue;
-      auto to = http::Endpoint::parse(sink.node.url());
-      if (to)
-        std::ignore =
-            co_await send_undo(*to, object, whole.mtime_unix_nanos(), records[sink.index].xxh3());
-    }
-    co_return sent.annotate("erasure coding {}", object.name);
-  }
+  sent = co_await settle_slices(object, sinks, std::move(sent));
+  if (sent.code() == Code::kAborted) co_return Status::ok();  // rewritten or deleted meanwhile
+  if (!sent.is_ok()) co_return sent.annotate("erasure coding {}", object.name);
+  slices_made_.add(n);
   co_return Status::ok();
 }
 
@@ -453,6 +487,17 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
   const uint64_t slice_length = layout.slice_offset(last) + layout.cell_length(last) - slice_from;
 
   SliceMap map = co_await locate_slices(r.object, record);
+  if (map.newer) {
+    // The slice here is of an older version (overwritten while this holder missed it):
+    // it goes, and the target with the newer one answers.
+    const Status dropped = co_await store_.remove_generation(r.object, record.generation());
+    if (!dropped.is_ok()) SILO_LOG_WARN("stale slice of {} stays: {}", r.object.name, dropped);
+    if (is_local_only(exchange.request())) {
+      co_return Status::unavailable("{} has a newer version of {}; retry", map.newer->id(), r.object.name);
+    }
+    CO_ASSIGN_OR_RETURN(const http::Endpoint newer, http::Endpoint::parse(map.newer->url()));
+    co_return co_await relay_local_only(exchange, newer);
+  }
   // A corrupt slice here is not used (and is rebuilt below).
   const Status here_ok = co_await verify_read(r.bucket, mine);
   if (!here_ok.is_ok()) map.where[ec.index()].reset();
@@ -493,13 +538,7 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
   for (uint32_t i = 0; i < n; ++i) {
     if (!map.where[i]) unreadable.push_back(i);
   }
-  if (!unreadable.empty()) {
-    const auto executor = co_await asio::this_coro::executor;
-    std::string what = fmt::format("rebuilding the slices of {}", r.object.name);
-    asio::co_spawn(executor,
-                   in_background(rebuild_slices(r.object, std::move(unreadable)), std::move(what)),
-                   asio::detached);
-  }
+  if (!unreadable.empty()) co_await start_rebuild(r.object, std::move(unreadable));
   co_return Status::ok();
 }
 
@@ -545,17 +584,31 @@ http::Awaitable<Status> Target::decode_here(const ObjectRef& object) {
   co_return committed.status();
 }
 
-http::Awaitable<Status> Target::rebuild_slices(ObjectRef object, std::vector<uint32_t> unreadable) {
+http::Awaitable<void> Target::start_rebuild(ObjectRef object, std::vector<uint32_t> unreadable) {
+  const auto executor = co_await asio::this_coro::executor;
+  std::string what = fmt::format("rebuilding the slices of {}", object.name);
+  asio::co_spawn(executor, in_background(rebuild_slices_status(std::move(object), std::move(unreadable)),
+                                         std::move(what)),
+                 asio::detached);
+}
+
+http::Awaitable<Status> Target::rebuild_slices_status(ObjectRef object, std::vector<uint32_t> unreadable) {
+  const Result<size_t> rebuilt = co_await rebuild_slices(std::move(object), std::move(unreadable));
+  co_return rebuilt.status();
+}
+
+http::Awaitable<Result<size_t>> Target::rebuild_slices(ObjectRef object, std::vector<uint32_t> unreadable) {
   // The record even when the file is gone (then this slice is rebuilt too).
   auto opened = co_await store_.open(object);
   if (!opened && opened.error().code() != Code::kDataLoss) co_return opened.status();
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord mine, co_await store_.stat(object));
-  if (!mine.has_ec()) co_return Status::ok();
+  if (!mine.has_ec()) co_return size_t{0};
   const auto bucket = bucket_by_id(object.bucket_id.value());
-  if (!bucket) co_return Status::ok();
+  if (!bucket) co_return size_t{0};
   const uint32_t k = mine.ec().data(), n = mine.ec().data() + mine.ec().parity();
   const ec::Layout layout = layout_of(mine.ec());
   SliceMap map = co_await locate_slices(object, mine);
+  if (map.newer) co_return size_t{0};  // this version is gone elsewhere: nothing to rebuild
   for (const uint32_t i : unreadable) {
     if (i < n) map.where[i].reset();
   }
@@ -580,7 +633,7 @@ http::Awaitable<Status> Target::rebuild_slices(ObjectRef object, std::vector<uin
     // A holder that is down gets its slice when it is back or replaced (reads or a scrub).
     if (holders[h].state() != wire::NODE_STATE_DOWN) missing.emplace_back(i, holders[h]);
   }
-  if (missing.empty()) co_return Status::ok();
+  if (missing.empty()) co_return size_t{0};
   size_t present_count = 0;
   for (const auto& w : map.where) present_count += w ? 1 : 0;
   if (present_count < k)
@@ -627,16 +680,19 @@ http::Awaitable<Status> Target::rebuild_slices(ObjectRef object, std::vector<uin
     CO_RETURN_IF_ERROR(co_await read_stripe(reader_, sources, cells, cell_length, rs, true));
     CO_RETURN_IF_ERROR(co_await write_cells(sinks, cells, cell_length));
   }
-  const Status finished = co_await finish_sinks(sinks);
-  if (finished.code() == Code::kAborted) co_return Status::ok();  // rewritten meanwhile
+  const Status finished = co_await settle_slices(object, sinks, Status::ok());
+  if (finished.code() == Code::kAborted) co_return size_t{0};  // rewritten or deleted meanwhile
   CO_RETURN_IF_ERROR(finished);
+  size_t rebuilt = 0;
   for (const auto& sink : sinks) {
+    if (!sink.placed.is_kept) continue;  // that holder had this very slice after all
+    ++rebuilt;
     copies_made_.add();
     slices_made_.add();
     if (sink.writer && opened) corrupt_repaired_.add();  // the slice here was corrupt, not gone
     SILO_LOG_INFO("slice {} of {} rebuilt on {}", sink.index, object.name, sink.node.id());
   }
-  co_return Status::ok();
+  co_return rebuilt;
 }
 
 http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Target::record_at(
@@ -660,6 +716,12 @@ http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Target::record_at(
 http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object,
                                                      const wire::ObjectRecord& mine) {
   const SliceMap map = co_await locate_slices(object, mine);
+  if (map.newer) {
+    // Overwritten while this holder missed it (a small object's copies do not reach every
+    // holder): the old slice goes.
+    CO_RETURN_IF_ERROR(co_await store_.remove_generation(object, mine.generation()));
+    co_return false;
+  }
   for (const auto& holder : holders_of(object)) {
     const bool has_slice =
         std::any_of(map.where.begin(), map.where.end(),
@@ -669,8 +731,8 @@ http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object,
     const bool is_complete = std::all_of(map.where.begin(), map.where.end(),
                                          [](const auto& w) { return w.has_value(); });
     if (is_complete) co_return false;
-    CO_RETURN_IF_ERROR(co_await rebuild_slices(object, {}));
-    co_return true;
+    CO_ASSIGN_OR_RETURN(const size_t rebuilt, co_await rebuild_slices(object, {}));
+    co_return rebuilt > 0;
   }
   co_return false;
 }
@@ -692,6 +754,9 @@ http::Awaitable<Status> Target::move_coded(wire::RebalancePhase phase, const Obj
     // done twice), by coding its own copy or by decoding its slice first.
     if (!is_owner) {
       CO_ASSIGN_OR_RETURN(const auto at_owner, co_await record_at(holders.front(), object));
+      if (at_owner && incoming_wins(&record, *at_owner)) {
+        co_return co_await store_.remove_generation(object, record.generation());  // stale
+      }
       if (at_owner && !incoming_wins(&*at_owner, record)) co_return Status::ok();
     }
     if (record.has_ec()) {
@@ -708,14 +773,21 @@ http::Awaitable<Status> Target::move_coded(wire::RebalancePhase phase, const Obj
   // of this version (a holder never keeps two). When every holder has one, this one is
   // spare and the cleanup removes it.
   const SliceMap map = co_await locate_slices(object, record);
+  if (map.newer) co_return co_await store_.remove_generation(object, record.generation());  // stale
+  const auto is_holder_node = [&holders](const std::optional<wire::NodeInfo>& n) {
+    return n && std::any_of(holders.begin(), holders.end(), [&n](const auto& h) { return h.id() == n->id(); });
+  };
+  if (is_holder_node(map.mine_elsewhere)) co_return Status::ok();  // this slice is on a holder already
+  bool is_any_free = false;
   for (const auto& holder : holders) {
-    const bool has_slice =
-        std::any_of(map.where.begin(), map.where.end(),
-                    [&holder](const auto& w) { return w && w->id() == holder.id(); });
+    const bool has_slice = std::any_of(map.where.begin(), map.where.end(),
+                                       [&holder](const auto& w) { return w && w->id() == holder.id(); });
     if (has_slice) continue;
+    is_any_free = true;
     CO_ASSIGN_OR_RETURN(const bool sent, co_await ensure_copy(holder, object, opened));
-    if (sent) co_return Status::ok();  // else it has something as good: the next one
+    if (sent) co_return Status::ok();  // else it took another piece meanwhile: the next one
   }
+  if (is_any_free) co_return Status::unavailable("no holder took slice {} of {}", record.ec().index(), object.name);
   co_return Status::ok();
 }
 

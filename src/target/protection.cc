@@ -99,9 +99,10 @@ http::Awaitable<Status> Target::push_copies(ObjectRef object, std::vector<wire::
     pushes.push_back([this, node, &object, &opened]() -> http::Awaitable<Status> {
       if (node.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("target {} is down", node.id());
       CO_ASSIGN_OR_RETURN(const http::Endpoint endpoint, http::Endpoint::parse(node.url()));
-      Status s = co_await push_copy(endpoint, object, *opened);
-      if (s.is_ok()) copies_made_.add();
-      co_return s.annotate("copy on {}", node.id());
+      auto placed = co_await push_copy(endpoint, object, *opened);
+      if (!placed) co_return std::move(placed).error().annotate("copy on {}", node.id());
+      if (placed->is_kept) copies_made_.add();  // else it has this version or a newer one
+      co_return Status::ok();
     });
   }
   for (const Status& s : co_await cluster::gather<Status>(std::move(pushes))) {

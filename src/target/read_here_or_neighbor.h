@@ -5,6 +5,8 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include <array>
+
 #include "base/log.h"
 #include "cluster/sleep.h"
 #include "target/target.h"
@@ -17,10 +19,10 @@ http::Awaitable<Status> Target::read_here_or_neighbor(http::Exchange& exchange, 
   Status s = co_await read();
   // A coded read that found its slices replaced mid-way (re-encoding) starts over: by
   // then the owner has the whole copy or the new slices are in place.
+  static constexpr std::array<int, 4> kPausesMs = {10, 50, 200, 500};
   std::unique_ptr<boost::asio::steady_timer> timer;
-  for (const int ms : {10, 50, 200, 500}) {
-    if (s.code() != Code::kAborted || exchange.response().has_begun()) break;
-    co_await cluster::pause(timer, std::chrono::milliseconds(ms));
+  for (size_t i = 0; i < kPausesMs.size() && s.code() == Code::kAborted && !exchange.response().has_begun(); ++i) {
+    co_await cluster::pause(timer, std::chrono::milliseconds(kPausesMs[i]));
     s = co_await read();
   }
   if (s.code() == Code::kAborted && !exchange.response().has_begun()) {
@@ -35,10 +37,7 @@ http::Awaitable<Status> Target::read_here_or_neighbor(http::Exchange& exchange, 
     if (bad->has_ec()) {
       // A slice whose file is gone (a corrupt one is handled by send_ec): rebuild it, and
       // let a holder of another slice answer meanwhile.
-      const auto executor = co_await boost::asio::this_coro::executor;
-      std::string what = fmt::format("rebuilding the slices of {}", object.name);
-      boost::asio::co_spawn(executor, in_background(rebuild_slices(object, {}), std::move(what)),
-                            boost::asio::detached);
+      co_await start_rebuild(object, {});
       co_return co_await read_from_neighbor(exchange, object);
     }
     // A named call, not a ternary around co_await (docs/adr/0003).

@@ -98,6 +98,18 @@ bool same_version(const wire::ObjectRecord& a, const wire::ObjectRecord& b) {
   return a.mtime_unix_nanos() == b.mtime_unix_nanos() && version_xxh3(a) == version_xxh3(b);
 }
 
+std::string placed_json(const Placed& placed) {
+  if (!placed.is_kept) return R"({"kept":"existing"})";
+  return placed.replaced_same_version ? R"({"kept":"incoming","replaced":"same_version"})" : R"({"kept":"incoming"})";
+}
+
+Placed placed_of(std::string_view body) {
+  Placed placed;
+  placed.is_kept = body.find(R"("kept":"incoming")") != std::string_view::npos;
+  placed.replaced_same_version = body.find(R"("replaced":"same_version")") != std::string_view::npos;
+  return placed;
+}
+
 bool fits_layout(const wire::ObjectRecord& record, const wire::BucketProps& props) {
   if (!wire::is_erasure_coded(props)) return !record.has_ec();
   const wire::EcPolicy& policy = props.ec();
@@ -341,9 +353,8 @@ http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object,
   }
   // Full copies live on the holders, or for an erasure-coded bucket's small objects on
   // its first parity + 1.
-  const std::vector<wire::NodeInfo> replica_set = replica_holders(object);
-  const std::vector<wire::NodeInfo>& targets =
-      is_coded ? std::vector<wire::NodeInfo>{} : replica_set.size() < holders.size() ? replica_set : holders;
+  std::vector<wire::NodeInfo> targets;  // named, not a temporary beside co_await (adr/0003)
+  if (!is_coded) targets = replica_holders(object);
   for (const wire::NodeInfo& holder : targets) {
     if (holder.id() == options_.self.id()) {
       is_holder = true;
@@ -381,12 +392,12 @@ http::Awaitable<Result<bool>> Target::ensure_copy(const wire::NodeInfo& holder, 
   const auto bucket = bucket_by_id(object.bucket_id.value());
   if (theirs && (!bucket || !replaces(&*theirs, source.record(), bucket->props()))) co_return false;
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(holder.url()));
-  CO_RETURN_IF_ERROR(co_await push_copy(to, object, source));
-  co_return true;
+  CO_ASSIGN_OR_RETURN(const Placed placed, co_await push_copy(to, object, source));
+  co_return placed.is_kept;
 }
 
-http::Awaitable<Status> Target::push_copy(const http::Endpoint& to, const ObjectRef& object,
-                                          const store::OpenObject& source) {
+http::Awaitable<Result<Placed>> Target::push_copy(const http::Endpoint& to, const ObjectRef& object,
+                                                  const store::OpenObject& source) {
   const wire::ObjectRecord& record = source.record();
   const std::string prefix = copy_prefix(record);
   http::ClientRequest put;
@@ -413,11 +424,11 @@ http::Awaitable<Status> Target::push_copy(const http::Endpoint& to, const Object
   if (head.status != 200) {
     co_return Status::unavailable("copy of {} to {} answered {}: {}", object.name, to.to_string(), head.status, body);
   }
-  co_return Status::ok();
+  co_return placed_of(body);
 }
 
-http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const ObjectRef& object,
-                                                 std::optional<uint64_t> replacing) {
+http::Awaitable<Result<Placed>> Target::store_copy(http::BodyReader& body, const ObjectRef& object,
+                                                   std::optional<uint64_t> replacing) {
   const auto bucket = bucket_by_id(object.bucket_id.value());
   if (!bucket) {
     co_return Status::not_found("bucket id {} does not exist", object.bucket_id.value()).with_reason("NoSuchBucket");
@@ -432,7 +443,9 @@ http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const O
   options.original = record;
   options.expected_size = record.size();
   bool is_counted = false;
-  options.precondition = [this, &record, &object, &is_counted, &bucket, replacing](const wire::ObjectRecord* current) {
+  Placed placed;
+  options.precondition = [this, &record, &object, &is_counted, &placed, &bucket,
+                          replacing](const wire::ObjectRecord* current) {
     // Only a holder under this node's current map takes a copy: one sent by a walk that a
     // newer map cancelled must not land where the new walk has looked already.
     std::lock_guard lock(copies_mutex_);
@@ -443,12 +456,15 @@ http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const O
       return Status::failed_precondition("{} does not hold copies of {} under node map v{}", options_.self.id(),
                                          object.name, maps_.node_map()->version());
     }
-    const bool replaces_corrupt = current != nullptr && replacing && current->generation() == *replacing;
+    // A broken copy is replaced only by the same version (a rebuilt slice, a good copy).
+    const bool replaces_corrupt = current != nullptr && replacing && current->generation() == *replacing &&
+                                  !incoming_wins(&record, *current);
     if (!replaces_corrupt && !replaces(current, record, bucket->props())) {
       return Status::already_exists("a copy as new or newer is here");
     }
     ++copies_in_flight_;
     is_counted = true;
+    placed.replaced_same_version = current != nullptr && same_version(*current, record);
     return Status::ok();
   };
   WriteTicket ticket(*this);
@@ -460,9 +476,10 @@ http::Awaitable<Result<bool>> Target::store_copy(http::BodyReader& body, const O
     std::lock_guard lock(copies_mutex_);
     --copies_in_flight_;
   }
-  if (!committed && committed.error().code() == Code::kAlreadyExists) co_return false;
+  if (!committed && committed.error().code() == Code::kAlreadyExists) co_return Placed{};
   if (!committed) co_return std::move(committed).error();
-  co_return true;
+  placed.is_kept = true;
+  co_return placed;
 }
 
 http::Awaitable<Result<std::optional<Target::Holder>>> Target::newest_holder(const ObjectRef& object) {
@@ -687,13 +704,12 @@ http::Awaitable<void> Target::handle_internal_object(http::Exchange& exchange, s
         std::optional<uint64_t> replacing;
         if (broken) replacing = broken->generation;
         auto stored = co_await store_copy(exchange.body(), object, replacing);
-        if (stored && *stored && broken && broken->is_corrupt) corrupt_repaired_.add();
+        if (stored && stored->is_kept && broken && broken->is_corrupt) corrupt_repaired_.add();
         if (!stored) {
           s = std::move(stored).error();
           break;
         }
-        const std::string body = *stored ? R"({"kept":"incoming"})" : R"({"kept":"existing"})";
-        co_await cluster::send_json(exchange, 200, body);
+        co_await cluster::send_json(exchange, 200, placed_json(*stored));
         co_return;
       }
       case http::Method::kDelete: {

@@ -185,11 +185,15 @@ http::Awaitable<Status> Target::scrub_object(Task& task, const ObjectRef& object
     auto record = co_await store_.stat(object);
     if (!record || (!record->has_ec() && holders_of(object).size() < 2)) co_return std::move(opened).error();
     if (record->has_ec()) {
-      CO_RETURN_IF_ERROR(co_await rebuild_slices(object, {}));
-    } else {
-      const uint64_t lost_generation = record->generation();
-      CO_RETURN_IF_ERROR(co_await pull_copy(object, lost_generation));
+      CO_ASSIGN_OR_RETURN(const size_t rebuilt, co_await rebuild_slices(object, {}));
+      if (rebuilt > 0) ++task.restored;
+      co_return Status::ok();
     }
+    const uint64_t lost_generation = record->generation();
+    CO_RETURN_IF_ERROR(co_await pull_copy(object, lost_generation));
+    // Counted only when a good copy is here now (pull_copy finds none on a lone copy).
+    const std::optional<BrokenCopy> still = co_await broken_copy(object);
+    if (still) co_return Status::data_loss("{}: no good copy of the lost file was found", object.name);
     ++task.restored;
     co_return Status::ok();
   }
@@ -206,7 +210,10 @@ http::Awaitable<Status> Target::scrub_object(Task& task, const ObjectRef& object
     SILO_LOG_ERROR("{}: corrupt copy of {} (generation {}) on {}: {}", task.id, object.name, record.generation(),
                    options_.self.id(), xxh3 ? "XXH3 mismatch" : xxh3.error().to_string());
     if (record.has_ec()) {
-      CO_RETURN_IF_ERROR(co_await rebuild_slices(object, {}));  // rebuilds the one here too
+      // Rebuilds the one here too (and counts it in silo_target_corrupt_copies_repaired_total).
+      CO_ASSIGN_OR_RETURN(const size_t rebuilt, co_await rebuild_slices(object, {}));
+      if (rebuilt > 0) ++task.repaired;
+      co_return Status::ok();
     } else if (holders.size() < 2 && !is_rebalancing()) {
       co_return Status::data_loss("{}: the only copy is corrupt", object.name);
     } else {

@@ -245,8 +245,14 @@ http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(to_node->url()));
   http::Headers extra;
   extra.set(cluster::kForwardedHeader, options_.self.id());
-  extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
-  extra.set(cluster::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
+  // The newest versions either side has seen: the next node never finds this sender
+  // behind on a map it passed on (no ping-pong while maps converge).
+  const uint64_t node_map_version =
+      std::max(header_version(request, cluster::kNodeMapVersionHeader), maps_.node_map()->version());
+  const uint64_t bucket_map_version =
+      std::max(header_version(request, cluster::kBucketMapVersionHeader), maps_.bucket_map()->version());
+  extra.set(cluster::kNodeMapVersionHeader, std::to_string(node_map_version));
+  extra.set(cluster::kBucketMapVersionHeader, std::to_string(bucket_map_version));
   co_return co_await cluster::relay(exchange, *client_, to, extra);
 }
 

@@ -17,6 +17,7 @@
 #include "stats/registry.h"
 #include "store/disk_executor.h"
 #include "store/store.h"
+#include "target/copy_wire.h"
 
 namespace silo::target {
 
@@ -180,14 +181,17 @@ class Target {
   // Copies one object to every holder that lacks it (COPY), or makes sure they have it and
   // removes it here when this node is not one of them (CLEANUP).
   http::Awaitable<Status> move_object(Walk& walk, const ObjectRef& object, const std::vector<wire::NodeInfo>& holders);
-  // Sends `source` to `holder` unless it has this version or a newer one; whether it sent.
+  // Sends `source` to `holder` unless it has this version or a newer one (or the same in
+  // the form the layout wants); whether the holder kept what was sent.
   http::Awaitable<Result<bool>> ensure_copy(const wire::NodeInfo& holder, const ObjectRef& object,
                                             const store::OpenObject& source);
-  http::Awaitable<Status> push_copy(const http::Endpoint& to, const ObjectRef& object, const store::OpenObject& source);
-  // Receives [record length][record][bytes] from `body` into the store; false when the
-  // copy here was kept (as new or newer).
-  // `replacing`: a corrupt generation here that the copy may replace although not older.
-  http::Awaitable<Result<bool>> store_copy(http::BodyReader& body, const ObjectRef& object,
+  http::Awaitable<Result<Placed>> push_copy(const http::Endpoint& to, const ObjectRef& object,
+                                            const store::OpenObject& source);
+  // Receives [record length][record][bytes] from `body` into the store, or keeps the
+  // copy here when it is as new or newer (`replaces()`).
+  // `replacing`: a broken generation here (missing file, bad XXH3) of the same version
+  // that the copy may replace.
+  http::Awaitable<Result<Placed>> store_copy(http::BodyReader& body, const ObjectRef& object,
                                            std::optional<uint64_t> replacing = std::nullopt);
   std::optional<wire::Bucket> bucket_by_id(uint64_t id) const;
 
@@ -212,11 +216,16 @@ class Target {
 
  private:
   // Where the slices of one version are: where[i] holds slice i (unset: found nowhere);
-  // `whole` a target with a full copy of the same version (re-encoding in progress).
+  // `whole` a target with a full copy of the same version (re-encoding in progress);
+  // `newer` one with a newer version (the slice here is stale); `mine_elsewhere` another
+  // target with the same slice as here.
   struct SliceMap {
     std::vector<std::optional<wire::NodeInfo>> where;
     std::optional<wire::NodeInfo> whole;
+    std::optional<wire::NodeInfo> newer;
+    std::optional<wire::NodeInfo> mine_elsewhere;
   };
+  enum class UndoScope { kNewOnly, kAll };
   // After a whole object of an erasure-coded bucket is here (a PUT at the owner, or a
   // re-encoding walk): sends slice i to holders[i] (parity + 1 full copies for objects
   // under min_size), all confirmed, then keeps its own slice in place of the whole object
@@ -228,8 +237,21 @@ class Target {
   http::Awaitable<Status> send_ec(http::Exchange& exchange, const Resolved& r, store::OpenObject& mine,
                                   http::ResponseHead head, uint64_t offset, uint64_t length);
   // Rebuilds the slices of the version here that no holder has, that are corrupt here, or
-  // that are listed in `unreadable`, and sends each to a holder that has none.
-  http::Awaitable<Status> rebuild_slices(ObjectRef object, std::vector<uint32_t> unreadable);
+  // that are listed in `unreadable`, and sends each to a holder that has none; how many
+  // it placed (0 when a newer version exists or the free holders are down).
+  http::Awaitable<Result<size_t>> rebuild_slices(ObjectRef object, std::vector<uint32_t> unreadable);
+  http::Awaitable<Status> rebuild_slices_status(ObjectRef object, std::vector<uint32_t> unreadable);
+  // rebuild_slices() in the background.
+  http::Awaitable<void> start_rebuild(ObjectRef object, std::vector<uint32_t> unreadable);
+  // Waits for every other target to confirm its slice (fsynced), then commits the ones
+  // here; a receiver that kept its own piece must hold this very slice. kAborted when
+  // the object here changed or a newer version turned up.
+  http::Awaitable<Status> finish_slice_sinks(const ObjectRef& object, std::vector<SliceSink>& sinks);
+  // After sending slices (`sent`: how that went): finishes them, and takes back those
+  // that landed when the object was deleted meanwhile (kAborted then) or when sending
+  // failed (then only those that replaced nothing of this version).
+  http::Awaitable<Status> settle_slices(const ObjectRef& object, std::vector<SliceSink>& sinks, Status sent);
+  http::Awaitable<void> undo_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks, UndoScope scope);
   // Replaces the slice here by the whole object, decoded from k slices (re-encoding).
   http::Awaitable<Status> decode_here(const ObjectRef& object);
   // Which target has which slice of the version `mine` (a slice record) describes.

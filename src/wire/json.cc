@@ -194,7 +194,7 @@ Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps p
             return item.key() != "data" && item.key() != "parity" && item.key() != "min_size";
           });
       if (!value.is_object() || !data || !parity || !min_size || *data < 1 || *parity < 1 ||
-          *data + *parity > kMaxEcSlices || has_unknown_key) {
+          *data > kMaxEcSlices || *parity > kMaxEcSlices || *data + *parity > kMaxEcSlices || has_unknown_key) {
         return Status::invalid_argument(
             "bucket property 'ec' must be {{\"data\": k >= 1, \"parity\": m >= 1, \"min_size\": bytes}} with k + m <= {}, "
             "or null",

@@ -111,13 +111,12 @@ TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
   EXPECT_EQ(props.ec_data, k);
   EXPECT_EQ(props.ec_parity, m);
   EXPECT_EQ(props.copies, 1u);
-  const Objects objects = edge_objects(k);
+  Objects objects = edge_objects(k);
   for (const auto& [name, bytes] : objects) {
     auto put = c.put(kBucket, name, bytes);
     ASSERT_TRUE(put.has_value()) << name << ": " << put.status();
   }
-  const size_t files = expected_files(objects, k, m);
-  EXPECT_EQ(bucket_files(*cluster, props.id), files)
+  EXPECT_EQ(bucket_files(*cluster, props.id), expected_files(objects, k, m))
       << "k + m slices or m + 1 copies of each object";
   size_t coded = 0;
   for (const auto& [name, bytes] : objects) coded += bytes.size() >= kMinSize ? 1 : 0;
@@ -142,6 +141,29 @@ TEST_P(ErasureTest, SurvivesKilledTargetsAndRepairsLostAndCorruptSlices) {
                          c.get(kBucket, "edge-10", ByteRange::first_last(first, last)));
     EXPECT_EQ(difference(big.substr(first, last - first + 1), part), "") << first << "-" << last;
   }
+
+  // Overwrites between the forms (coded -> copies must leave no old slice readable on the
+  // holders past the copies; copies -> coded) and a delete reach every holder.
+  silo::testing::Random random;
+  objects["edge-04"] = random.bytes(100);               // was 100000 bytes: now m + 1 copies
+  objects["edge-01"] = random.bytes(2 * k * kMiB + 5);  // was 1000 bytes: now k + m slices
+  for (const char* name : {"edge-04", "edge-01"}) {
+    auto put = c.put(kBucket, name, objects[name]);
+    ASSERT_TRUE(put.has_value()) << name << ": " << put.status();
+  }
+  ASSERT_OK(c.put(kBucket, "gone", random.bytes(3 * kMiB)).status());
+  ASSERT_OK(c.remove(kBucket, "gone"));
+  read_from_every_holder(c, objects, k + m);
+  for (uint32_t i = 0; i < k + m; ++i) {
+    auto gone = c.get(kBucket, "gone");
+    ASSERT_FALSE(gone.has_value());
+    EXPECT_EQ(gone.error().code(), silo::Code::kNotFound) << gone.error();
+  }
+  const client::JobEntry tidy = scrub(c);  // the old edge-04's stale slices go
+  EXPECT_EQ(tidy.errors, 0u) << tidy.detail;
+  const size_t files = expected_files(objects, k, m);
+  wait_for_files(*cluster, props.id, files, "after the overwrites");
+  expect_listing_complete(c, objects, "after the overwrites");
 
   // m targets killed: every object is read from the others (reconstructed when a data
   // slice is among the lost), before and after they are marked down.
