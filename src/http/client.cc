@@ -1,16 +1,18 @@
 #include "http/client.h"
 
 #include <fcntl.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <charconv>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
-
-#include <boost/asio/connect.hpp>
-#include <boost/asio/this_coro.hpp>
 
 #include "base/thread_annotations.h"
 #include "http/detail/beast_io.h"
@@ -20,8 +22,8 @@ namespace {
 
 using detail::ArmedDeadline;
 using detail::ErrorCode;
-using detail::IoDeadline;
 using detail::io_status;
+using detail::IoDeadline;
 using detail::redirect;
 using detail::tcp;
 namespace asio = detail::asio;
@@ -37,7 +39,14 @@ struct ClientConnection {
   IoDeadline deadline;
   beast::flat_buffer buffer;
   std::string pool_key;
+  // Set for an https endpoint: every byte goes through it (after `socket`: destroyed first).
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
 };
+
+// The key of an endpoint's connections in the pool (TLS and plain ones never mix).
+std::string pool_key_of(const Endpoint& endpoint) {
+  return endpoint.is_tls ? "https://" + endpoint.to_string() : endpoint.to_string();
+}
 
 // A pooled connection whose peer closed it (or sent bytes nobody asked for) must not
 // carry the next request; a non-blocking peek tells without consuming anything.
@@ -56,13 +65,20 @@ bool is_stale_connection_error(const ErrorCode& ec) {
 
 Result<bhttp::verb> to_verb(Method method) {
   switch (method) {
-    case Method::kGet: return bhttp::verb::get;
-    case Method::kHead: return bhttp::verb::head;
-    case Method::kPut: return bhttp::verb::put;
-    case Method::kPost: return bhttp::verb::post;
-    case Method::kDelete: return bhttp::verb::delete_;
-    case Method::kOptions: return bhttp::verb::options;
-    case Method::kOther: break;
+    case Method::kGet:
+      return bhttp::verb::get;
+    case Method::kHead:
+      return bhttp::verb::head;
+    case Method::kPut:
+      return bhttp::verb::put;
+    case Method::kPost:
+      return bhttp::verb::post;
+    case Method::kDelete:
+      return bhttp::verb::delete_;
+    case Method::kOptions:
+      return bhttp::verb::options;
+    case Method::kOther:
+      break;
   }
   return Status::invalid_argument("the client cannot send Method::kOther");
 }
@@ -75,7 +91,27 @@ struct Acquired {
 class ClientImpl final : public Client, public std::enable_shared_from_this<ClientImpl> {
  public:
   ClientImpl(asio::any_io_executor executor, ClientOptions options)
-      : executor_(std::move(executor)), options_(options) {}
+      : executor_(std::move(executor)),
+        options_(options),
+        tls_context_(asio::ssl::context::tls_client) {
+    // Certificates are verified against the CAs, then against the host (at connect).
+    ErrorCode ec;
+    tls_context_.set_options(asio::ssl::context::default_workarounds |
+                                 asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
+                                 asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1,
+                             ec);
+    tls_context_.set_verify_mode(asio::ssl::verify_peer, ec);
+    if (options_.tls_ca_file.empty()) {
+      tls_context_.set_default_verify_paths(ec);
+    } else {
+      tls_context_.load_verify_file(options_.tls_ca_file, ec);
+    }
+    if (ec) {
+      tls_setup_ = Status::failed_precondition(
+          "TLS certificate authorities {}: {}",
+          options_.tls_ca_file.empty() ? "(system)" : options_.tls_ca_file, ec.message());
+    }
+  }
 
   Awaitable<Result<ClientResponse>> call(const Endpoint& endpoint, ClientRequest request,
                                          std::string body, size_t max_body) override;
@@ -94,9 +130,13 @@ class ClientImpl final : public Client, public std::enable_shared_from_this<Clie
                                                       std::optional<std::string> replay_body);
   std::unique_ptr<ClientConnection> take_idle(const std::string& key);
   Awaitable<Result<std::unique_ptr<ClientConnection>>> connect(const Endpoint& endpoint);
+  // The TLS handshake on a connected socket: SNI, certificate chain and host name checked.
+  Awaitable<Status> handshake(ClientConnection& connection, const Endpoint& endpoint);
 
   const asio::any_io_executor executor_;
   const ClientOptions options_;
+  asio::ssl::context tls_context_;
+  Status tls_setup_;  // why TLS cannot be used (a bad CA file), else ok
   std::mutex mu_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<ClientConnection>>> idle_
       GUARDED_BY(mu_);
@@ -138,11 +178,15 @@ class ClientCall final : public Call, public BodyReader {
   Awaitable<Status> splice_body(detail::RawResponseSink& sink, uint64_t length);
   Awaitable<ErrorCode> send_head();
   Awaitable<ErrorCode> send_body(std::span<const char> data);
+  // Writes every byte of `buffers` to the connection (TLS or plain), under the io deadline.
+  template <typename Buffers>
+  Awaitable<ErrorCode> write_all(const Buffers& buffers);
   Awaitable<ErrorCode> read_head();
   Status io_error(const ErrorCode& ec, std::string_view what) {
     has_failed_ = true;
     Status status = io_status(ec, connection_->deadline.has_expired(), what);
-    status.annotate("{} {}{}", method_name(request_.method), endpoint_.to_string(), request_.target);
+    status.annotate("{} {}{}", method_name(request_.method), endpoint_.to_string(),
+                    request_.target);
     return status;
   }
   // Whether a failure on this connection may be retried once on a fresh one.
@@ -184,11 +228,14 @@ Awaitable<ErrorCode> ClientCall::send_head() {
   bhttp::request_serializer<bhttp::empty_body> serializer(head);
   {
     ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
-    co_await bhttp::async_write_header(connection_->socket, serializer, redirect(ec));
+    if (connection_->tls) {
+      co_await bhttp::async_write_header(*connection_->tls, serializer, redirect(ec));
+    } else {
+      co_await bhttp::async_write_header(connection_->socket, serializer, redirect(ec));
+    }
   }
   if (!ec && replay_body_ && !replay_body_->empty()) {
-    ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
-    co_await asio::async_write(connection_->socket, asio::buffer(*replay_body_), redirect(ec));
+    ec = co_await write_all(asio::buffer(*replay_body_));
   }
   co_return ec;
 }
@@ -217,12 +264,22 @@ Awaitable<Status> ClientCall::reopen_fresh() {
   co_return Status::ok();
 }
 
-Awaitable<ErrorCode> ClientCall::send_body(std::span<const char> data) {
+template <typename Buffers>
+Awaitable<ErrorCode> ClientCall::write_all(const Buffers& buffers) {
   ErrorCode ec;
   ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
+  if (connection_->tls) {
+    co_await asio::async_write(*connection_->tls, buffers, redirect(ec));
+  } else {
+    co_await asio::async_write(connection_->socket, buffers, redirect(ec));
+  }
+  co_return ec;
+}
+
+Awaitable<ErrorCode> ClientCall::send_body(std::span<const char> data) {
+  ErrorCode ec;
   if (content_length_) {
-    co_await asio::async_write(connection_->socket, asio::buffer(data.data(), data.size()),
-                               redirect(ec));
+    ec = co_await write_all(asio::buffer(data.data(), data.size()));
   } else {
     const std::string size_line = detail::chunk_size_line(data.size());
     // Assigned one by one: GCC 12 miscompiles braced lists inside coroutines.
@@ -230,7 +287,7 @@ Awaitable<ErrorCode> ClientCall::send_body(std::span<const char> data) {
     buffers.push_back(asio::buffer(size_line));
     buffers.push_back(asio::buffer(data.data(), data.size()));
     buffers.push_back(asio::buffer("\r\n", 2));
-    co_await asio::async_write(connection_->socket, buffers, redirect(ec));
+    ec = co_await write_all(buffers);
   }
   co_return ec;
 }
@@ -264,8 +321,13 @@ Awaitable<ErrorCode> ClientCall::read_head() {
     if (request_.method == Method::kHead) parser_->skip(true);
     {
       ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
-      co_await bhttp::async_read_header(connection_->socket, connection_->buffer, *parser_,
-                                        redirect(ec));
+      if (connection_->tls) {
+        co_await bhttp::async_read_header(*connection_->tls, connection_->buffer, *parser_,
+                                          redirect(ec));
+      } else {
+        co_await bhttp::async_read_header(connection_->socket, connection_->buffer, *parser_,
+                                          redirect(ec));
+      }
     }
     if (ec) co_return ec;
     const unsigned status = parser_->get().result_int();
@@ -286,10 +348,7 @@ Awaitable<Result<ClientResponse>> ClientCall::finish() {
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
   ErrorCode ec;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!content_length_) {
-      ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
-      co_await asio::async_write(connection_->socket, asio::buffer(kLastChunk), redirect(ec));
-    }
+    if (!content_length_) ec = co_await write_all(asio::buffer(kLastChunk));
     if (!ec) ec = co_await read_head();
     if (!ec || !may_retry(ec)) break;
     CO_RETURN_IF_ERROR(co_await reopen_fresh());
@@ -305,12 +364,18 @@ Awaitable<Result<ClientResponse>> ClientCall::finish() {
 }
 
 Awaitable<Result<size_t>> ClientCall::read(std::span<char> buffer) {
-  if (!is_finished_ || !body_stream_) co_return Status::failed_precondition("read() before finish()");
+  if (!is_finished_ || !body_stream_)
+    co_return Status::failed_precondition("read() before finish()");
   if (is_body_done_) co_return size_t{0};
   if (has_failed_) co_return Status::unavailable("the call failed earlier");
-  Result<size_t> n = co_await body_stream_->read(connection_->socket, connection_->buffer, buffer,
-                                                 connection_->deadline,
-                                                 client_->options().io_timeout);
+  Result<size_t> n = size_t{0};  // assigned below
+  if (connection_->tls) {
+    n = co_await body_stream_->read(*connection_->tls, connection_->buffer, buffer,
+                                    connection_->deadline, client_->options().io_timeout);
+  } else {
+    n = co_await body_stream_->read(connection_->socket, connection_->buffer, buffer,
+                                    connection_->deadline, client_->options().io_timeout);
+  }
   if (!n) {
     has_failed_ = true;
     co_return n;
@@ -328,17 +393,21 @@ void ClientCall::body_ended() {
 }
 
 Awaitable<Status> ClientCall::relay_body(ResponseWriter& out) {
-  if (!is_finished_ || !body_stream_) co_return Status::failed_precondition("relay_body() before finish()");
+  if (!is_finished_ || !body_stream_)
+    co_return Status::failed_precondition("relay_body() before finish()");
   if (has_failed_) co_return Status::unavailable("the call failed earlier");
   // Below this a pipe's set-up costs more than the copy it saves.
   constexpr uint64_t kMinSpliceBytes = 256 * 1024;
   auto* sink = dynamic_cast<detail::RawResponseSink*>(&out);
   const std::optional<uint64_t> remaining = body_stream_->remaining();
-  if (sink == nullptr || is_body_done_ || !remaining || *remaining < kMinSpliceBytes) {
+  // TLS bytes are ciphertext: they go through user space to be decrypted.
+  if (sink == nullptr || is_body_done_ || !remaining || *remaining < kMinSpliceBytes ||
+      connection_->tls) {
     co_return co_await copy_body(out);
   }
   // Body bytes that arrived with the head go first, through user space.
-  const size_t buffered = static_cast<size_t>(std::min<uint64_t>(connection_->buffer.size(), *remaining));
+  const size_t buffered =
+      static_cast<size_t>(std::min<uint64_t>(connection_->buffer.size(), *remaining));
   if (buffered > 0) {
     const auto data = connection_->buffer.data();  // contiguous: a flat_buffer
     const Status written = co_await out.write({static_cast<const char*>(data.data()), buffered});
@@ -383,7 +452,8 @@ Awaitable<Status> ClientCall::splice_body(detail::RawResponseSink& sink, uint64_
   if (::pipe2(pipe.fds, O_NONBLOCK | O_CLOEXEC) != 0) co_return Status::from_errno(errno, "pipe2");
   std::ignore = ::fcntl(pipe.fds[1], F_SETPIPE_SZ, 1 << 20);  // best effort; the default is 64 KiB
   const int capacity_or_error = ::fcntl(pipe.fds[1], F_GETPIPE_SZ);
-  const uint64_t capacity = capacity_or_error > 0 ? static_cast<uint64_t>(capacity_or_error) : 65536;
+  const uint64_t capacity =
+      capacity_or_error > 0 ? static_cast<uint64_t>(capacity_or_error) : 65536;
   CO_ASSIGN_OR_RETURN(const int to, co_await sink.begin_raw(length));
   ErrorCode ec;
   connection_->socket.native_non_blocking(true, ec);
@@ -404,7 +474,8 @@ Awaitable<Status> ClientCall::splice_body(detail::RawResponseSink& sink, uint64_
         has_moved = true;
       } else if (n == 0) {
         has_failed_ = true;
-        co_return sink.fail_raw(Status::unavailable("relaying body: upstream closed with {} bytes missing", to_read));
+        co_return sink.fail_raw(
+            Status::unavailable("relaying body: upstream closed with {} bytes missing", to_read));
       } else if (errno != EAGAIN && errno != EINTR) {
         has_failed_ = true;
         co_return sink.fail_raw(Status::from_errno(errno, "relaying body: splice from upstream"));
@@ -515,7 +586,7 @@ void ClientImpl::release(std::unique_ptr<ClientConnection> connection) {
 
 Awaitable<Result<Acquired>> ClientImpl::acquire(const Endpoint& endpoint, bool may_reuse) {
   if (may_reuse) {
-    if (auto connection = take_idle(endpoint.to_string())) {
+    if (auto connection = take_idle(pool_key_of(endpoint))) {
       co_return Acquired{std::move(connection), true};
     }
   }
@@ -527,7 +598,8 @@ Awaitable<Result<std::unique_ptr<ClientConnection>>> ClientImpl::connect(const E
   // The socket lives on the caller's executor so its completions and its deadline run where
   // the call runs (a strand, for server handlers).
   const asio::any_io_executor executor = co_await asio::this_coro::executor;
-  const std::string key = endpoint.to_string();
+  const std::string key = pool_key_of(endpoint);
+  if (endpoint.is_tls && !tls_setup_.is_ok()) co_return tls_setup_;
   ErrorCode ec;
   std::vector<tcp::endpoint> addresses;
   const auto address = asio::ip::make_address(endpoint.host, ec);
@@ -549,6 +621,7 @@ Awaitable<Result<std::unique_ptr<ClientConnection>>> ClientImpl::connect(const E
     }
     if (!ec) {
       connection->socket.set_option(tcp::no_delay(true), ec);
+      if (endpoint.is_tls) CO_RETURN_IF_ERROR(co_await handshake(*connection, endpoint));
       co_return connection;
     }
     last_error = connection->deadline.has_expired()
@@ -558,21 +631,51 @@ Awaitable<Result<std::unique_ptr<ClientConnection>>> ClientImpl::connect(const E
   co_return last_error;
 }
 
+Awaitable<Status> ClientImpl::handshake(ClientConnection& connection, const Endpoint& endpoint) {
+  connection.tls =
+      std::make_unique<asio::ssl::stream<tcp::socket&>>(connection.socket, tls_context_);
+  SSL* ssl = connection.tls->native_handle();
+  ErrorCode ec;
+  std::ignore = asio::ip::make_address(endpoint.host, ec);  // only whether it parses
+  const bool is_address = !ec;
+  ec.clear();
+  // SNI names the host (never an address); the certificate must name it too.
+  if (!is_address) SSL_set_tlsext_host_name(ssl, endpoint.host.c_str());
+  connection.tls->set_verify_callback(asio::ssl::host_name_verification(endpoint.host), ec);
+  {
+    ArmedDeadline armed(connection.deadline, options_.connect_timeout);
+    co_await connection.tls->async_handshake(asio::ssl::stream_base::client, redirect(ec));
+  }
+  if (!ec) co_return Status::ok();
+  if (connection.deadline.has_expired()) {
+    co_return Status::deadline_exceeded("TLS handshake with {} timed out", endpoint.to_string());
+  }
+  const long verified = SSL_get_verify_result(ssl);
+  if (verified != X509_V_OK) {
+    // Not retried: the same certificate would be refused again.
+    co_return Status::failed_precondition("the TLS certificate of {} is not trusted: {}",
+                                          endpoint.to_string(),
+                                          X509_verify_cert_error_string(verified));
+  }
+  co_return Status::unavailable("TLS handshake with {}: {}", endpoint.to_string(), ec.message());
+}
+
 }  // namespace
 
 Result<Endpoint> Endpoint::parse(std::string_view url) {
   constexpr std::string_view kHttp = "http://";
-  if (url.starts_with("https://")) {
-    return Status::unimplemented("https is not supported yet (TLS: issue 7): {}", url);
-  }
-  if (!url.starts_with(kHttp)) return Status::invalid_argument("not an http:// URL: '{}'", url);
-  std::string_view authority = url.substr(kHttp.size());
+  constexpr std::string_view kHttps = "https://";
+  const bool is_tls = url.starts_with(kHttps);
+  if (!is_tls && !url.starts_with(kHttp))
+    return Status::invalid_argument("not an http:// or https:// URL: '{}'", url);
+  std::string_view authority = url.substr(is_tls ? kHttps.size() : kHttp.size());
   if (authority.ends_with('/')) authority.remove_suffix(1);
   Endpoint endpoint;
   std::string_view port_text;
   if (authority.starts_with('[')) {
     const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return Status::invalid_argument("bad IPv6 host in '{}'", url);
+    if (close == std::string_view::npos)
+      return Status::invalid_argument("bad IPv6 host in '{}'", url);
     endpoint.host = std::string(authority.substr(1, close - 1));
     const std::string_view rest = authority.substr(close + 1);
     if (!rest.empty() && !rest.starts_with(':')) {
@@ -590,14 +693,16 @@ Result<Endpoint> Endpoint::parse(std::string_view url) {
   }
   if (endpoint.host.empty()) return Status::invalid_argument("no host in '{}'", url);
   for (const char c : endpoint.host) {
-    const bool is_allowed = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
-                            c == '_' || c == ':';
+    const bool is_allowed =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ':';
     if (!is_allowed) return Status::invalid_argument("bad host in '{}'", url);
   }
-  endpoint.port = 80;
+  endpoint.is_tls = is_tls;
+  endpoint.port = is_tls ? 443 : 80;
   if (!port_text.empty()) {
     unsigned port = 0;
-    const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    const auto [end, ec] =
+        std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
     if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
         port > 65535) {
       return Status::invalid_argument("bad port in '{}'", url);
@@ -612,7 +717,8 @@ std::string Endpoint::to_string() const {
   return fmt::format("{}:{}", host, port);
 }
 
-std::shared_ptr<Client> Client::create(boost::asio::any_io_executor executor, ClientOptions options) {
+std::shared_ptr<Client> Client::create(boost::asio::any_io_executor executor,
+                                       ClientOptions options) {
   return std::make_shared<ClientImpl>(std::move(executor), options);
 }
 

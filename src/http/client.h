@@ -13,10 +13,12 @@
 
 namespace silo::http {
 
-// "http://host:port" split into its parts. Only plain http for now (TLS: issue 7).
+// An "http://host:port" or "https://host:port" URL split into its parts.
 struct Endpoint {
   std::string host;
   uint16_t port = 0;
+  bool is_tls = false;  // https://: TLS, the server's certificate verified for `host`
+  // "http://host[:port]" (80) or "https://host[:port]" (443).
   static Result<Endpoint> parse(std::string_view url);
   std::string to_string() const;  // "host:port"
 };
@@ -63,6 +65,9 @@ struct ClientOptions {
   // Called on every request, with the endpoint it goes to, before its head is sent (to
   // sign it). Must be thread-safe.
   std::function<void(const Endpoint&, ClientRequest&)> decorate;
+  // PEM file of the certificate authorities that https endpoints' certificates must chain
+  // to; empty: the system's (OpenSSL's default paths).
+  std::string tls_ca_file;
 };
 
 // HTTP/1.1 client with a keep-alive connection pool per endpoint. Thread-safe: calls may

@@ -15,11 +15,17 @@ TEST(EndpointTest, ParsesHostAndPort) {
   EXPECT_EQ(Endpoint::parse("http://[::1]:8080")->to_string(), "[::1]:8080");
 }
 
-TEST(EndpointTest, RejectsHttpsAsUnimplemented) {
-  Result<Endpoint> e = Endpoint::parse("https://127.0.0.1:9000");
-  ASSERT_FALSE(e);
-  EXPECT_EQ(e.error().code(), Code::kUnimplemented);
-  EXPECT_NE(e.error().message().find("https"), std::string::npos);
+TEST(EndpointTest, HttpsMeansTlsOnPort443ByDefault) {
+  Result<Endpoint> e = Endpoint::parse("https://s3.example.com");
+  ASSERT_TRUE(e) << e.status();
+  EXPECT_TRUE(e->is_tls);
+  EXPECT_EQ(e->port, 443);
+  EXPECT_EQ(e->to_string(), "s3.example.com:443");
+  Result<Endpoint> local = Endpoint::parse("https://127.0.0.1:9443");
+  ASSERT_TRUE(local) << local.status();
+  EXPECT_TRUE(local->is_tls);
+  EXPECT_EQ(local->port, 9443);
+  EXPECT_FALSE(Endpoint::parse("http://127.0.0.1:9000")->is_tls);
 }
 
 TEST(EndpointTest, RejectsGarbage) {

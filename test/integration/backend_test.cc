@@ -17,6 +17,7 @@
 #include "test_util.h"
 #include "testing/random.h"
 #include "testing/subprocess.h"
+#include "testing/temp_dir.h"
 
 extern char** environ;
 
@@ -361,6 +362,102 @@ TEST_F(BackendTest, ACutTransferResumesFromTheSameVersionAndThrottlingIsRetried)
 
   ASSERT_OK_AND_ASSIGN(const std::string whole_again, get(*b, "obj3"));
   EXPECT_EQ(difference(bytes, whole_again), "") << "each byte once, in order";
+}
+
+// An https endpoint: nginx terminating TLS in front of moto, with a certificate for
+// "localhost" signed by a CA made for the test.
+class TlsFront {
+ public:
+  static Result<std::unique_ptr<TlsFront>> start(const std::string& upstream_url) {
+    auto front = std::unique_ptr<TlsFront>(new TlsFront());
+    ASSIGN_OR_RETURN(silo::testing::TempDir dir, silo::testing::TempDir::create("silo-tls"));
+    front->dir_.emplace(std::move(dir));
+    const std::string d = front->dir_->path();
+    const std::string script = fmt::format(
+        "set -e; cd {0};"
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=silo-test-ca -keyout ca.key "
+        "-out ca.pem;"
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key -out "
+        "server.csr;"
+        "printf 'subjectAltName=DNS:localhost\n' > san.ext;"
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile san.ext "
+        "-out server.pem",
+        d);
+    silo::testing::CommandOptions quiet;
+    quiet.output_path = d + "/openssl.log";
+    ASSIGN_OR_RETURN(const int made, silo::testing::run_command({"bash", "-c", script}, quiet));
+    if (made != 0) return Status::unavailable("openssl failed (see {}/openssl.log)", d);
+    front->port_ = free_port();
+    const std::string conf = fmt::format(
+        "user root; pid {0}/nginx.pid; error_log {0}/error.log; daemon off; worker_processes 1;\n"
+        "events {{}}\n"
+        "http {{ access_log off; client_body_temp_path {0}; proxy_temp_path {0};\n"
+        "  server {{ listen 127.0.0.1:{1} ssl; ssl_certificate {0}/server.pem; ssl_certificate_key "
+        "{0}/server.key;\n"
+        "    client_max_body_size 0; proxy_request_buffering off; proxy_buffering off;\n"
+        "    location / {{ proxy_pass {2}; proxy_http_version 1.1; }} }} }}\n",
+        d, front->port_, upstream_url);
+    if (FILE* f = std::fopen((d + "/nginx.conf").c_str(), "w")) {
+      std::fputs(conf.c_str(), f);
+      std::fclose(f);
+    }
+    std::vector<std::string> args = {"/usr/sbin/nginx", "-c", d + "/nginx.conf", "-p", d};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (::posix_spawn(&front->nginx_, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
+      return Status::unavailable("nginx (installed by tools/setup.sh) could not be started");
+    }
+    const std::string listening = fmt::format("http://127.0.0.1:{}", front->port_);
+    RETURN_IF_ERROR(
+        silo::testing::wait_until([&] { return RawConnection::open(listening).has_value(); },
+                                  seconds(20), "nginx to listen"));
+    return front;
+  }
+  ~TlsFront() {
+    if (nginx_ > 0) {
+      ::kill(nginx_, SIGTERM);
+      ::waitpid(nginx_, nullptr, 0);
+    }
+  }
+  uint16_t port() const { return port_; }
+  std::string ca_file() const { return dir_->path() + "/ca.pem"; }
+
+ private:
+  TlsFront() = default;
+  std::optional<silo::testing::TempDir> dir_;
+  uint16_t port_ = 0;
+  pid_t nginx_ = 0;
+};
+
+TEST_F(BackendTest, HttpsEndpointsVerifyTheCertificateChainAndHostName) {
+  ASSERT_OK_AND_ASSIGN(auto front, TlsFront::start(url()));
+  http::ClientOptions trusting;
+  trusting.tls_ca_file = front->ca_file();
+  client_ = http::Client::create(io_.get_executor(), trusting);
+  round_trip(make("data", fmt::format("https://localhost:{}", front->port())).get());
+
+  // The host name must be on the certificate (it names localhost, not the address).
+  auto by_address = make("data", fmt::format("https://127.0.0.1:{}", front->port()));
+  const Status wrong_name = run([&] { return by_address->check_bucket(); });
+  EXPECT_EQ(wrong_name.code(), Code::kFailedPrecondition) << wrong_name;
+  EXPECT_NE(wrong_name.to_string().find("not trusted"), std::string::npos) << wrong_name;
+
+  // The system's authorities do not know the test's CA.
+  client_ = http::Client::create(io_.get_executor(), {});
+  auto untrusted = make("data", fmt::format("https://localhost:{}", front->port()));
+  const Status unknown_ca = run([&] { return untrusted->check_bucket(); });
+  EXPECT_EQ(unknown_ca.code(), Code::kFailedPrecondition) << unknown_ca;
+
+  // A CA file that is not there is named.
+  http::ClientOptions missing;
+  missing.tls_ca_file = "/nonexistent/ca.pem";
+  client_ = http::Client::create(io_.get_executor(), missing);
+  auto no_ca = make("data", fmt::format("https://localhost:{}", front->port()));
+  const Status no_ca_file = run([&] { return no_ca->check_bucket(); });
+  EXPECT_EQ(no_ca_file.code(), Code::kFailedPrecondition) << no_ca_file;
+  EXPECT_NE(no_ca_file.to_string().find("/nonexistent/ca.pem"), std::string::npos) << no_ca_file;
 }
 
 }  // namespace

@@ -200,7 +200,9 @@ class BodyStream {
   }
 
   // Reads up to buffer.size() bytes; 0 once the body has ended.
-  Awaitable<Result<size_t>> read(tcp::socket& socket, beast::flat_buffer& read_buffer,
+  // `Stream`: a tcp::socket, or a TLS stream over one.
+  template <typename Stream>
+  Awaitable<Result<size_t>> read(Stream& socket, beast::flat_buffer& read_buffer,
                                  std::span<char> buffer, IoDeadline& deadline,
                                  std::chrono::steady_clock::duration timeout) {
     if (is_done_ || buffer.empty()) co_return size_t{0};
@@ -225,7 +227,8 @@ class BodyStream {
   }
 
  private:
-  Awaitable<Result<size_t>> read_sized(tcp::socket& socket, beast::flat_buffer& read_buffer,
+  template <typename Stream>
+  Awaitable<Result<size_t>> read_sized(Stream& socket, beast::flat_buffer& read_buffer,
                                        std::span<char> buffer, IoDeadline& deadline,
                                        std::chrono::steady_clock::duration timeout) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), *remaining_));
