@@ -308,15 +308,19 @@ http::Awaitable<Status> write_cells(std::vector<Target::SliceSink>& sinks,
 
 }  // namespace
 
-http::Awaitable<Status> Target::finish_slice_sinks(const ObjectRef& object, std::vector<SliceSink>& sinks) {
+http::Awaitable<Status> Target::finish_slice_sinks(const ObjectRef& object,
+                                                   std::vector<SliceSink>& sinks) {
   for (auto& sink : sinks) {
     if (!sink.call) continue;
     auto head = co_await sink.call->finish();
-    if (!head) co_return std::move(head).error().annotate("slice {} on {}", sink.index, sink.node.id());
+    if (!head)
+      co_return std::move(head).error().annotate("slice {} on {}", sink.index, sink.node.id());
     auto body = co_await http::read_all(sink.call->body(), kMaxSmallBody);
-    if (!body) co_return std::move(body).error().annotate("slice {} on {}", sink.index, sink.node.id());
+    if (!body)
+      co_return std::move(body).error().annotate("slice {} on {}", sink.index, sink.node.id());
     if (head->status != 200) {
-      co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(), head->status, *body);
+      co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(),
+                                    head->status, *body);
     }
     sink.placed = placed_of(*body);
     if (sink.placed.is_kept) continue;
@@ -327,8 +331,8 @@ http::Awaitable<Status> Target::finish_slice_sinks(const ObjectRef& object, std:
       co_return Status::aborted("{} has a newer version of {}", sink.node.id(), object.name);
     }
     if (!theirs || !is_slice_of(*theirs, sink.record) || theirs->ec().index() != sink.index) {
-      co_return Status::unavailable("{} kept another piece of {} than slice {}", sink.node.id(), object.name,
-                                    sink.index);
+      co_return Status::unavailable("{} kept another piece of {} than slice {}", sink.node.id(),
+                                    object.name, sink.index);
     }
   }
   for (auto& sink : sinks) {
@@ -343,8 +347,8 @@ http::Awaitable<Status> Target::finish_slice_sinks(const ObjectRef& object, std:
   co_return Status::ok();
 }
 
-http::Awaitable<void> Target::undo_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,
-                                          UndoScope scope) {
+http::Awaitable<void> Target::undo_slices(const ObjectRef& object,
+                                          const std::vector<SliceSink>& sinks, UndoScope scope) {
   for (const auto& sink : sinks) {
     if (sink.writer || !sink.placed.is_kept) continue;
     if (scope == UndoScope::kNewOnly && sink.placed.replaced_same_version) continue;
@@ -352,11 +356,14 @@ http::Awaitable<void> Target::undo_slices(const ObjectRef& object, const std::ve
     if (!to) continue;
     const Status undone =
         co_await send_undo(*to, object, sink.record.mtime_unix_nanos(), sink.record.xxh3());
-    if (!undone.is_ok()) SILO_LOG_WARN("slice {} of {} stays on {}: {}", sink.index, object.name, sink.node.id(), undone);
+    if (!undone.is_ok())
+      SILO_LOG_WARN("slice {} of {} stays on {}: {}", sink.index, object.name, sink.node.id(),
+                    undone);
   }
 }
 
-http::Awaitable<Status> Target::settle_slices(const ObjectRef& object, std::vector<SliceSink>& sinks, Status sent) {
+http::Awaitable<Status> Target::settle_slices(const ObjectRef& object,
+                                              std::vector<SliceSink>& sinks, Status sent) {
   if (sent.is_ok()) sent = co_await finish_slice_sinks(object, sinks);
   if (sent.is_ok() || sent.code() == Code::kAborted) {
     // A DELETE that ran meanwhile may have missed slices that landed after it.
@@ -493,7 +500,8 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
     const Status dropped = co_await store_.remove_generation(r.object, record.generation());
     if (!dropped.is_ok()) SILO_LOG_WARN("stale slice of {} stays: {}", r.object.name, dropped);
     if (is_local_only(exchange.request())) {
-      co_return Status::unavailable("{} has a newer version of {}; retry", map.newer->id(), r.object.name);
+      co_return Status::unavailable("{} has a newer version of {}; retry", map.newer->id(),
+                                    r.object.name);
     }
     CO_ASSIGN_OR_RETURN(const http::Endpoint newer, http::Endpoint::parse(map.newer->url()));
     co_return co_await relay_local_only(exchange, newer);
@@ -587,17 +595,20 @@ http::Awaitable<Status> Target::decode_here(const ObjectRef& object) {
 http::Awaitable<void> Target::start_rebuild(ObjectRef object, std::vector<uint32_t> unreadable) {
   const auto executor = co_await asio::this_coro::executor;
   std::string what = fmt::format("rebuilding the slices of {}", object.name);
-  asio::co_spawn(executor, in_background(rebuild_slices_status(std::move(object), std::move(unreadable)),
-                                         std::move(what)),
+  asio::co_spawn(executor,
+                 in_background(rebuild_slices_status(std::move(object), std::move(unreadable)),
+                               std::move(what)),
                  asio::detached);
 }
 
-http::Awaitable<Status> Target::rebuild_slices_status(ObjectRef object, std::vector<uint32_t> unreadable) {
+http::Awaitable<Status> Target::rebuild_slices_status(ObjectRef object,
+                                                      std::vector<uint32_t> unreadable) {
   const Result<size_t> rebuilt = co_await rebuild_slices(std::move(object), std::move(unreadable));
   co_return rebuilt.status();
 }
 
-http::Awaitable<Result<size_t>> Target::rebuild_slices(ObjectRef object, std::vector<uint32_t> unreadable) {
+http::Awaitable<Result<size_t>> Target::rebuild_slices(ObjectRef object,
+                                                       std::vector<uint32_t> unreadable) {
   // The record even when the file is gone (then this slice is rebuilt too).
   auto opened = co_await store_.open(object);
   if (!opened && opened.error().code() != Code::kDataLoss) co_return opened.status();
@@ -715,26 +726,31 @@ http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Target::record_at(
 
 http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object,
                                                      const wire::ObjectRecord& mine) {
+  // Only the best-ranked holder with a slice of this version checks: a holder asks those
+  // ranked before it, in order (usually the owner answers first), so a walk or a scrub
+  // costs about 2(k + m) small requests per object, not (k + m)^2.
+  for (const auto& holder : holders_of(object)) {
+    if (holder.id() == options_.self.id()) break;
+    const auto theirs = co_await record_at(holder, object);
+    if (!theirs || !*theirs) continue;  // down, failing or without it: the next one
+    if (incoming_wins(&mine, **theirs)) {
+      // Overwritten while this holder missed it (a small object's copies do not reach
+      // every holder): the old slice goes.
+      CO_RETURN_IF_ERROR(co_await store_.remove_generation(object, mine.generation()));
+      co_return false;
+    }
+    if (is_slice_of(**theirs, mine)) co_return false;  // that one's to do
+  }
   const SliceMap map = co_await locate_slices(object, mine);
   if (map.newer) {
-    // Overwritten while this holder missed it (a small object's copies do not reach every
-    // holder): the old slice goes.
     CO_RETURN_IF_ERROR(co_await store_.remove_generation(object, mine.generation()));
     co_return false;
   }
-  for (const auto& holder : holders_of(object)) {
-    const bool has_slice =
-        std::any_of(map.where.begin(), map.where.end(),
-                    [&holder](const auto& w) { return w && w->id() == holder.id(); });
-    if (!has_slice) continue;
-    if (holder.id() != options_.self.id()) co_return false;  // that one's to do
-    const bool is_complete = std::all_of(map.where.begin(), map.where.end(),
-                                         [](const auto& w) { return w.has_value(); });
-    if (is_complete) co_return false;
-    CO_ASSIGN_OR_RETURN(const size_t rebuilt, co_await rebuild_slices(object, {}));
-    co_return rebuilt > 0;
-  }
-  co_return false;
+  const bool is_complete =
+      std::all_of(map.where.begin(), map.where.end(), [](const auto& w) { return w.has_value(); });
+  if (is_complete) co_return false;
+  CO_ASSIGN_OR_RETURN(const size_t rebuilt, co_await rebuild_slices(object, {}));
+  co_return rebuilt > 0;
 }
 
 http::Awaitable<Status> Target::move_coded(wire::RebalancePhase phase, const ObjectRef& object,
@@ -775,19 +791,24 @@ http::Awaitable<Status> Target::move_coded(wire::RebalancePhase phase, const Obj
   const SliceMap map = co_await locate_slices(object, record);
   if (map.newer) co_return co_await store_.remove_generation(object, record.generation());  // stale
   const auto is_holder_node = [&holders](const std::optional<wire::NodeInfo>& n) {
-    return n && std::any_of(holders.begin(), holders.end(), [&n](const auto& h) { return h.id() == n->id(); });
+    return n && std::any_of(holders.begin(), holders.end(),
+                            [&n](const auto& h) { return h.id() == n->id(); });
   };
-  if (is_holder_node(map.mine_elsewhere)) co_return Status::ok();  // this slice is on a holder already
+  if (is_holder_node(map.mine_elsewhere))
+    co_return Status::ok();  // this slice is on a holder already
   bool is_any_free = false;
   for (const auto& holder : holders) {
-    const bool has_slice = std::any_of(map.where.begin(), map.where.end(),
-                                       [&holder](const auto& w) { return w && w->id() == holder.id(); });
+    const bool has_slice =
+        std::any_of(map.where.begin(), map.where.end(),
+                    [&holder](const auto& w) { return w && w->id() == holder.id(); });
     if (has_slice) continue;
     is_any_free = true;
     CO_ASSIGN_OR_RETURN(const bool sent, co_await ensure_copy(holder, object, opened));
     if (sent) co_return Status::ok();  // else it took another piece meanwhile: the next one
   }
-  if (is_any_free) co_return Status::unavailable("no holder took slice {} of {}", record.ec().index(), object.name);
+  if (is_any_free)
+    co_return Status::unavailable("no holder took slice {} of {}", record.ec().index(),
+                                  object.name);
   co_return Status::ok();
 }
 
