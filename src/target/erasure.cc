@@ -76,6 +76,94 @@ wire::ObjectRecord slice_record(const wire::ObjectRecord& object, const wire::Ec
   return r;
 }
 
+// The cells of one object's stripes, read from its file and coded, stripe by stripe; the
+// blocking calls run on a disk executor. Holds k + m cells of 1 MiB, never the object.
+class StripeEncoder {
+ public:
+  static Result<StripeEncoder> create(const wire::EcPolicy& policy, uint64_t object_size, int fd) {
+    ASSIGN_OR_RETURN(ec::ReedSolomon rs,
+                     ec::ReedSolomon::create(static_cast<int>(policy.data()),
+                                             static_cast<int>(policy.parity())));
+    return StripeEncoder(std::move(rs), ec::Layout{policy.data(), kCellBytes, object_size}, fd,
+                         policy.data() + policy.parity());
+  }
+  const ec::Layout& layout() const { return layout_; }
+  const std::vector<std::vector<uint8_t>>& cells() const { return cells_; }
+
+  // Blocking: reads the data cells of stripe `s` (zero-padded past the object's end) and
+  // computes its parity cells.
+  Status fill(uint64_t s) {
+    const uint32_t k = layout_.k;
+    const uint64_t length = layout_.cell_length(s);
+    std::vector<std::span<const uint8_t>> data;
+    std::vector<std::span<uint8_t>> parity;
+    for (uint32_t j = 0; j < k; ++j) {
+      const uint64_t real = layout_.data_in_cell(s, j);
+      const uint64_t at = layout_.object_offset(s) + j * length;
+      uint64_t done = 0;
+      while (done < real) {
+        const ssize_t got =
+            ::pread(fd_, cells_[j].data() + done, real - done, static_cast<off_t>(at + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return Status::data_loss("reading the object to encode it at {}", at + done);
+        done += static_cast<uint64_t>(got);
+      }
+      std::memset(cells_[j].data() + real, 0, length - real);
+      data.emplace_back(cells_[j].data(), length);
+    }
+    for (uint32_t j = k; j < cells_.size(); ++j) parity.emplace_back(cells_[j].data(), length);
+    return rs_.encode(data, parity);
+  }
+
+  // Blocking: the XXH3 of every slice (a whole pass over the object).
+  Result<std::vector<uint64_t>> slice_xxh3() {
+    std::vector<hash::Xxh3Stream> hashes(cells_.size());
+    for (uint64_t s = 0; s < layout_.stripes(); ++s) {
+      RETURN_IF_ERROR(fill(s));
+      const auto length = static_cast<size_t>(layout_.cell_length(s));
+      for (size_t i = 0; i < cells_.size(); ++i) {
+        hashes[i].update({reinterpret_cast<const char*>(cells_[i].data()), length});
+      }
+    }
+    std::vector<uint64_t> digests;
+    for (const auto& h : hashes) digests.push_back(h.digest());
+    return digests;
+  }
+
+ private:
+  StripeEncoder(ec::ReedSolomon rs, ec::Layout layout, int fd, uint32_t n)
+      : rs_(std::move(rs)), layout_(layout), fd_(fd), cells_(n, std::vector<uint8_t>(kCellBytes)) {}
+
+  ec::ReedSolomon rs_;
+  ec::Layout layout_;
+  int fd_;
+  std::vector<std::vector<uint8_t>> cells_;
+};
+
+// Where each slice no holder has (`where[i]` unset) is rebuilt: on its holder by rank when
+// that one has no slice of this version, else on another holder without one (never one
+// that has a slice already). A holder that is down is left out: it gets its slice when it
+// is back or replaced (reads, a scrub or a rebalance).
+Result<std::vector<std::pair<uint32_t, wire::NodeInfo>>> plan_rebuild(
+    const std::vector<std::optional<wire::NodeInfo>>& where,
+    const std::vector<wire::NodeInfo>& holders, std::string_view name) {
+  std::vector<bool> taken(holders.size(), false);
+  for (size_t h = 0; h < holders.size(); ++h) {
+    for (const auto& w : where) taken[h] = taken[h] || (w && w->id() == holders[h].id());
+  }
+  std::vector<std::pair<uint32_t, wire::NodeInfo>> plan;
+  for (uint32_t i = 0; i < where.size(); ++i) {
+    if (where[i]) continue;
+    size_t h = i < holders.size() && !taken[i] ? i : holders.size();
+    for (size_t j = 0; h == holders.size() && j < holders.size(); ++j) h = taken[j] ? h : j;
+    if (h == holders.size())
+      return Status::unavailable("no holder is free to take slice {} of {}", i, name);
+    taken[h] = true;
+    if (holders[h].state() != wire::NODE_STATE_DOWN) plan.emplace_back(i, holders[h]);
+  }
+  return plan;
+}
+
 // Opens k slices of the version `mine` names, from slice offset `from` for `length`
 // bytes: the data slices when all are there, else any k (data first). A slice that turns
 // out gone, corrupt or of another version is dropped from `where` and another chosen.
@@ -408,69 +496,26 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object,
     if (holder.state() == wire::NODE_STATE_DOWN)
       co_return Status::unavailable("holder {} is down", holder.id());
   }
-  CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs,
-                      ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
-  const ec::Layout layout{k, kCellBytes, whole.size()};
-  const int fd = opened->fd();
-
-  // The cells of stripe s, read from the whole object here and encoded (on the reader).
-  std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(kCellBytes));
-  auto fill = [&rs, &layout, &cells, fd, k, n](uint64_t s) -> Status {
-    const uint64_t length = layout.cell_length(s);
-    std::vector<std::span<const uint8_t>> data;
-    std::vector<std::span<uint8_t>> parity;
-    for (uint32_t j = 0; j < k; ++j) {
-      const uint64_t real = layout.data_in_cell(s, j);
-      const uint64_t at = layout.object_offset(s) + j * length;
-      uint64_t done = 0;
-      while (done < real) {
-        const ssize_t got =
-            ::pread(fd, cells[j].data() + done, real - done, static_cast<off_t>(at + done));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return Status::data_loss("reading the object to encode it at {}", at + done);
-        done += static_cast<uint64_t>(got);
-      }
-      std::memset(cells[j].data() + real, 0, length - real);
-      data.emplace_back(cells[j].data(), length);
-    }
-    for (uint32_t j = k; j < n; ++j) parity.emplace_back(cells[j].data(), length);
-    return rs.encode(data, parity);
-  };
-
+  CO_ASSIGN_OR_RETURN(StripeEncoder encoder,
+                      StripeEncoder::create(policy, whole.size(), opened->fd()));
+  const ec::Layout& layout = encoder.layout();
   // First pass: each slice's XXH3, so every record (and every receiver's check) has it.
-  std::vector<uint64_t> slice_xxh3(n);
-  {
-    Status status;
-    co_await reader_.run([&] {
-      std::vector<std::unique_ptr<hash::Xxh3Stream>> hashes;
-      for (uint32_t i = 0; i < n; ++i) hashes.push_back(std::make_unique<hash::Xxh3Stream>());
-      for (uint64_t s = 0; s < layout.stripes() && status.is_ok(); ++s) {
-        status = fill(s);
-        const auto length = static_cast<size_t>(layout.cell_length(s));
-        for (uint32_t i = 0; i < n && status.is_ok(); ++i) {
-          hashes[i]->update({reinterpret_cast<const char*>(cells[i].data()), length});
-        }
-      }
-      for (uint32_t i = 0; i < n; ++i) slice_xxh3[i] = hashes[i]->digest();
-      return 0;
-    });
-    CO_RETURN_IF_ERROR(status);
-  }
+  CO_ASSIGN_OR_RETURN(const std::vector<uint64_t> slice_xxh3,
+                      co_await reader_.run([&encoder] { return encoder.slice_xxh3(); }));
 
   // Second pass: slice i to holder i, all at once (this node keeps its own, if a holder).
   std::vector<SliceSink> sinks;
-  std::vector<wire::ObjectRecord> records;
   Status sent;
   for (uint32_t i = 0; i < n && sent.is_ok(); ++i) {
-    records.push_back(slice_record(whole, policy, i, layout.slice_size(), slice_xxh3[i]));
-    auto sink =
-        co_await open_slice_sink(object, records[i], holders[i], *bucket, whole.generation());
+    const wire::ObjectRecord record =
+        slice_record(whole, policy, i, layout.slice_size(), slice_xxh3[i]);
+    auto sink = co_await open_slice_sink(object, record, holders[i], *bucket, whole.generation());
     if (sink) sinks.push_back(std::move(*sink));
     if (!sink) sent = std::move(sink).error();
   }
   for (uint64_t s = 0; s < layout.stripes() && sent.is_ok(); ++s) {
-    sent = co_await reader_.run([&fill, s] { return fill(s); });
-    if (sent.is_ok()) sent = co_await write_cells(sinks, cells, layout.cell_length(s));
+    sent = co_await reader_.run([&encoder, s] { return encoder.fill(s); });
+    if (sent.is_ok()) sent = co_await write_cells(sinks, encoder.cells(), layout.cell_length(s));
   }
   sent = co_await settle_slices(object, sinks, std::move(sent));
   if (sent.code() == Code::kAborted) co_return Status::ok();  // rewritten or deleted meanwhile
@@ -626,24 +671,7 @@ http::Awaitable<Result<size_t>> Target::rebuild_slices(ObjectRef object,
   const bool mine_is_good = opened && opened->record().generation() == mine.generation() &&
                             (co_await verify_read(*bucket, *opened)).is_ok();
   if (!mine_is_good) map.where[mine.ec().index()].reset();
-  // Where each missing slice goes: its holder by rank when that one has no slice of this
-  // version, else another holder without one (never one that has a slice already).
-  const std::vector<wire::NodeInfo> holders = holders_of(object);
-  std::vector<bool> taken(holders.size(), false);
-  for (size_t h = 0; h < holders.size(); ++h) {
-    for (const auto& w : map.where) taken[h] = taken[h] || (w && w->id() == holders[h].id());
-  }
-  std::vector<std::pair<uint32_t, wire::NodeInfo>> missing;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (map.where[i]) continue;
-    size_t h = i < holders.size() && !taken[i] ? i : holders.size();
-    for (size_t j = 0; h == holders.size() && j < holders.size(); ++j) h = taken[j] ? h : j;
-    if (h == holders.size())
-      co_return Status::unavailable("no holder is free to take slice {} of {}", i, object.name);
-    taken[h] = true;
-    // A holder that is down gets its slice when it is back or replaced (reads or a scrub).
-    if (holders[h].state() != wire::NODE_STATE_DOWN) missing.emplace_back(i, holders[h]);
-  }
+  CO_ASSIGN_OR_RETURN(const auto missing, plan_rebuild(map.where, holders_of(object), object.name));
   if (missing.empty()) co_return size_t{0};
   size_t present_count = 0;
   for (const auto& w : map.where) present_count += w ? 1 : 0;
