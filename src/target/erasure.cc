@@ -18,6 +18,7 @@
 #include "ec/layout.h"
 #include "ec/reed_solomon.h"
 #include "target/copy_wire.h"
+#include "target/detail/slice_io.h"
 #include "target/target.h"
 #include "wire/json.h"
 
@@ -25,243 +26,19 @@ namespace silo::target {
 namespace {
 
 namespace asio = boost::asio;
+using detail::is_slice_of;
+using detail::kCellBytes;
+using detail::layout_of;
+using detail::only_generation;
+using detail::open_sources;
+using detail::plan_rebuild;
+using detail::read_stripe;
+using detail::slice_record;
+using detail::SliceSource;
+using detail::StripeEncoder;
 
-constexpr uint64_t kCellBytes = 1024 * 1024;
 constexpr size_t kMaxRecordBytes = 16 * 1024 * 1024;
 constexpr size_t kMaxSmallBody = 64 * 1024;
-
-// One slice read from a start offset on: here (pread on `fd`) or from another target.
-struct SliceSource {
-  uint32_t index = 0;
-  int fd = -1;
-  uint64_t position = 0;
-  std::unique_ptr<http::Call> call;
-};
-
-// A commit that replaces generation `generation` of the object here, and nothing newer.
-store::Precondition only_generation(uint64_t generation) {
-  return [generation](const wire::ObjectRecord* current) {
-    if (current == nullptr || current->generation() != generation) {
-      return Status::failed_precondition("the object changed while its slices were made");
-    }
-    return Status::ok();
-  };
-}
-
-// Whether `theirs` is a slice of the same version and code as the slice `mine`.
-bool is_slice_of(const wire::ObjectRecord& theirs, const wire::ObjectRecord& mine) {
-  return theirs.has_ec() && same_version(theirs, mine) && theirs.ec().data() == mine.ec().data() &&
-         theirs.ec().parity() == mine.ec().parity() &&
-         theirs.ec().cell_size() == mine.ec().cell_size();
-}
-
-ec::Layout layout_of(const wire::EcSlice& ec) {
-  return ec::Layout{ec.data(), ec.cell_size(), ec.object_size()};
-}
-
-// The record of slice `index` of the object whose whole-object record is `object`.
-wire::ObjectRecord slice_record(const wire::ObjectRecord& object, const wire::EcPolicy& policy,
-                                uint32_t index, uint64_t slice_size, uint64_t slice_xxh3) {
-  wire::ObjectRecord r = object;
-  r.set_size(slice_size);
-  r.set_xxh3(slice_xxh3);
-  r.set_generation(0);
-  wire::EcSlice& ec = *r.mutable_ec();
-  ec.set_data(policy.data());
-  ec.set_parity(policy.parity());
-  ec.set_index(index);
-  ec.set_object_size(object.size());
-  ec.set_object_xxh3(object.xxh3());
-  ec.set_cell_size(static_cast<uint32_t>(kCellBytes));
-  return r;
-}
-
-// The cells of one object's stripes, read from its file and coded, stripe by stripe; the
-// blocking calls run on a disk executor. Holds k + m cells of 1 MiB, never the object.
-class StripeEncoder {
- public:
-  static Result<StripeEncoder> create(const wire::EcPolicy& policy, uint64_t object_size, int fd) {
-    ASSIGN_OR_RETURN(ec::ReedSolomon rs,
-                     ec::ReedSolomon::create(static_cast<int>(policy.data()),
-                                             static_cast<int>(policy.parity())));
-    return StripeEncoder(std::move(rs), ec::Layout{policy.data(), kCellBytes, object_size}, fd,
-                         policy.data() + policy.parity());
-  }
-  const ec::Layout& layout() const { return layout_; }
-  const std::vector<std::vector<uint8_t>>& cells() const { return cells_; }
-
-  // Blocking: reads the data cells of stripe `s` (zero-padded past the object's end) and
-  // computes its parity cells.
-  Status fill(uint64_t s) {
-    const uint32_t k = layout_.k;
-    const uint64_t length = layout_.cell_length(s);
-    std::vector<std::span<const uint8_t>> data;
-    std::vector<std::span<uint8_t>> parity;
-    for (uint32_t j = 0; j < k; ++j) {
-      const uint64_t real = layout_.data_in_cell(s, j);
-      const uint64_t at = layout_.object_offset(s) + j * length;
-      uint64_t done = 0;
-      while (done < real) {
-        const ssize_t got =
-            ::pread(fd_, cells_[j].data() + done, real - done, static_cast<off_t>(at + done));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return Status::data_loss("reading the object to encode it at {}", at + done);
-        done += static_cast<uint64_t>(got);
-      }
-      std::memset(cells_[j].data() + real, 0, length - real);
-      data.emplace_back(cells_[j].data(), length);
-    }
-    for (uint32_t j = k; j < cells_.size(); ++j) parity.emplace_back(cells_[j].data(), length);
-    return rs_.encode(data, parity);
-  }
-
-  // Blocking: the XXH3 of every slice (a whole pass over the object).
-  Result<std::vector<uint64_t>> slice_xxh3() {
-    std::vector<hash::Xxh3Stream> hashes(cells_.size());
-    for (uint64_t s = 0; s < layout_.stripes(); ++s) {
-      RETURN_IF_ERROR(fill(s));
-      const auto length = static_cast<size_t>(layout_.cell_length(s));
-      for (size_t i = 0; i < cells_.size(); ++i) {
-        hashes[i].update({reinterpret_cast<const char*>(cells_[i].data()), length});
-      }
-    }
-    std::vector<uint64_t> digests;
-    for (const auto& h : hashes) digests.push_back(h.digest());
-    return digests;
-  }
-
- private:
-  StripeEncoder(ec::ReedSolomon rs, ec::Layout layout, int fd, uint32_t n)
-      : rs_(std::move(rs)), layout_(layout), fd_(fd), cells_(n, std::vector<uint8_t>(kCellBytes)) {}
-
-  ec::ReedSolomon rs_;
-  ec::Layout layout_;
-  int fd_;
-  std::vector<std::vector<uint8_t>> cells_;
-};
-
-// Where each slice no holder has (`where[i]` unset) is rebuilt: on its holder by rank when
-// that one has no slice of this version, else on another holder without one (never one
-// that has a slice already). A holder that is down is left out: it gets its slice when it
-// is back or replaced (reads, a scrub or a rebalance).
-Result<std::vector<std::pair<uint32_t, wire::NodeInfo>>> plan_rebuild(
-    const std::vector<std::optional<wire::NodeInfo>>& where,
-    const std::vector<wire::NodeInfo>& holders, std::string_view name) {
-  std::vector<bool> taken(holders.size(), false);
-  for (size_t h = 0; h < holders.size(); ++h) {
-    for (const auto& w : where) taken[h] = taken[h] || (w && w->id() == holders[h].id());
-  }
-  std::vector<std::pair<uint32_t, wire::NodeInfo>> plan;
-  for (uint32_t i = 0; i < where.size(); ++i) {
-    if (where[i]) continue;
-    size_t h = i < holders.size() && !taken[i] ? i : holders.size();
-    for (size_t j = 0; h == holders.size() && j < holders.size(); ++j) h = taken[j] ? h : j;
-    if (h == holders.size())
-      return Status::unavailable("no holder is free to take slice {} of {}", i, name);
-    taken[h] = true;
-    if (holders[h].state() != wire::NODE_STATE_DOWN) plan.emplace_back(i, holders[h]);
-  }
-  return plan;
-}
-
-// Opens k slices of the version `mine` names, from slice offset `from` for `length`
-// bytes: the data slices when all are there, else any k (data first). A slice that turns
-// out gone, corrupt or of another version is dropped from `where` and another chosen.
-// Sets `is_degraded` when a parity slice is among them.
-http::Awaitable<Result<std::vector<SliceSource>>> open_sources(
-    http::Client& client, const ObjectRef& object, const wire::ObjectRecord& record, int fd,
-    const std::string& self, std::vector<std::optional<wire::NodeInfo>>& where, uint64_t from,
-    uint64_t length, bool& is_degraded) {
-  const uint32_t k = record.ec().data(), n = record.ec().data() + record.ec().parity();
-  for (uint32_t attempt = 0; attempt <= n - k; ++attempt) {
-    std::vector<SliceSource> sources;
-    std::vector<uint32_t> chosen;
-    for (uint32_t i = 0; i < n && chosen.size() < k; ++i) {
-      if (where[i]) chosen.push_back(i);
-    }
-    if (chosen.size() < k) {
-      co_return Status::data_loss("only {} of the {} slices of {} can be read (at least {} needed)",
-                                  chosen.size(), n, object.name, k)
-          .with_reason("InternalError");
-    }
-    is_degraded = chosen.back() >= k;
-    bool is_complete = true;
-    for (const uint32_t i : chosen) {
-      SliceSource source;
-      source.index = i;
-      if (where[i]->id() == self) {
-        source.fd = fd;
-        source.position = from;
-        sources.push_back(std::move(source));
-        continue;
-      }
-      auto to = http::Endpoint::parse(where[i]->url());
-      http::ClientRequest get;
-      get.target =
-          fmt::format("{}?offset={}&length={}", internal_object_target(object), from, length);
-      Result<std::unique_ptr<http::Call>> call = Status::unavailable("bad url");
-      if (to)
-        call = co_await client.start(*to, std::move(get),
-                                     uint64_t{0});  // (no ternary around co_await: adr/0003)
-      std::optional<wire::ObjectRecord> theirs;
-      if (call) {
-        auto answer = co_await (*call)->finish();
-        if (answer && answer->status == 200) {
-          auto got = co_await read_copy_record((*call)->body());
-          if (got) theirs = std::move(*got);
-        }
-      }
-      if (!theirs || !is_slice_of(*theirs, record) || theirs->ec().index() != i) {
-        where[i].reset();  // choose again without it
-        is_complete = false;
-        break;
-      }
-      source.call = std::move(*call);
-      sources.push_back(std::move(source));
-    }
-    if (is_complete) co_return sources;
-  }
-  co_return Status::aborted("the slices of {} changed while being read", object.name);
-}
-
-// Reads cell `s` of every source in parallel into `cells` (by slice index) and, when
-// degraded, rebuilds every cell not read.
-http::Awaitable<Status> read_stripe(store::DiskExecutor& disk, std::vector<SliceSource>& sources,
-                                    std::vector<std::vector<uint8_t>>& cells, uint64_t cell_length,
-                                    const ec::ReedSolomon& rs, bool is_degraded) {
-  std::vector<std::function<http::Awaitable<Status>()>> reads;
-  for (auto& source : sources) {
-    reads.push_back([&disk, &source, &cells, cell_length]() -> http::Awaitable<Status> {
-      const std::span<char> out(reinterpret_cast<char*>(cells[source.index].data()), cell_length);
-      if (source.call) co_return co_await read_exact(source.call->body(), out);
-      const int fd = source.fd;
-      const uint64_t at = source.position;
-      source.position += cell_length;
-      const bool ok = co_await disk.run([fd, out, at] {
-        size_t done = 0;
-        while (done < out.size()) {
-          const ssize_t got =
-              ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(at + done));
-          if (got < 0 && errno == EINTR) continue;
-          if (got <= 0) return false;
-          done += static_cast<size_t>(got);
-        }
-        return true;
-      });
-      if (!ok) co_return Status::data_loss("reading the slice here at {}", at);
-      co_return Status::ok();
-    });
-  }
-  for (const Status& read : co_await cluster::gather<Status>(std::move(reads))) {
-    if (!read.is_ok()) co_return read;
-  }
-  if (!is_degraded) co_return Status::ok();  // the k data cells are here: no decoding
-  std::vector<bool> present(cells.size(), false);
-  for (const auto& source : sources) present[source.index] = true;
-  std::vector<std::span<uint8_t>> all;
-  for (auto& cell : cells) all.emplace_back(cell.data(), cell_length);
-  co_return rs.reconstruct(all, present);
-}
 
 }  // namespace
 
