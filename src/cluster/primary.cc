@@ -278,11 +278,7 @@ http::Awaitable<Result<wire::Bucket>> Primary::set_bucket_props(std::string name
         if (Status bad = check_layout(nodes, props); !bad.is_ok()) return bad;  // (no macro: nested in one)
         // Objects already in the bucket get the new layout by a rebalance: more or fewer
         // copies, or re-encoding (copies <-> ec, k+m -> k'+m', a new min_size).
-        const auto& was = b.props().ec();
-        const bool is_new_layout = wire::copies_of(props) != wire::copies_of(b.props()) ||
-                                   was.data() != props.ec().data() || was.parity() != props.ec().parity() ||
-                                   was.min_size() != props.ec().min_size();
-        if (is_new_layout) changed.node_map = changed.layout = true;
+        if (!wire::same_layout(props, b.props())) changed.node_map = changed.layout = true;
         *b.mutable_props() = props;
         changed.bucket_map = true;
         return Status::ok();

@@ -78,15 +78,8 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
   std::vector<std::function<http::Awaitable<std::optional<wire::ObjectRecord>>()>> asks;
   for (const auto& node : others) {
     asks.push_back([this, node, &object]() -> http::Awaitable<std::optional<wire::ObjectRecord>> {
-      auto to = http::Endpoint::parse(node.url());
-      if (!to) co_return std::nullopt;
-      http::ClientRequest ask;
-      ask.target = internal_object_target(object) + "?meta=1";
-      auto answer = co_await client_->call(*to, std::move(ask), "", kMaxRecordBytes);
-      if (!answer || answer->status != 200) co_return std::nullopt;
-      auto record = wire::decode<wire::ObjectRecord>(answer->body, wire::Source::kNetwork);
-      if (!record) co_return std::nullopt;
-      co_return std::move(*record);
+      auto record = co_await record_at(node, object);  // an unreachable node has none
+      co_return record ? std::move(*record) : std::nullopt;
     });
   }
   const auto records = co_await cluster::gather<std::optional<wire::ObjectRecord>>(std::move(asks));
@@ -111,9 +104,7 @@ http::Awaitable<std::optional<Target::BrokenCopy>> Target::broken_copy(const Obj
     if (!record) co_return std::nullopt;
     co_return BrokenCopy{record->generation(), false};
   }
-  const int fd = opened->fd();
-  const uint64_t size = opened->record().size();
-  const auto xxh3 = co_await reader_.run([fd, size] { return store::xxh3_of_fd(fd, size); });
+  const Result<uint64_t> xxh3 = co_await xxh3_of(*opened);
   if (xxh3 && *xxh3 == opened->record().xxh3()) co_return std::nullopt;
   co_return BrokenCopy{opened->record().generation(), true};
 }
@@ -256,14 +247,10 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object,
   if (!opened) co_return std::move(opened).error();
   const wire::ObjectRecord whole = opened->record();
   if (whole.has_ec()) co_return Status::ok();  // coded already (a racing write did it)
-  if (whole.size() < policy.min_size() || whole.size() == 0) {
+  if (fits_layout(whole, bucket->props())) {
     // Small: parity + 1 full copies, on the first parity + 1 holders.
-    holders.resize(std::min<size_t>(holders.size(), policy.parity() + 1));
-    std::vector<wire::NodeInfo> to;
-    for (const auto& n : holders) {
-      if (n.id() != options_.self.id()) to.push_back(n);
-    }
-    co_return co_await push_copies(object, std::move(to));
+    holders.resize(std::min<size_t>(holders.size(), wire::replica_count(bucket->props())));
+    co_return co_await push_copies(object, others_than_self(holders));
   }
   const uint32_t k = policy.data(), n = policy.data() + policy.parity();
   if (holders.size() < n)
@@ -564,11 +551,8 @@ http::Awaitable<Status> Target::move_coded(wire::RebalancePhase phase, const Obj
   const wire::ObjectRecord record = opened.record();
   const auto bucket = bucket_by_id(object.bucket_id.value());
   if (!bucket) co_return Status::ok();
-  const auto self = std::find_if(holders.begin(), holders.end(), [this](const wire::NodeInfo& n) {
-    return n.id() == options_.self.id();
-  });
-  is_holder = self != holders.end();
-  const bool is_owner = self == holders.begin();
+  is_holder = is_self_among(holders);
+  const bool is_owner = !holders.empty() && holders.front().id() == options_.self.id();
   if (!fits_layout(record, bucket->props())) {
     // A full copy to code, or a slice of another code (the layout changed): the owner
     // does it; another target only when the owner lacks this version (else it would be

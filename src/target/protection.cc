@@ -22,13 +22,6 @@ namespace asio = boost::asio;
 
 constexpr size_t kMaxSmallBody = 64 * 1024;
 
-std::vector<wire::NodeInfo> others(const std::vector<wire::NodeInfo>& holders, const std::string& self) {
-  std::vector<wire::NodeInfo> out;
-  for (const auto& n : holders) {
-    if (n.id() != self) out.push_back(n);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -53,14 +46,12 @@ Status Target::check_holders_up(const Resolved& r) const {
 std::vector<wire::NodeInfo> Target::replica_holders(const ObjectRef& object) const {
   std::vector<wire::NodeInfo> holders = holders_of(object);
   const auto bucket = bucket_by_id(object.bucket_id.value());
-  if (bucket && wire::is_erasure_coded(bucket->props())) {
-    holders.resize(std::min<size_t>(holders.size(), bucket->props().ec().parity() + 1));
-  }
+  if (bucket) holders.resize(std::min<size_t>(holders.size(), wire::replica_count(bucket->props())));
   return holders;
 }
 
 http::Awaitable<Status> Target::replicate(const Resolved& r) {
-  std::vector<wire::NodeInfo> to = others(r.holders, options_.self.id());
+  std::vector<wire::NodeInfo> to = others_than_self(r.holders);
   if (to.empty()) co_return Status::ok();
   const bool is_coded = wire::is_erasure_coded(r.bucket.props());
   if (r.bucket.props().write_mode() == wire::WRITE_MODE_ASYNC) {
@@ -114,7 +105,7 @@ http::Awaitable<Status> Target::push_copies(ObjectRef object, std::vector<wire::
 http::Awaitable<Status> Target::replicate_record(const Resolved& r, const wire::ObjectRecord& record) {
   const std::string encoded = wire::encode(record);
   std::vector<std::function<http::Awaitable<Status>()>> updates;
-  for (const auto& node : others(r.holders, options_.self.id())) {
+  for (const auto& node : others_than_self(r.holders)) {
     updates.push_back([this, node, &encoded, &r]() -> http::Awaitable<Status> {
       if (node.state() == wire::NODE_STATE_DOWN) co_return Status::unavailable("target {} is down", node.id());
       CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
@@ -136,12 +127,28 @@ http::Awaitable<Status> Target::replicate_record(const Resolved& r, const wire::
   co_return Status::ok();
 }
 
+http::Awaitable<Result<uint64_t>> Target::xxh3_of(const store::OpenObject& object) {
+  const int fd = object.fd();
+  const uint64_t size = object.record().size();
+  co_return co_await reader_.run([fd, size] { return store::xxh3_of_fd(fd, size); });
+}
+
+bool Target::is_self_among(const std::vector<wire::NodeInfo>& nodes) const {
+  return std::any_of(nodes.begin(), nodes.end(), [this](const wire::NodeInfo& n) { return n.id() == options_.self.id(); });
+}
+
+std::vector<wire::NodeInfo> Target::others_than_self(const std::vector<wire::NodeInfo>& nodes) const {
+  std::vector<wire::NodeInfo> out;
+  for (const auto& n : nodes) {
+    if (n.id() != options_.self.id()) out.push_back(n);
+  }
+  return out;
+}
+
 http::Awaitable<Status> Target::verify_read(const wire::Bucket& bucket, const store::OpenObject& object) {
   if (bucket.props().skip_read_verify()) co_return Status::ok();
   const wire::ObjectRecord& record = object.record();
-  const int fd = object.fd();
-  const uint64_t size = record.size();
-  const auto xxh3 = co_await reader_.run([fd, size] { return store::xxh3_of_fd(fd, size); });
+  const Result<uint64_t> xxh3 = co_await xxh3_of(object);
   if (xxh3 && *xxh3 == record.xxh3()) co_return Status::ok();
   corrupt_found_.add();
   const std::string why = xxh3 ? fmt::format("XXH3 {} instead of {}", hash::u64_hex(*xxh3), hash::u64_hex(record.xxh3()))

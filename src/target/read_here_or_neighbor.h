@@ -55,9 +55,7 @@ http::Awaitable<Status> Target::read_here_or_neighbor(http::Exchange& exchange, 
   }
   if (!is_rebalancing() && !has_other_copies) co_return s;
   const std::vector<wire::NodeInfo> replicas = replica_holders(object);
-  const bool is_replica_holder = std::any_of(replicas.begin(), replicas.end(), [this](const wire::NodeInfo& n) {
-    return n.id() == options_.self.id();
-  });
+  const bool is_replica_holder = is_self_among(replicas);
   if (!is_rebalancing() && replicas.size() > 1 && is_replica_holder) {
     // A holder that lacks its copy (a lost drive, a missed async write): serve from another
     // and get the copy back meanwhile.

@@ -449,9 +449,7 @@ http::Awaitable<Result<Placed>> Target::store_copy(http::BodyReader& body, const
     // Only a holder under this node's current map takes a copy: one sent by a walk that a
     // newer map cancelled must not land where the new walk has looked already.
     std::lock_guard lock(copies_mutex_);
-    const auto holders = holders_of(object);
-    const bool is_holder = std::any_of(holders.begin(), holders.end(),
-                                       [this](const wire::NodeInfo& n) { return n.id() == options_.self.id(); });
+    const bool is_holder = is_self_among(holders_of(object));
     if (!is_holder) {
       return Status::failed_precondition("{} does not hold copies of {} under node map v{}", options_.self.id(),
                                          object.name, maps_.node_map()->version());

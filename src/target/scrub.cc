@@ -199,10 +199,8 @@ http::Awaitable<Status> Target::scrub_object(Task& task, const ObjectRef& object
   }
   if (!opened) co_return std::move(opened).error();
   const wire::ObjectRecord& record = opened->record();
-  const int fd = opened->fd();
-  const uint64_t size = record.size();
-  const auto xxh3 = co_await reader_.run([fd, size] { return store::xxh3_of_fd(fd, size); });
-  task.bytes += size;
+  const Result<uint64_t> xxh3 = co_await xxh3_of(*opened);
+  task.bytes += record.size();
   const std::vector<wire::NodeInfo> holders = holders_of(object);
   if (!xxh3 || *xxh3 != record.xxh3()) {
     ++task.corrupt;

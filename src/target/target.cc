@@ -178,8 +178,7 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
   r.holders = placement->holders(r.object, wire::holder_count(bucket.props()));
   r.owner = r.holders.front();
   r.is_local = r.owner.id() == options_.self.id();
-  r.is_holder = std::any_of(r.holders.begin(), r.holders.end(),
-                            [this](const wire::NodeInfo& n) { return n.id() == options_.self.id(); });
+  r.is_holder = is_self_among(r.holders);
   co_return r;
 }
 

@@ -287,6 +287,11 @@ class Target {
   http::Awaitable<Status> push_copies(ObjectRef object, std::vector<wire::NodeInfo> to);
   // After a metadata change at the owner (tags): the other holders get the new record.
   http::Awaitable<Status> replicate_record(const Resolved& r, const wire::ObjectRecord& record);
+  // The XXH3 of the file's bytes, read on the reader executor.
+  http::Awaitable<Result<uint64_t>> xxh3_of(const store::OpenObject& object);
+  // Whether this node is one of `nodes`.
+  bool is_self_among(const std::vector<wire::NodeInfo>& nodes) const;
+  std::vector<wire::NodeInfo> others_than_self(const std::vector<wire::NodeInfo>& nodes) const;
   // Checks the bytes of `object` against its XXH3 when the bucket verifies reads.
   // kDataLoss (S3 InternalError) when they differ; nothing was sent then.
   http::Awaitable<Status> verify_read(const wire::Bucket& bucket, const store::OpenObject& object);

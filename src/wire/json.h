@@ -41,6 +41,16 @@ inline bool is_erasure_coded(const BucketProps& props) { return props.ec().data(
 inline uint32_t holder_count(const BucketProps& props) {
   return is_erasure_coded(props) ? props.ec().data() + props.ec().parity() : copies_of(props);
 }
+// How many full copies an object keeps: `copies`, or for an erasure-coded bucket parity + 1
+// (its objects under min_size; larger ones are slices).
+inline uint32_t replica_count(const BucketProps& props) {
+  return is_erasure_coded(props) ? props.ec().parity() + 1 : copies_of(props);
+}
+// Whether two property sets lay objects out alike (a change of layout is a rebalance).
+inline bool same_layout(const BucketProps& a, const BucketProps& b) {
+  return copies_of(a) == copies_of(b) && a.ec().data() == b.ec().data() && a.ec().parity() == b.ec().parity() &&
+         a.ec().min_size() == b.ec().min_size();
+}
 // The most slices (data + parity) of an erasure-coded object.
 inline constexpr uint32_t kMaxEcSlices = 32;
 
