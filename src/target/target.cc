@@ -19,6 +19,7 @@
 #include "cluster/names.h"
 #include "cluster/relay.h"
 #include "cluster/reply.h"
+#include "cluster/sleep.h"
 #include "http/range.h"
 #include "target/object_headers.h"
 #include "target/read_here_or_neighbor.h"
@@ -165,10 +166,17 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
                                                           const std::string& bucket_name,
                                                           const std::string& name) {
   CO_RETURN_IF_ERROR(cluster::validate_object_name(name));
-  // The sender's maps are newer than ours (a push has not arrived yet): catch up first.
-  const bool is_stale = header_version(request, cluster::kNodeMapVersionHeader) > maps_.node_map()->version() ||
-                        header_version(request, cluster::kBucketMapVersionHeader) > maps_.bucket_map()->version();
-  if (is_stale && member_ != nullptr) std::ignore = co_await member_->sync();  // best effort
+  // The sender's maps are newer than ours (a push has not arrived yet): catch up first. The
+  // primary may route with maps a moment before it hands them out: ask again, briefly.
+  const auto is_stale = [this, &request] {
+    return header_version(request, cluster::kNodeMapVersionHeader) > maps_.node_map()->version() ||
+           header_version(request, cluster::kBucketMapVersionHeader) > maps_.bucket_map()->version();
+  };
+  std::unique_ptr<boost::asio::steady_timer> timer;
+  for (int attempt = 0; attempt < 5 && is_stale() && member_ != nullptr; ++attempt) {
+    if (attempt > 0) co_await cluster::pause(timer, std::chrono::milliseconds(20 * attempt));
+    std::ignore = co_await member_->sync();  // best effort: the sender's answer says what is left
+  }
   CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await find_bucket(bucket_name));
   const auto placement = maps_.placement();
   if (placement->empty()) co_return Status::unavailable("the node map has no targets");
