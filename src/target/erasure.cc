@@ -96,6 +96,24 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
   co_return map;
 }
 
+Target::SliceMap Target::assumed_slices(const ObjectRef& object,
+                                        const wire::ObjectRecord& mine) const {
+  const uint32_t n = mine.ec().data() + mine.ec().parity();
+  const std::vector<wire::NodeInfo> holders = holders_of(object);
+  SliceMap map;
+  // Only when this slice is where its index says (else the layout moved: ask).
+  if (holders.size() < n || mine.ec().index() >= n ||
+      holders[mine.ec().index()].id() != options_.self.id()) {
+    return map;
+  }
+  map.where.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (holders[i].state() != wire::NODE_STATE_DOWN) map.where[i] = holders[i];
+  }
+  map.where[mine.ec().index()] = options_.self;
+  return map;
+}
+
 http::Awaitable<std::optional<Target::BrokenCopy>> Target::broken_copy(const ObjectRef& object) {
   auto opened = co_await store_.open(object);
   if (!opened) {
@@ -302,25 +320,36 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
   const uint64_t slice_from = layout.slice_offset(first);
   const uint64_t slice_length = layout.slice_offset(last) + layout.cell_length(last) - slice_from;
 
-  SliceMap map = co_await locate_slices(r.object, record);
-  if (map.newer) {
-    // The slice here is of an older version (overwritten while this holder missed it):
-    // it goes, and the target with the newer one answers.
-    const Status dropped = co_await store_.remove_generation(r.object, record.generation());
-    if (!dropped.is_ok()) SILO_LOG_WARN("stale slice of {} stays: {}", r.object.name, dropped);
-    if (is_local_only(exchange.request())) {
-      co_return Status::unavailable("{} has a newer version of {}; retry", map.newer->id(),
-                                    r.object.name);
-    }
-    CO_ASSIGN_OR_RETURN(const http::Endpoint newer, http::Endpoint::parse(map.newer->url()));
-    co_return co_await relay_local_only(exchange, newer);
-  }
   // A corrupt slice here is not used (and is rebuilt below).
-  const Status here_ok = co_await verify_read(r.bucket, mine);
-  if (!here_ok.is_ok()) map.where[ec.index()].reset();
+  const bool is_mine_good = (co_await verify_read(r.bucket, mine)).is_ok();
   bool is_degraded = false;
-  auto opened = co_await open_sources(*client_, r.object, record, mine.fd(), options_.self.id(),
-                                      map.where, slice_from, slice_length, is_degraded);
+  // Slice i is on holder i unless something moved it: read from there first (each source's
+  // record is checked), and ask every holder only when that fails.
+  SliceMap map = assumed_slices(r.object, record);
+  Result<std::vector<SliceSource>> opened = Status::not_found("no slice layout assumed");
+  if (!map.where.empty()) {
+    if (!is_mine_good) map.where[ec.index()].reset();
+    opened = co_await open_sources(*client_, r.object, record, mine.fd(), options_.self.id(),
+                                   map.where, slice_from, slice_length, is_degraded);
+  }
+  if (!opened) {
+    map = co_await locate_slices(r.object, record);
+    if (map.newer) {
+      // The slice here is of an older version (overwritten while this holder missed it):
+      // it goes, and the target with the newer one answers.
+      const Status dropped = co_await store_.remove_generation(r.object, record.generation());
+      if (!dropped.is_ok()) SILO_LOG_WARN("stale slice of {} stays: {}", r.object.name, dropped);
+      if (is_local_only(exchange.request())) {
+        co_return Status::unavailable("{} has a newer version of {}; retry", map.newer->id(),
+                                      r.object.name);
+      }
+      CO_ASSIGN_OR_RETURN(const http::Endpoint newer, http::Endpoint::parse(map.newer->url()));
+      co_return co_await relay_local_only(exchange, newer);
+    }
+    if (!is_mine_good) map.where[ec.index()].reset();
+    opened = co_await open_sources(*client_, r.object, record, mine.fd(), options_.self.id(),
+                                   map.where, slice_from, slice_length, is_degraded);
+  }
   if (!opened && map.whole && !is_local_only(exchange.request())) {
     // Too few slices of this version yet, but a full copy (being re-encoded): read that.
     CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(map.whole->url()));

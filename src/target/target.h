@@ -254,6 +254,9 @@ class Target {
   http::Awaitable<void> undo_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks, UndoScope scope);
   // Replaces the slice here by the whole object, decoded from k slices (re-encoding).
   http::Awaitable<Status> decode_here(const ObjectRef& object);
+  // Where the slices of `mine`'s version normally are (slice i on holder i, those up), or
+  // an empty map when this node's own slice is not at its rank.
+  SliceMap assumed_slices(const ObjectRef& object, const wire::ObjectRecord& mine) const;
   // Which target has which slice of the version `mine` (a slice record) describes.
   http::Awaitable<SliceMap> locate_slices(const ObjectRef& object, const wire::ObjectRecord& mine);
   // A copy here whose file is missing or whose bytes do not match their XXH3.
