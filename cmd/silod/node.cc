@@ -99,6 +99,9 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
   control.connect_timeout = std::chrono::milliseconds(1000);
   control.io_timeout = std::chrono::milliseconds(5000);
   node->control_client_ = http::Client::create(node->io_.get_executor(), control);
+  // Backends get their own client: nothing of the cluster's signing goes out to them.
+  node->backends_ = std::make_shared<backend::BackendPool>(
+      http::Client::create(node->io_.get_executor(), http::ClientOptions{}), node->config_.cluster.cache);
 
   http::ServerOptions server_options;
   server_options.host = nc.host;
@@ -163,7 +166,7 @@ http::Awaitable<void> Node::start() {
     member_ = std::make_unique<cluster::Member>(*maps_, state_disk_, control_client_, self_, seed, config_.cluster);
   }
   if (store_) {
-    target_ = std::make_unique<target::Target>(target::TargetOptions{self_, config_.cluster, nc.data_dir + "/state"}, *maps_, *store_,
+    target_ = std::make_unique<target::Target>(target::TargetOptions{self_, config_.cluster, nc.data_dir + "/state", backends_}, *maps_, *store_,
                                                data_client_, member_.get(), stats_);
     maps_->on_change([this] {
       asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);

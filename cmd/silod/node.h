@@ -11,6 +11,7 @@
 #include "cluster/primary.h"
 #include "cluster/s3_request.h"
 #include "config/config.h"
+#include "backend/backend_pool.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "proxy/proxy.h"
@@ -60,6 +61,7 @@ class Node {
   std::unique_ptr<store::Store> store_;
   std::shared_ptr<http::Client> data_client_;
   std::shared_ptr<http::Client> control_client_;
+  std::shared_ptr<backend::BackendPool> backends_;  // remote buckets' backends
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<cluster::JobRegistry> jobs_;
   std::unique_ptr<cluster::MetaStore> meta_;

@@ -20,6 +20,7 @@ struct RemoteObject {
   uint64_t size = 0;
   std::string etag;                // unquoted
   int64_t mtime_unix_seconds = 0;  // Last-Modified
+  std::string content_type;        // HEAD and GET only
 };
 
 struct RemotePage {
@@ -31,6 +32,15 @@ struct RemotePage {
 struct RemoteRange {
   uint64_t offset = 0;
   uint64_t length = 0;
+};
+
+// How to read an object.
+struct GetOptions {
+  std::optional<RemoteRange> range;  // unset: the whole object
+  std::string if_match;              // set: only this ETag (else kFailedPrecondition)
+  // Called once, before the first byte reaches the sink, with what the backend says of the
+  // object (its whole size, ETag, Last-Modified).
+  std::function<void(const RemoteObject&)> on_object;
 };
 
 // Takes object bytes in order; an error stops the transfer.
@@ -49,10 +59,9 @@ class ObjectBackend {
   // Whether the bucket exists and these credentials reach it.
   virtual http::Awaitable<Status> check_bucket() = 0;
   virtual http::Awaitable<Result<RemoteObject>> head(std::string name) = 0;
-  // Sends the object's bytes (or `range` of them) to `sink`, each once and in order; a
+  // Sends the object's bytes (or a range of them) to `sink`, each once and in order; a
   // transfer cut by the network resumes where it stopped, from the same version only.
-  virtual http::Awaitable<Result<RemoteObject>> get(std::string name,
-                                                    std::optional<RemoteRange> range,
+  virtual http::Awaitable<Result<RemoteObject>> get(std::string name, GetOptions options,
                                                     Sink sink) = 0;
   // Writes `size` bytes read from `source` as object `name` (multipart past the part size).
   virtual http::Awaitable<Result<RemoteObject>> put(std::string name, uint64_t size,

@@ -81,6 +81,7 @@ RemoteObject object_of(std::string name, const http::Headers& headers, uint64_t 
   o.etag = unquote(headers.get("ETag").value_or(""));
   if (auto modified = headers.get("Last-Modified"))
     o.mtime_unix_seconds = s3::parse_http_date(*modified).value_or(0);
+  o.content_type = std::string(headers.get("Content-Type").value_or(""));
   return o;
 }
 
@@ -194,11 +195,17 @@ http::Awaitable<Result<RemoteObject>> S3Backend::head(std::string name) {
   co_return object_of(std::move(name), r.headers, r.content_length.value_or(0));
 }
 
-http::Awaitable<Result<RemoteObject>> S3Backend::get(std::string name,
-                                                     std::optional<RemoteRange> range, Sink sink) {
+http::Awaitable<Result<RemoteObject>> S3Backend::get(std::string name, GetOptions options,
+                                                     Sink sink) {
   const std::string what = fmt::format("GET s3://{}/{}", options_.bucket, name);
+  const std::optional<RemoteRange> range = options.range;
   if (range && range->length == 0) {
     CO_ASSIGN_OR_RETURN(RemoteObject object, co_await head(name));
+    if (!options.if_match.empty() && object.etag != options.if_match) {
+      co_return Status::failed_precondition("{}: the object changed at the backend", what)
+          .with_reason("PreconditionFailed");
+    }
+    if (options.on_object) options.on_object(object);
     co_return object;
   }
   const uint64_t start = range ? range->offset : 0;
@@ -214,7 +221,8 @@ http::Awaitable<Result<RemoteObject>> S3Backend::get(std::string name,
                         : fmt::format("bytes={}-", start + delivered));
     }
     // A resumed transfer reads on from the same version only.
-    if (!object.etag.empty()) headers.set("If-Match", fmt::format("\"{}\"", object.etag));
+    const std::string& match = object.etag.empty() ? options.if_match : object.etag;
+    if (!match.empty()) headers.set("If-Match", fmt::format("\"{}\"", match));
     Status failed;
     auto started = co_await client_->start(
         endpoint_, request(http::Method::kGet, name, "", headers), uint64_t{0});
@@ -228,9 +236,10 @@ http::Awaitable<Result<RemoteObject>> S3Backend::get(std::string name,
       } else if (head->status != 200 && head->status != 206) {
         auto body = co_await http::read_all(call.body(), kMaxSmallBody);
         head->body = body ? std::move(*body) : std::string();
-        failed = head->status == 412 && !object.etag.empty()
+        failed = head->status == 412 && !match.empty()
                      ? Status::failed_precondition(
                            "{}: the object changed at the backend while being read", what)
+                           .with_reason("PreconditionFailed")
                      : status_of(*head, what);
       } else {
         const uint64_t at = start + delivered;  // the next byte the sink wants
@@ -242,6 +251,7 @@ http::Awaitable<Result<RemoteObject>> S3Backend::get(std::string name,
           object = object_of(name, head->headers, size);
           const uint64_t from = std::min(start, size);
           expected = range ? std::min(range->length, size - from) : size - from;
+          if (options.on_object) options.on_object(object);
         }
         // A 206 must start where asked; a 200 (Range ignored) carries the whole object, and
         // what the sink has or did not ask for is dropped: each byte goes out once.

@@ -33,7 +33,7 @@ class S3Backend : public ObjectBackend {
 
   http::Awaitable<Status> check_bucket() override;
   http::Awaitable<Result<RemoteObject>> head(std::string name) override;
-  http::Awaitable<Result<RemoteObject>> get(std::string name, std::optional<RemoteRange> range,
+  http::Awaitable<Result<RemoteObject>> get(std::string name, GetOptions options,
                                             Sink sink) override;
   http::Awaitable<Result<RemoteObject>> put(std::string name, uint64_t size,
                                             Source source) override;

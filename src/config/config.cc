@@ -140,6 +140,34 @@ Status read_meta_store(const json& j, MetaStoreConfig& m) {
   return r.finish();
 }
 
+Status read_backend_defaults(const json& j, BackendDefaults& b, std::string section) {
+  Reader r(j, std::move(section));
+  r.field("endpoint", b.endpoint);
+  r.field("region", b.region);
+  r.field("access_key", b.access_key);
+  r.field("secret_key", b.secret_key);
+  return r.finish();
+}
+
+Status read_cache(const json& j, CacheConfig& c) {
+  Reader r(j, "cluster.cache");
+  for (auto [key, defaults] : {std::pair{"s3", &c.s3}, std::pair{"gs", &c.gs}}) {
+    r.known(key);
+    const auto it = j.find(key);
+    if (it == j.end()) continue;
+    if (!it->is_object()) return Status::invalid_argument("config: cluster.cache.{} must be an object", key);
+    RETURN_IF_ERROR(read_backend_defaults(*it, *defaults, std::string("cluster.cache.") + key));
+  }
+  r.field("low_wm", c.low_wm);
+  r.field("high_wm", c.high_wm);
+  r.field("oos_wm", c.oos_wm);
+  r.duration("space_check_interval_ms", c.space_check_interval);
+  r.field("prefetch_workers", c.prefetch_workers);
+  r.field("range_get_size", c.range_get_size);
+  r.field("range_get_streams", c.range_get_streams);
+  return r.finish();
+}
+
 // Reads the optional sub-object `key` of `j` with `read`.
 template <typename Section, typename ReadFn>
 Status read_section(Reader& r, const json& j, const char* key, Section& out, ReadFn read) {
@@ -160,6 +188,7 @@ Status read_cluster(const json& j, ClusterConfig& c) {
   RETURN_IF_ERROR(read_section(r, j, "auth", c.auth, read_auth));
   RETURN_IF_ERROR(read_section(r, j, "s3", c.s3, read_s3));
   RETURN_IF_ERROR(read_section(r, j, "meta_store", c.meta_store, read_meta_store));
+  RETURN_IF_ERROR(read_section(r, j, "cache", c.cache, read_cache));
   return r.finish();
 }
 
@@ -251,6 +280,14 @@ Status finalize(Config& config) {
   }
   if (c.auth.admin_secret_key.size() < 8) {
     return Status::invalid_argument("config: cluster.auth.admin_secret_key must be at least 8 characters");
+  }
+  const CacheConfig& cache = c.cache;
+  if (!(cache.low_wm < cache.high_wm && cache.high_wm <= cache.oos_wm && cache.oos_wm <= 100)) {
+    return Status::invalid_argument("config: cluster.cache needs low_wm < high_wm <= oos_wm <= 100 (percent)");
+  }
+  if (cache.prefetch_workers == 0 || cache.range_get_streams == 0 || cache.range_get_size < (1u << 20)) {
+    return Status::invalid_argument(
+        "config: cluster.cache.prefetch_workers and range_get_streams must be > 0, range_get_size >= 1 MiB");
   }
   if (c.s3.region.empty()) return Status::invalid_argument("config: cluster.s3.region must not be empty");
   if (c.s3.multipart_upload_ttl.count() == 0) {

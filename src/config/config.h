@@ -65,6 +65,32 @@ struct MetaStoreConfig {
   std::chrono::seconds primary_lease{3};
 };
 
+// A remote store's defaults: what a remote bucket uses where its own backend props are
+// empty (docs/remote-buckets.md).
+struct BackendDefaults {
+  std::string endpoint;  // empty: the provider's public endpoint
+  std::string region;
+  std::string access_key;
+  std::string secret_key;  // never logged
+};
+
+// Remote buckets and the space they may use (DESIGN.md "Backends").
+struct CacheConfig {
+  BackendDefaults s3;
+  BackendDefaults gs;
+  // Percent of each mountpath's capacity in use: past `high_wm` cached objects of remote
+  // buckets are evicted, least recently used first, down to `low_wm`; past `oos_wm` new
+  // objects are refused (507 InsufficientStorage).
+  uint32_t low_wm = 75;
+  uint32_t high_wm = 90;
+  uint32_t oos_wm = 95;
+  std::chrono::milliseconds space_check_interval{1000};
+  uint32_t prefetch_workers = 16;  // objects fetched at once per target by a prefetch job
+  // Objects at least this large are fetched with parallel range GETs of this size.
+  uint64_t range_get_size = 16ull << 20;
+  uint32_t range_get_streams = 4;  // per object
+};
+
 // Settings every node of a cluster shares. The primary's copy is the cluster's.
 struct ClusterConfig {
   std::chrono::milliseconds keepalive_interval{1000};
@@ -76,6 +102,7 @@ struct ClusterConfig {
   AuthConfig auth;
   S3Config s3;
   MetaStoreConfig meta_store;
+  CacheConfig cache;
 };
 
 // Settings of one node.

@@ -142,6 +142,7 @@ void copy_descriptive_fields(const wire::ObjectRecord& from, wire::ObjectRecord&
   *to.mutable_user_metadata() = from.user_metadata();
   *to.mutable_tags() = from.tags();
   *to.mutable_checksums() = from.checksums();
+  if (from.has_remote()) *to.mutable_remote() = from.remote();
 }
 
 StoreImpl::StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths, uint64_t min_part_size)

@@ -30,7 +30,7 @@ struct PutOptions {
   Durability durability = Durability::kFsync;
   // Only the descriptive fields are used: content_type, content_encoding,
   // content_disposition, content_language, cache_control, expires, user_metadata, tags
-  // and checksums are copied into the committed record. The store fills the rest (size,
+  // checksums and remote are copied into the committed record. The store fills the rest (size,
   // generation, xxh3, md5_hex, mtime...).
   wire::ObjectRecord attributes;
   // When set, commit() fails with kInvalidArgument, reason "BadDigest", if the bytes' MD5
@@ -59,6 +59,13 @@ class ObjectWriter {
   // caller verified itself, e.g. from a trailer that arrives after the body. Overrides
   // the same algorithm in PutOptions::attributes. Call before commit().
   virtual void set_checksum(std::string algorithm, std::string base64_value) = 0;
+  // The descriptive fields commit() copies into the record (PutOptions::attributes): a
+  // writer that learns them while the bytes arrive (a cold GET) sets them here.
+  virtual wire::ObjectRecord& attributes() = 0;
+  // A new read-only descriptor of the work file, for reading the bytes written so far
+  // while the writer goes on (pread); it stays valid after commit or discard. The caller
+  // closes it.
+  virtual Result<int> open_reader() = 0;
   // fsync per durability, rename into place, commit the metadata record, then remove the
   // previous generation's file. Only after this returns ok may the PUT be acknowledged.
   virtual Awaitable<Result<wire::ObjectRecord>> commit() = 0;

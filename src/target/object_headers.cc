@@ -64,6 +64,8 @@ Result<std::optional<std::string>> content_md5_hex(const http::Headers& headers)
 }
 
 std::string etag_of(const wire::ObjectRecord& record) {
+  // A cached object of a remote bucket shows the backend's ETag (a multipart one differs).
+  if (!record.remote().etag().empty()) return record.remote().etag();
   return record.etag().empty() ? record.md5_hex() : record.etag();
 }
 

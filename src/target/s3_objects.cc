@@ -244,11 +244,17 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
     case s3::Op::kPutObject: co_return co_await s3_put(exchange, request, r);
     case s3::Op::kGetObject:
     case s3::Op::kHeadObject:
-      co_return co_await read_here_or_neighbor(exchange, r.object,
-                                               [this, &exchange, &request, &r] { return s3_get(exchange, request, r); });
+      co_return co_await read_through(exchange, r, [this, &exchange, &request, &r](const ColdRead* cold) {
+        return s3_get(exchange, request, r, cold);
+      });
     case s3::Op::kDeleteObject: {
       deletes_.add();
-      const Status removed = co_await remove_everywhere(r.object);
+      Status removed;  // no ternary around co_await (docs/adr/0003)
+      if (wire::is_remote(r.bucket.props())) {
+        removed = co_await remove_remote(r);
+      } else {
+        removed = co_await remove_everywhere(r.object);
+      }
       if (!removed.is_ok() && removed.code() != Code::kNotFound) co_return removed;
       co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
     }
@@ -319,13 +325,13 @@ http::Awaitable<Status> Target::s3_put(http::Exchange& exchange, const cluster::
   CO_RETURN_IF_ERROR(co_await receive_object(exchange, request, *writer, options_.cluster.s3.max_object_size,
                                              head.headers));
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
-  CO_RETURN_IF_ERROR(co_await replicate(r));
+  CO_RETURN_IF_ERROR(co_await publish(r));
   head.headers.set("ETag", "\"" + etag_of(record) + "\"");
   co_return co_await exchange.response().send(std::move(head), "");
 }
 
 http::Awaitable<Status> Target::s3_get(http::Exchange& exchange, const cluster::S3Request& request,
-                                       const Resolved& r) {
+                                       const Resolved& r, const ColdRead* cold) {
   gets_.add();
   const http::RequestHead& in = exchange.request();
   const bool is_head = in.method == http::Method::kHead;
@@ -341,7 +347,9 @@ http::Awaitable<Status> Target::s3_get(http::Exchange& exchange, const cluster::
   }
   std::optional<store::OpenObject> object;
   wire::ObjectRecord record;
-  if (is_head) {
+  if (cold) {
+    record = cold->record;
+  } else if (is_head) {
     CO_ASSIGN_OR_RETURN(record, co_await store_.stat(r.object));
   } else {
     CO_ASSIGN_OR_RETURN(auto opened, co_await store_.open(r.object));
@@ -398,6 +406,9 @@ http::Awaitable<Status> Target::s3_get(http::Exchange& exchange, const cluster::
     }
   }
   set_overrides(request, head.headers);
+  if (!is_head && length > 0 && cold) {
+    co_return co_await send_fetching(exchange, *cold->fetch, std::move(head), offset, length);
+  }
   if (!is_head && length > 0 && is_slice) co_return co_await send_ec(exchange, r, *object, std::move(head), offset, length);
   if (!is_head && length > 0) CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, *object));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
@@ -558,7 +569,7 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   CO_ASSIGN_OR_RETURN(const uint64_t copied, co_await receive(call->body(), *writer, {}));
   if (copied != size) co_return Status::unavailable("copy source {}/{} ended early", source.bucket, source.key);
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
-  if (!is_part) CO_RETURN_IF_ERROR(co_await replicate(r));
+  if (!is_part) CO_RETURN_IF_ERROR(co_await publish(r));
   s3::XmlWriter xml;
   xml.open(is_part ? "CopyPartResult" : "CopyObjectResult", s3::kS3Xmlns)
       .element("LastModified", s3::format_iso8601(record.mtime_unix_nanos()))
@@ -609,7 +620,7 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
       CO_RETURN_IF_ERROR(check_holders_up(r));
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record,
                           co_await store_.complete_upload(r.object, upload_id, std::move(parts), std::move(options)));
-      CO_RETURN_IF_ERROR(co_await replicate(r));
+      CO_RETURN_IF_ERROR(co_await publish(r));
       const auto host = in.headers.get("Host").value_or("localhost");
       s3::XmlWriter xml;
       xml.open("CompleteMultipartUploadResult", s3::kS3Xmlns)

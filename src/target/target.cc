@@ -150,7 +150,18 @@ Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& 
       slices_made_(stats.counter("silo_target_ec_slices_made_total",
                                  "Erasure-coded slices written to holders (coding, re-encoding, rebuilds).")),
       degraded_reads_(stats.counter("silo_target_ec_degraded_reads_total",
-                                    "Erasure-coded GETs that reconstructed missing or corrupt slices.")) {}
+                                    "Erasure-coded GETs that reconstructed missing or corrupt slices.")),
+      cache_hits_(stats.counter("silo_target_cache_hits_total", "GETs of remote buckets' objects served from the cache.")),
+      cache_misses_(stats.counter("silo_target_cache_misses_total",
+                                  "Objects of remote buckets fetched from their backend (cold GETs and prefetch).")),
+      backend_bytes_(stats.counter("silo_target_backend_bytes_received_total", "Object bytes fetched from backends.")),
+      backend_errors_(stats.counter("silo_target_backend_errors_total", "Backend operations that failed.")),
+      backend_requests_(stats.counter("silo_target_backend_operations_total",
+                                      "Backend operations (fetch, head, put, delete) started by this target.")),
+      backend_nanos_(stats.counter("silo_target_backend_operation_nanoseconds_total",
+                                   "Time spent in backend operations (divide by operations for the mean).")),
+      evictions_(stats.counter("silo_target_evicted_objects_total",
+                               "Cached objects of remote buckets evicted (by request or by the watermarks).")) {}
 
 http::Awaitable<Result<wire::Bucket>> Target::find_bucket(const std::string& name) {
   auto bucket = maps_.find_bucket(name);
@@ -204,7 +215,7 @@ http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::strin
       case http::Method::kGet:
       case http::Method::kHead: {
         const Resolved& r = *resolved;
-        s = co_await read_here_or_neighbor(exchange, r.object, [this, &exchange, &r] { return get(exchange, r); });
+        s = co_await read_through(exchange, r, [this, &exchange, &r](const ColdRead* cold) { return get(exchange, r, cold); });
         break;
       }
       case http::Method::kDelete: s = co_await remove(exchange, *resolved); break;
@@ -272,18 +283,23 @@ http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r)
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
   CO_RETURN_IF_ERROR((co_await receive(exchange.body(), *writer, {})).status());
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
-  CO_RETURN_IF_ERROR(co_await replicate(r));
+  CO_RETURN_IF_ERROR(co_await publish(r));
   http::ResponseHead head;
   head.headers.set("ETag", "\"" + etag_of(record) + "\"");
   head.headers.set("Content-Type", "application/json");
   co_return co_await exchange.response().send(std::move(head), wire::object_put_json(record));
 }
 
-http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r) {
+http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r, const ColdRead* cold) {
   gets_.add();
   const http::RequestHead& request = exchange.request();
-  CO_ASSIGN_OR_RETURN(store::OpenObject object, co_await store_.open(r.object));
-  const wire::ObjectRecord view = object_view(object.record());  // a slice here shows the object
+  std::optional<store::OpenObject> object;
+  if (!cold) {
+    CO_ASSIGN_OR_RETURN(auto opened, co_await store_.open(r.object));
+    object.emplace(std::move(opened));
+  }
+  // A slice here shows the object; a cold read the backend's description.
+  const wire::ObjectRecord view = cold ? cold->record : object_view(object->record());
   const uint64_t size = view.size();
   http::ResponseHead head;
   add_object_headers(view, head.headers, request.headers.has("x-amz-checksum-mode"));
@@ -305,20 +321,25 @@ http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r)
     }
   }
   const bool sends_bytes = request.method != http::Method::kHead && length > 0;
-  if (sends_bytes && object.record().has_ec()) {
-    co_return co_await send_ec(exchange, r, object, std::move(head), offset, length);
+  if (sends_bytes && cold) co_return co_await send_fetching(exchange, *cold->fetch, std::move(head), offset, length);
+  if (sends_bytes && object && object->record().has_ec()) {
+    co_return co_await send_ec(exchange, r, *object, std::move(head), offset, length);
   }
-  if (sends_bytes) CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, object));
+  if (sends_bytes) CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, *object));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
   if (!sends_bytes) co_return Status::ok();
-  CO_RETURN_IF_ERROR(co_await exchange.response().send_file(object.fd(), offset, length));
+  CO_RETURN_IF_ERROR(co_await exchange.response().send_file(object->fd(), offset, length));
   bytes_sent_.add(length);
   co_return Status::ok();
 }
 
 http::Awaitable<Status> Target::remove(http::Exchange& exchange, const Resolved& r) {
   deletes_.add();
-  CO_RETURN_IF_ERROR(co_await remove_everywhere(r.object));
+  if (wire::is_remote(r.bucket.props())) {
+    CO_RETURN_IF_ERROR(co_await remove_remote(r));
+  } else {
+    CO_RETURN_IF_ERROR(co_await remove_everywhere(r.object));
+  }
   http::ResponseHead head;
   head.status = 204;
   co_return co_await exchange.response().send(std::move(head), "");

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend_pool.h"
 #include "cluster/cluster_maps.h"
+#include "cluster/signal.h"
 #include "cluster/primary.h"
 #include "cluster/s3_request.h"
 #include "config/config.h"
@@ -25,6 +27,8 @@ struct TargetOptions {
   wire::NodeInfo self;
   config::ClusterConfig cluster;
   std::string state_dir;  // the node's state directory (the mountpath set last seen)
+  // The backends of remote buckets; null: remote buckets fail with a clear error.
+  std::shared_ptr<backend::BackendPool> backends;
 };
 
 // The storage role: serves the objects this node owns from its Store, forwards requests
@@ -96,7 +100,10 @@ class Target {
   http::Awaitable<Result<Resolved>> resolve(const http::RequestHead& request, const std::string& bucket,
                                             const std::string& name);
   http::Awaitable<Status> put(http::Exchange& exchange, const Resolved& r);
-  http::Awaitable<Status> get(http::Exchange& exchange, const Resolved& r);
+  struct ColdRead;
+  // A GET or HEAD of the copy here, or with `cold` of an object of a remote bucket being
+  // fetched from its backend.
+  http::Awaitable<Status> get(http::Exchange& exchange, const Resolved& r, const ColdRead* cold);
   http::Awaitable<Status> remove(http::Exchange& exchange, const Resolved& r);
   // Whether this node runs the request: the owner runs everything, any holder a read, and
   // a holder asked for its own copy (kLocalOnlyHeader) answers with it.
@@ -135,11 +142,53 @@ class Target {
   http::Awaitable<Status> receive_object(http::Exchange& exchange, const cluster::S3Request& request,
                                          store::ObjectWriter& writer, uint64_t max_size, http::Headers& response);
   http::Awaitable<Status> s3_put(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
-  http::Awaitable<Status> s3_get(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
+  http::Awaitable<Status> s3_get(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r,
+                                 const ColdRead* cold);
   http::Awaitable<Status> s3_tagging(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
   http::Awaitable<Status> s3_copy(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
   http::Awaitable<Status> s3_multipart(http::Exchange& exchange, const cluster::S3Request& request,
                                        const Resolved& r);
+
+  // Remote buckets (remote.cc, docs/remote-buckets.md).
+ public:
+  // One object being fetched from its backend into this store; public only for remote.cc's
+  // helpers.
+  struct Fetch;
+
+ private:
+  // What a read of an object that is not cached serves: the backend's description, and
+  // the fetch that brings its bytes (null for a HEAD, which fetches nothing).
+  struct ColdRead {
+    wire::ObjectRecord record;
+    std::shared_ptr<Fetch> fetch;
+  };
+  using CachedReadFn = std::function<http::Awaitable<Status>(const ColdRead* cold)>;
+  // A GET or HEAD: `read(nullptr)` serves the copy here (or a neighbor's); in a remote
+  // bucket a miss becomes a cold read (`read(&cold)`) at the owner, a stale copy
+  // (revalidating bucket) is fetched anew, and one deleted at the backend is dropped.
+  http::Awaitable<Status> read_through(http::Exchange& exchange, const Resolved& r, CachedReadFn read);
+  // The fetch of `r.object` from the backend, started here or joined when one runs
+  // (single flight); returns once the backend described the object.
+  http::Awaitable<Result<std::shared_ptr<Fetch>>> join_fetch(const Resolved& r);
+  // Runs a fetch to its end (detached from the requests that wait on it).
+  http::Awaitable<void> run_fetch(std::shared_ptr<Fetch> fetch, Resolved r);
+  http::Awaitable<Status> fetch_into_store(Fetch& fetch, const Resolved& r);
+  // Streams bytes [offset, offset + length) of `fetch` to the client as they land.
+  http::Awaitable<Status> send_fetching(http::Exchange& exchange, Fetch& fetch, http::ResponseHead head,
+                                        uint64_t offset, uint64_t length);
+  // Whether the copy here differs from the backend's object (ETag); kNotFound when the
+  // backend no longer has it (the copies here are then removed).
+  http::Awaitable<Result<bool>> is_stale(const Resolved& r, const wire::ObjectRecord& cached);
+  // After a client's write committed at the owner: in a remote bucket the object goes to
+  // the backend first (write-through; on failure the write is taken back), then to the
+  // other holders (replicate).
+  http::Awaitable<Status> publish(const Resolved& r);
+  // The backend of a remote bucket (kFailedPrecondition when this node has no pool).
+  Result<std::shared_ptr<backend::ObjectBackend>> backend_of(const wire::Bucket& bucket);
+  // A DELETE in a remote bucket: the backend's object first, then the copies here.
+  http::Awaitable<Status> remove_remote(const Resolved& r);
+  std::mutex fetches_mutex_;
+  std::map<std::pair<uint64_t, std::string>, std::shared_ptr<Fetch>> fetches_;  // GUARDED_BY(fetches_mutex_)
 
   // Rebalance (rebalance.cc).
   struct Walk;
@@ -352,6 +401,13 @@ class Target {
   stats::Counter& copies_made_;
   stats::Counter& slices_made_;
   stats::Counter& degraded_reads_;
+  stats::Counter& cache_hits_;
+  stats::Counter& cache_misses_;
+  stats::Counter& backend_bytes_;
+  stats::Counter& backend_errors_;
+  stats::Counter& backend_requests_;
+  stats::Counter& backend_nanos_;
+  stats::Counter& evictions_;
 };
 
 }  // namespace silo::target

@@ -31,7 +31,56 @@ json props_to_json(const BucketProps& props) {
   } else {
     j["ec"] = nullptr;
   }
+  if (is_remote(props)) {
+    const BackendProps& b = props.backend();
+    j["backend"] = {{"url", backend_url(b)},          {"endpoint", b.endpoint()},
+                    {"region", b.region()},          {"access_key", b.access_key()},
+                    {"secret_key", b.secret_key().empty() ? "" : kMaskedSecret},
+                    {"revalidate", b.revalidate()}};
+  } else {
+    j["backend"] = nullptr;
+  }
   return j;
+}
+
+// Applies {"url", "endpoint", "region", "access_key", "secret_key", "revalidate"} onto
+// `backend`: the keys named change, the others stay.
+Status apply_backend_json(const json& value, BackendProps& backend) {
+  if (!value.is_object()) {
+    return Status::invalid_argument(
+        "bucket property 'backend' must be {{\"url\": \"s3://bucket\"|\"gs://bucket\", \"endpoint\", \"region\", "
+        "\"access_key\", \"secret_key\", \"revalidate\"}}");
+  }
+  for (const auto& [key, field] : value.items()) {
+    if (key == "revalidate") {
+      if (!field.is_boolean()) return Status::invalid_argument("bucket property 'backend.revalidate' must be true or false");
+      backend.set_revalidate(field.get<bool>());
+      continue;
+    }
+    if (!field.is_string()) return Status::invalid_argument("bucket property 'backend.{}' must be a string", key);
+    const std::string text = field.get<std::string>();
+    if (key == "url") {
+      ASSIGN_OR_RETURN(const BackendProps parsed, parse_backend_url(text));
+      backend.set_provider(parsed.provider());
+      backend.set_bucket(parsed.bucket());
+    } else if (key == "endpoint") {
+      if (!text.empty() && !text.starts_with("http://") && !text.starts_with("https://")) {
+        return Status::invalid_argument("bucket property 'backend.endpoint' must be an http:// or https:// URL, not '{}'",
+                                        text);
+      }
+      backend.set_endpoint(text);
+    } else if (key == "region") {
+      backend.set_region(text);
+    } else if (key == "access_key") {
+      backend.set_access_key(text);
+    } else if (key == "secret_key") {
+      if (text != kMaskedSecret) backend.set_secret_key(text);  // the masked value shown keeps the secret
+    } else {
+      return Status::invalid_argument("unknown bucket property 'backend.{}'", key);
+    }
+  }
+  if (backend.bucket().empty()) return Status::invalid_argument("bucket property 'backend' needs a 'url' (s3://bucket)");
+  return Status::ok();
 }
 
 }  // namespace
@@ -203,6 +252,12 @@ Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps p
       props.mutable_ec()->set_data(static_cast<uint32_t>(*data));
       props.mutable_ec()->set_parity(static_cast<uint32_t>(*parity));
       props.mutable_ec()->set_min_size(*min_size);
+    } else if (key == "backend") {
+      if (value.is_null()) {
+        props.clear_backend();
+        continue;
+      }
+      RETURN_IF_ERROR(apply_backend_json(value, *props.mutable_backend()));
     } else if (key == "verify_reads") {
       if (!value.is_boolean()) return Status::invalid_argument("bucket property 'verify_reads' must be true or false");
       props.set_skip_read_verify(!value.get<bool>());
@@ -219,6 +274,31 @@ Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps p
   }
   return props;
 }
+
+Result<BackendProps> parse_backend_url(std::string_view url) {
+  BackendProps backend;
+  std::string_view rest;
+  if (url.starts_with("s3://")) {
+    backend.set_provider("s3");
+    rest = url.substr(5);
+  } else if (url.starts_with("gs://")) {
+    backend.set_provider("gs");
+    rest = url.substr(5);
+  } else {
+    return Status::invalid_argument("a backend is s3://bucket or gs://bucket, not '{}'", url);
+  }
+  while (rest.ends_with('/')) rest.remove_suffix(1);
+  // S3's bucket naming rules: 3-63 characters of a-z, 0-9, '.', '-' (GCS allows '_').
+  const bool is_valid = rest.size() >= 3 && rest.size() <= 63 &&
+                        std::all_of(rest.begin(), rest.end(), [](char c) {
+                          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+                        });
+  if (!is_valid) return Status::invalid_argument("'{}' does not name a valid remote bucket", url);
+  backend.set_bucket(std::string(rest));
+  return backend;
+}
+
+std::string backend_url(const BackendProps& backend) { return backend.provider() + "://" + backend.bucket(); }
 
 std::string users_json(const BucketMap& map, std::string_view admin_access_key) {
   json users = json::array();

@@ -51,12 +51,21 @@ inline bool same_layout(const BucketProps& a, const BucketProps& b) {
   return copies_of(a) == copies_of(b) && a.ec().data() == b.ec().data() && a.ec().parity() == b.ec().parity() &&
          a.ec().min_size() == b.ec().min_size();
 }
+// A remote bucket: a cache in front of the backend bucket its props name.
+inline bool is_remote(const BucketProps& props) { return !props.backend().bucket().empty(); }
+// "s3://bucket" or "gs://bucket" -> provider and bucket; kInvalidArgument naming the URL.
+Result<BackendProps> parse_backend_url(std::string_view url);
+std::string backend_url(const BackendProps& backend);
+// What bucket JSON shows in place of a backend secret.
+inline constexpr std::string_view kMaskedSecret = "********";
 // The most slices (data + parity) of an erasure-coded object.
 inline constexpr uint32_t kMaxEcSlices = 32;
 
 // Applies a JSON properties body onto `props`: {"durability": "fsync"|"page_cache"|"default",
 // "anonymous_read": bool, "copies": 1..kMaxCopies, "write": "sync"|"async",
-// "verify_reads": bool, "ec": {"data": k, "parity": m, "min_size": bytes} | null}. Unknown
+// "verify_reads": bool, "ec": {"data": k, "parity": m, "min_size": bytes} | null,
+// "backend": {"url": "s3://b", "endpoint", "region", "access_key", "secret_key",
+// "revalidate": bool} | null (the keys named change, the others stay)}. Unknown
 // keys and bad values are kInvalidArgument naming the key.
 Result<BucketProps> apply_bucket_props_json(std::string_view json, BucketProps props);
 // {"objects": [{"name", "size", "mtime", "etag"}], "next_token"}

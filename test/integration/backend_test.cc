@@ -139,7 +139,7 @@ class BackendTest : public ::testing::Test {
       got.append(bytes.data(), bytes.size());
       co_return Status::ok();
     };
-    auto object = run([&] { return b.get(name, range, sink); });
+    auto object = run([&] { return b.get(name, backend::GetOptions{.range = range, .if_match = "", .on_object = {}}, sink); });
     if (!object) return object.error();
     return got;
   }

@@ -1,6 +1,7 @@
 #include "store/detail/work_file_writer.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -88,6 +89,13 @@ Status WorkFileWriter::check_expected(const std::string& md5_hex) const {
         .with_reason("BadDigest");
   }
   return Status::ok();
+}
+
+Result<int> WorkFileWriter::open_reader() {
+  if (work_path_.empty()) return Status::failed_precondition("writer of {} has no work file", object_.name);
+  const int fd = ::open(work_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::from_errno(errno, fmt::format("open {}", work_path_));
+  return fd;
 }
 
 Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {

@@ -37,6 +37,8 @@ class WorkFileWriter final : public ObjectWriter {
 
   Awaitable<Status> write(std::span<const char> data) override;
   void set_checksum(std::string algorithm, std::string base64_value) override;
+  wire::ObjectRecord& attributes() override { return options_.attributes; }
+  Result<int> open_reader() override;
   Awaitable<Result<wire::ObjectRecord>> commit() override;
 
  private:
