@@ -22,6 +22,7 @@ repo=$(cd "$here/../.." && pwd)
 dir=${SILO_CLUSTER_DIR:-/tmp/silo-cluster}
 proxies=1 targets=3 mountpaths=2 base_port=8080 ha=0 json=0 role="" node_id="" join=1
 ready_timeout=${SILO_READY_TIMEOUT:-60}
+cache_json=${SILO_CACHE_JSON:-"{}"}  # cluster.cache: remote buckets' defaults, watermarks
 access_key=${SILO_ACCESS_KEY:-silo-admin}
 secret_key=${SILO_SECRET_KEY:-silo-secret-key}
 
@@ -145,6 +146,7 @@ write_config() {  # id role port mountpath-count primary-url
     "keepalive_timeout_ms": ${SILO_KEEPALIVE_TIMEOUT_MS:-5000},
     "durability": "${SILO_DURABILITY:-fsync}",
     "proxy_mode": "${SILO_PROXY_MODE:-stream}",
+    "cache": $cache_json,
     "auth": {"admin_access_key": "$access_key", "admin_secret_key": "$secret_key"}
   }
 }

@@ -77,6 +77,13 @@ class BackendTimer {
   int64_t start_;
 };
 
+// `op`, counted and timed as one backend operation.
+template <typename T>
+http::Awaitable<T> timed(stats::Counter& requests, stats::Counter& nanos, http::Awaitable<T> op) {
+  BackendTimer timer(requests, nanos);
+  co_return co_await std::move(op);
+}
+
 }  // namespace
 
 Result<std::shared_ptr<backend::ObjectBackend>> Target::backend_of(const wire::Bucket& bucket) {
@@ -118,11 +125,7 @@ http::Awaitable<Status> Target::read_through(http::Exchange& exchange, const Res
   }
   if (request.method == http::Method::kHead) {
     CO_ASSIGN_OR_RETURN(auto backend, backend_of(r.bucket));
-    Result<backend::RemoteObject> remote = Status::ok();
-    {
-      BackendTimer timer(backend_requests_, backend_nanos_);
-      remote = co_await backend->head(r.object.name);
-    }
+    auto remote = co_await timed(backend_requests_, backend_nanos_, backend->head(r.object.name));
     if (!remote) {
       if (remote.error().code() != Code::kNotFound) backend_errors_.add();
       co_return std::move(remote).error();
@@ -137,11 +140,7 @@ http::Awaitable<Status> Target::read_through(http::Exchange& exchange, const Res
 
 http::Awaitable<Result<bool>> Target::is_stale(const Resolved& r, const wire::ObjectRecord& cached) {
   CO_ASSIGN_OR_RETURN(auto backend, backend_of(r.bucket));
-  Result<backend::RemoteObject> remote = Status::ok();
-  {
-    BackendTimer timer(backend_requests_, backend_nanos_);
-    remote = co_await backend->head(r.object.name);
-  }
+  auto remote = co_await timed(backend_requests_, backend_nanos_, backend->head(r.object.name));
   if (!remote && remote.error().code() == Code::kNotFound) {
     // Deleted at the backend: so here too.
     SILO_LOG_INFO("{} is gone from the backend of bucket {}; dropping the cached copy", r.object.name,
@@ -191,11 +190,7 @@ http::Awaitable<Result<std::shared_ptr<Target::Fetch>>> Target::join_fetch(const
 
 http::Awaitable<void> Target::run_fetch(std::shared_ptr<Fetch> fetch, Resolved r) {
   cache_misses_.add();
-  Status s;
-  {
-    BackendTimer timer(backend_requests_, backend_nanos_);
-    s = co_await fetch_into_store(*fetch, r);
-  }
+  Status s = co_await timed(backend_requests_, backend_nanos_, fetch_into_store(*fetch, r));
   if (s.is_ok() && !fetch->record) s = Status::internal("fetch of {} ended without the object", r.object.name);
   fetch->update([&s](Fetch& f) {
     f.is_done = true;
@@ -337,11 +332,8 @@ http::Awaitable<Status> Target::publish(const Resolved& r) {
         return static_cast<size_t>(n);
       });
     };
-    Result<backend::RemoteObject> put = Status::ok();
-    {
-      BackendTimer timer(backend_requests_, backend_nanos_);
-      put = co_await backend->put(r.object.name, object.record().size(), source);
-    }
+    auto put = co_await timed(backend_requests_, backend_nanos_,
+                              backend->put(r.object.name, object.record().size(), source));
     if (!put) {
       // Not at the backend: the write did not happen (the copy here is taken back).
       backend_errors_.add();
@@ -366,11 +358,7 @@ http::Awaitable<Status> Target::publish(const Resolved& r) {
 
 http::Awaitable<Status> Target::remove_remote(const Resolved& r) {
   CO_ASSIGN_OR_RETURN(auto backend, backend_of(r.bucket));
-  Status removed;
-  {
-    BackendTimer timer(backend_requests_, backend_nanos_);
-    removed = co_await backend->remove(r.object.name);
-  }
+  const Status removed = co_await timed(backend_requests_, backend_nanos_, backend->remove(r.object.name));
   if (!removed.is_ok()) {
     backend_errors_.add();
     co_return removed;

@@ -14,12 +14,11 @@
 #include <thread>
 
 #include "backend/s3_backend.h"
+#include "moto.h"
 #include "test_util.h"
 #include "testing/random.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
-
-extern char** environ;
 
 namespace silo::integration {
 namespace {
@@ -27,121 +26,49 @@ namespace {
 namespace asio = boost::asio;
 constexpr uint64_t kMiB = 1024 * 1024;
 
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// moto_server on 127.0.0.1:port for the life of the suite, with bucket "data".
+// moto_server for the life of the suite, with bucket "data".
 class BackendTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    port_ = free_port();
-    const std::string port = std::to_string(port_);
-    std::vector<std::string> args = {"moto_server", "-H", "127.0.0.1", "-p", port};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t quiet_output;  // its request log would bury the test's
-    posix_spawn_file_actions_init(&quiet_output);
-    posix_spawn_file_actions_addopen(&quiet_output, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&quiet_output, 2, "/dev/null", O_WRONLY, 0);
-    const int spawned =
-        ::posix_spawnp(&moto_, "moto_server", &quiet_output, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&quiet_output);
-    ASSERT_EQ(spawned, 0)
-        << "moto_server (installed with the machine image's python3) could not be started";
-    ASSERT_OK(silo::testing::wait_until([] { return RawConnection::open(url()).has_value(); },
-                                        seconds(30), "moto_server to listen"));
-    silo::testing::CommandOptions quiet;
-    ASSERT_OK_AND_ASSIGN(const int created,
-                         silo::testing::run_command(
-                             {"curl", "-sf", "-X", "PUT", "--aws-sigv4", "aws:amz:us-east-1:s3",
-                              "--user", "test-key:test-secret", url() + "/data"},
-                             quiet));
-    ASSERT_EQ(created, 0) << "could not create the bucket at moto";
+    auto started = MotoServer::start();
+    ASSERT_TRUE(started.has_value()) << started.status();
+    moto_ = std::move(*started).release();
+    ASSERT_OK(moto_->create_bucket("data"));
   }
   static void TearDownTestSuite() {
-    if (moto_ > 0) {
-      ::kill(moto_, SIGTERM);
-      ::waitpid(moto_, nullptr, 0);
-    }
+    delete moto_;
+    moto_ = nullptr;
   }
-  static std::string url() { return fmt::format("http://127.0.0.1:{}", port_); }
+  static std::string url() { return moto_->url(); }
 
   void SetUp() override {
-    thread_ = std::thread([this] { io_.run(); });
-    client_ = http::Client::create(io_.get_executor(), {});
+    driver_ = std::make_unique<BackendDriver>();
+    client_ = driver_->client();
   }
   void TearDown() override {
     backend_.reset();
     client_.reset();
-    work_.reset();
-    io_.stop();
-    thread_.join();
+    driver_.reset();
   }
 
-  std::unique_ptr<backend::S3Backend> make(std::string bucket = "data",
-                                           std::string endpoint = url(),
-                                           std::string access_key = "test-key",
-                                           std::string secret = "test-secret") {
-    backend::S3Options options;
-    options.endpoint_url = std::move(endpoint);
-    options.bucket = std::move(bucket);
-    options.access_key = std::move(access_key);
-    options.secret_key = std::move(secret);
-    options.part_size = 5 * kMiB;
-    options.first_backoff = milliseconds(10);
-    auto made = backend::S3Backend::create(client_, options);
+  std::unique_ptr<backend::S3Backend> make(std::string bucket = "data", std::string endpoint = url(),
+                                           std::string access_key = MotoServer::kAccessKey,
+                                           std::string secret = MotoServer::kSecretKey) {
+    auto made = driver_->make(std::move(bucket), std::move(endpoint), std::move(access_key), std::move(secret));
     EXPECT_TRUE(made.has_value()) << made.status();
     return made ? std::move(*made) : nullptr;
   }
 
-  // Runs a coroutine on the io_context and waits for its value.
   template <typename MakeAwaitable>
   auto run(MakeAwaitable make) {
-    using T = typename decltype(make())::value_type;
-    auto promise = std::make_shared<std::promise<T>>();
-    std::future<T> future = promise->get_future();
-    asio::co_spawn(
-        io_, [make, promise]() -> http::Awaitable<void> { promise->set_value(co_await make()); },
-        asio::detached);
-    if (future.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
-      ADD_FAILURE() << "coroutine did not finish in time";
-      std::abort();
-    }
-    return future.get();
+    return driver_->run(make);
   }
-
-  Result<backend::RemoteObject> put(backend::S3Backend& b, const std::string& name,
-                                    const std::string& bytes) {
-    backend::Source source = [&bytes](uint64_t offset,
-                                      std::span<char> out) -> http::Awaitable<Result<size_t>> {
-      const size_t n =
-          std::min<size_t>(out.size(), bytes.size() - std::min<size_t>(offset, bytes.size()));
-      std::copy_n(bytes.data() + offset, n, out.data());
-      co_return n;
-    };
-    return run([&] { return b.put(name, bytes.size(), source); });
+  Result<backend::RemoteObject> put(backend::S3Backend& b, const std::string& name, const std::string& bytes) {
+    return driver_->put(b, name, bytes);
   }
-
   Result<std::string> get(backend::S3Backend& b, const std::string& name,
                           std::optional<backend::RemoteRange> range = std::nullopt) {
-    std::string got;
-    backend::Sink sink = [&got](std::span<const char> bytes) -> http::Awaitable<Status> {
-      got.append(bytes.data(), bytes.size());
-      co_return Status::ok();
-    };
-    auto object = run([&] { return b.get(name, backend::GetOptions{.range = range, .if_match = "", .on_object = {}}, sink); });
-    if (!object) return object.error();
-    return got;
+    return driver_->get(b, name, range);
   }
 
   // PUT (single and multipart), HEAD, GET (whole and a range across parts), paged
@@ -198,12 +125,8 @@ class BackendTest : public ::testing::Test {
     EXPECT_EQ(missing.error().code(), Code::kNotFound) << missing.error();
   }
 
-  static inline pid_t moto_ = 0;
-  static inline uint16_t port_ = 0;
-  asio::io_context io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_{
-      asio::make_work_guard(io_)};
-  std::thread thread_;
+  static inline MotoServer* moto_ = nullptr;
+  std::unique_ptr<BackendDriver> driver_;
   std::shared_ptr<http::Client> client_;
   std::unique_ptr<backend::S3Backend> backend_;
 };
@@ -435,7 +358,7 @@ TEST_F(BackendTest, HttpsEndpointsVerifyTheCertificateChainAndHostName) {
   ASSERT_OK_AND_ASSIGN(auto front, TlsFront::start(url()));
   http::ClientOptions trusting;
   trusting.tls_ca_file = front->ca_file();
-  client_ = http::Client::create(io_.get_executor(), trusting);
+  driver_->use_client_options(trusting);
   round_trip(make("data", fmt::format("https://localhost:{}", front->port())).get());
 
   // The host name must be on the certificate (it names localhost, not the address).
@@ -445,7 +368,7 @@ TEST_F(BackendTest, HttpsEndpointsVerifyTheCertificateChainAndHostName) {
   EXPECT_NE(wrong_name.to_string().find("not trusted"), std::string::npos) << wrong_name;
 
   // The system's authorities do not know the test's CA.
-  client_ = http::Client::create(io_.get_executor(), {});
+  driver_->use_client_options({});
   auto untrusted = make("data", fmt::format("https://localhost:{}", front->port()));
   const Status unknown_ca = run([&] { return untrusted->check_bucket(); });
   EXPECT_EQ(unknown_ca.code(), Code::kFailedPrecondition) << unknown_ca;
@@ -453,7 +376,7 @@ TEST_F(BackendTest, HttpsEndpointsVerifyTheCertificateChainAndHostName) {
   // A CA file that is not there is named.
   http::ClientOptions missing;
   missing.tls_ca_file = "/nonexistent/ca.pem";
-  client_ = http::Client::create(io_.get_executor(), missing);
+  driver_->use_client_options(missing);
   auto no_ca = make("data", fmt::format("https://localhost:{}", front->port()));
   const Status no_ca_file = run([&] { return no_ca->check_bucket(); });
   EXPECT_EQ(no_ca_file.code(), Code::kFailedPrecondition) << no_ca_file;
