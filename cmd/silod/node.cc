@@ -176,7 +176,7 @@ http::Awaitable<void> Node::start() {
   // Every node is a gateway (DESIGN.md: every node answers the S3 and native API); the
   // proxy role only means it stores nothing.
   {
-    proxy::ProxyOptions options{self_, config_.cluster, nullptr, nullptr};
+    proxy::ProxyOptions options{self_, config_.cluster, nullptr, nullptr, backends_};
     if (target_) {
       options.local_target = [this](http::Exchange& e, std::string b, std::string n) {
         return target_->handle_object(e, std::move(b), std::move(n));

@@ -25,7 +25,7 @@ struct RemoteObject {
 
 struct RemotePage {
   std::vector<RemoteObject> objects;  // in name order
-  std::string next_token;             // empty on the last page
+  std::string next_token;             // the last name when more follow; empty on the last page
 };
 
 // Bytes [offset, offset + length) of an object.
@@ -68,7 +68,8 @@ class ObjectBackend {
                                                     Source source) = 0;
   // Deleting an object that is not there succeeds.
   virtual http::Awaitable<Status> remove(std::string name) = 0;
-  // Up to `limit` objects whose names start with `prefix`, after `token` (a page's next_token).
+  // Up to `limit` objects whose names start with `prefix` and sort after `token` (any name;
+  // a page's next_token continues the listing).
   virtual http::Awaitable<Result<RemotePage>> list(std::string prefix, std::string token,
                                                    size_t limit) = 0;
 };

@@ -402,7 +402,9 @@ http::Awaitable<Result<RemotePage>> S3Backend::list(std::string prefix, std::str
   std::string query =
       fmt::format("list-type=2&max-keys={}&prefix={}", std::clamp<size_t>(limit, 1, 1000),
                   s3::uri_encode(prefix, false));
-  if (!token.empty()) query += "&continuation-token=" + s3::uri_encode(token, false);
+  // start-after rather than a continuation token: a page can then start after any name
+  // (the proxy merges backend pages with the cached objects from the same name on).
+  if (!token.empty()) query += "&start-after=" + s3::uri_encode(token, false);
   const std::string what = fmt::format("list s3://{}/{}", options_.bucket, prefix);
   CO_ASSIGN_OR_RETURN(const http::ClientResponse r,
                       co_await call(http::Method::kGet, "", query, ""));
@@ -420,11 +422,9 @@ http::Awaitable<Result<RemotePage>> S3Backend::list(std::string prefix, std::str
     }
   }
   const auto* truncated = xml.child("IsTruncated");
-  const auto* next = xml.child("NextContinuationToken");
   if (truncated != nullptr && truncated->text == "true") {
-    if (next == nullptr || next->text.empty())
-      co_return Status::unavailable("{}: truncated page without a token", what);
-    page.next_token = next->text;
+    if (page.objects.empty()) co_return Status::unavailable("{}: truncated page without objects", what);
+    page.next_token = page.objects.back().name;
   }
   co_return page;
 }

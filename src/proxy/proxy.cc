@@ -50,7 +50,12 @@ Result<std::pair<std::vector<wire::ListEntry>, bool>> merge_pages(std::vector<Re
     ++next[best];
     if (!merged.empty() && merged.back().name() == entry.name()) {
       // On two targets while a rebalance moves it: the newer version is the one that stays.
-      if (entry.mtime_unix_nanos() > merged.back().mtime_unix_nanos()) merged.back() = std::move(entry);
+      // Cached and at the backend: the cached entry.
+      const wire::ListEntry& kept = merged.back();
+      const bool is_better = kept.is_remote_only() != entry.is_remote_only()
+                                 ? kept.is_remote_only()
+                                 : entry.mtime_unix_nanos() > kept.mtime_unix_nanos();
+      if (is_better) merged.back() = std::move(entry);
       continue;
     }
     if (merged.size() == limit) {
@@ -226,6 +231,7 @@ http::Awaitable<Status> Proxy::create_bucket(http::Exchange& exchange, const std
   if (!is_primary()) co_return co_await relay_to_primary(exchange);
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxPropsBody));
   CO_ASSIGN_OR_RETURN(const wire::BucketProps props, wire::apply_bucket_props_json(body, wire::BucketProps()));
+  if (wire::is_remote(props)) CO_RETURN_IF_ERROR(co_await check_backend(props.backend()));
   CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await primary_->create_bucket(name, props));
   SILO_LOG_INFO("bucket {} created (id {})", bucket.name(), bucket.id());
   co_await cluster::send_json(exchange, 200, wire::bucket_json(bucket));
@@ -238,8 +244,28 @@ http::Awaitable<Status> Proxy::set_props(http::Exchange& exchange, const std::st
   if (!bucket) co_return Status::not_found("bucket {} does not exist", name);
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxPropsBody));
   CO_ASSIGN_OR_RETURN(const wire::BucketProps props, wire::apply_bucket_props_json(body, bucket->props()));
+  const wire::BackendProps& was = bucket->props().backend();
+  if (was.provider() != props.backend().provider() || was.bucket() != props.backend().bucket()) {
+    co_return Status::invalid_argument(
+        "a bucket's backend is set when the bucket is created and stays (bucket {} has {}); create another bucket",
+        name, wire::is_remote(bucket->props()) ? wire::backend_url(was) : "none");
+  }
+  if (wire::is_remote(props) && props.backend().SerializeAsString() != was.SerializeAsString()) {
+    CO_RETURN_IF_ERROR(co_await check_backend(props.backend()));
+  }
   CO_ASSIGN_OR_RETURN(const wire::Bucket updated, co_await primary_->set_bucket_props(name, props));
   co_await cluster::send_json(exchange, 200, wire::bucket_json(updated));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::check_backend(const wire::BackendProps& props) {
+  if (!options_.backends) co_return Status::failed_precondition("this node has no backends for remote buckets");
+  CO_ASSIGN_OR_RETURN(auto backend, options_.backends->make(props));
+  const Status reached = co_await backend->check_bucket();
+  if (!reached.is_ok()) {
+    co_return Status(reached.code() == Code::kUnavailable ? Code::kUnavailable : Code::kInvalidArgument,
+                     fmt::format("backend {} can not be used: {}", wire::backend_url(props), reached.message()));
+  }
   co_return Status::ok();
 }
 
@@ -277,14 +303,15 @@ http::Awaitable<Status> Proxy::delete_if_empty(const std::string& name) {
 }
 
 http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::merged_page(
-    const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit) {
+    const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit,
+    bool with_backend) {
   // A round can end short of `limit` at a target's cutoff (rarely, with the 25 % margin);
   // another round from the last name fills the page, so pages stay full.
   std::vector<wire::ListEntry> page;
   bool is_truncated = true;
   std::string after = start_after;
   while (page.size() < limit && is_truncated) {
-    CO_ASSIGN_OR_RETURN(auto round, co_await merged_round(bucket, prefix, after, limit - page.size()));
+    CO_ASSIGN_OR_RETURN(auto round, co_await merged_round(bucket, prefix, after, limit - page.size(), with_backend));
     is_truncated = round.second;
     if (round.first.empty()) break;
     for (auto& entry : round.first) page.push_back(std::move(entry));
@@ -294,7 +321,8 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
 }
 
 http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::merged_round(
-    const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit) {
+    const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit,
+    bool with_backend) {
   const auto placement = maps_.placement();
   if (placement->empty()) co_return Status::unavailable("the node map has no targets");
   // Names are spread evenly over the targets (HRW), so each is asked for its share plus
@@ -337,8 +365,31 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
       co_return wire::decode<wire::ListPage>(response.body, wire::Source::kNetwork);
     });
   }
+  if (with_backend) {
+    calls.push_back([this, &bucket, &prefix, &start_after, limit]() -> http::Awaitable<Result<wire::ListPage>> {
+      co_return co_await backend_page(bucket, prefix, start_after, limit);
+    });
+  }
   auto pages = co_await cluster::gather<Result<wire::ListPage>>(std::move(calls));
   co_return merge_pages(pages, limit);
+}
+
+http::Awaitable<Result<wire::ListPage>> Proxy::backend_page(const wire::Bucket& bucket, const std::string& prefix,
+                                                            const std::string& start_after, size_t limit) {
+  if (!options_.backends) co_return Status::failed_precondition("this node has no backends for remote buckets");
+  CO_ASSIGN_OR_RETURN(auto backend, options_.backends->get(bucket));
+  CO_ASSIGN_OR_RETURN(const backend::RemotePage remote, co_await backend->list(prefix, start_after, limit));
+  wire::ListPage page;
+  for (const backend::RemoteObject& o : remote.objects) {
+    wire::ListEntry& entry = *page.add_entries();
+    entry.set_name(o.name);
+    entry.set_size(o.size);
+    entry.set_mtime_unix_nanos(o.mtime_unix_seconds * 1'000'000'000);
+    entry.set_md5_hex(o.etag);
+    entry.set_is_remote_only(true);
+  }
+  page.set_is_truncated(!remote.next_token.empty());
+  co_return page;
 }
 
 http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const std::string& name) {
@@ -357,10 +408,15 @@ http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const std:
   if (auto token = request.query_param("token"); token && !token->empty()) {
     CO_ASSIGN_OR_RETURN(start_after, name_of_token(*token));
   }
+  // A remote bucket lists its backend too, unless ?cached=true asks for what Silo holds.
+  const bool is_remote = wire::is_remote(bucket->props());
+  const auto cached = request.query_param("cached");
+  if (cached && *cached != "true" && *cached != "false") co_return Status::invalid_argument("cached must be true or false");
+  const bool with_backend = is_remote && cached.value_or("") != "true";
   CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(*bucket, request.query_param("prefix").value_or(""),
-                                                      start_after, limit));
+                                                      start_after, limit, with_backend));
   const std::string next = page.second && !page.first.empty() ? token_of(page.first.back().name()) : "";
-  co_await cluster::send_json(exchange, 200, wire::object_list_json(page.first, next));
+  co_await cluster::send_json(exchange, 200, wire::object_list_json(page.first, next, is_remote));
   co_return Status::ok();
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/backend_pool.h"
 #include "cluster/cluster_maps.h"
 #include "cluster/primary.h"
 #include "cluster/s3_request.h"
@@ -23,6 +24,8 @@ struct ProxyOptions {
   std::function<http::Awaitable<void>(http::Exchange&, std::string bucket, std::string name)> local_target;
   // The same for S3 object operations.
   std::function<http::Awaitable<void>(http::Exchange&, const cluster::S3Request&)> local_s3;
+  // Remote buckets' backends (listing, the existence check at creation); null: none.
+  std::shared_ptr<backend::BackendPool> backends;
 };
 
 // The gateway role of the native API: bucket operations (on the primary, or relayed to
@@ -63,6 +66,9 @@ class Proxy {
   http::Awaitable<Status> create_bucket(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> delete_bucket(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> set_props(http::Exchange& exchange, const std::string& name);
+  // Whether the remote bucket `props` name exists and its keys reach it (kInvalidArgument
+  // naming the backend and its answer; kUnavailable when it can not be reached).
+  http::Awaitable<Status> check_backend(const wire::BackendProps& props);
   http::Awaitable<Status> list_objects(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> relay_to_primary(http::Exchange& exchange);
   // On the primary: marks the bucket deleting, checks that no target holds an object of
@@ -79,11 +85,18 @@ class Proxy {
   http::Awaitable<Status> relay_to_targets(http::Exchange& exchange, const std::vector<wire::NodeInfo>& order);
   std::atomic<uint64_t> read_turn_{0};
   // One merged page of a bucket's objects from every target.
+  // `with_backend`: a remote bucket's backend is one more source (the entries only it
+  // has are marked is_remote_only).
   http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> merged_page(
-      const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit);
+      const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit,
+      bool with_backend = false);
   // One round of merged_page(): every target asked once for its share of `limit`.
   http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> merged_round(
-      const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit);
+      const wire::Bucket& bucket, const std::string& prefix, const std::string& start_after, size_t limit,
+      bool with_backend);
+  // A page of the backend's listing as the targets answer theirs.
+  http::Awaitable<Result<wire::ListPage>> backend_page(const wire::Bucket& bucket, const std::string& prefix,
+                                                      const std::string& start_after, size_t limit);
 
   // S3 (s3_gateway.cc).
   http::Awaitable<void> route_object(http::Exchange& exchange, const cluster::S3Request& request,

@@ -11,6 +11,7 @@
 #include "cluster/relay.h"
 #include "cluster/reply.h"
 #include "proxy/proxy.h"
+#include "wire/json.h"
 #include "s3/http_time.h"
 #include "s3/names.h"
 
@@ -285,7 +286,7 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const cluster::
   while (!is_full) {
     // One more than the keys still wanted: that one tells whether the listing is truncated.
     const size_t want = std::max<size_t>(kListFetch, max_keys - count + 1);
-    CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(bucket, prefix, cursor, want));
+    CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(bucket, prefix, cursor, want, wire::is_remote(bucket.props())));
     for (auto& entry : page.first) {
       const std::string& name = entry.name();
       cursor = name;

@@ -351,7 +351,7 @@ void append_json_string(std::string& out, std::string_view text) {
 
 }  // namespace
 
-std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token) {
+std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token, bool shows_cached) {
   // Written directly, not through a json DOM: listing pages are the hot path of W4.
   std::string out;
   out.reserve(64 + entries.size() * 120);
@@ -364,7 +364,9 @@ std::string object_list_json(std::span<const ListEntry> entries, std::string_vie
     append_json_string(out, e.md5_hex());
     fmt::format_to(std::back_inserter(out), ",\"mtime\":{},\"name\":", e.mtime_unix_nanos());
     append_json_string(out, e.name());
-    fmt::format_to(std::back_inserter(out), ",\"size\":{}}}", e.size());
+    fmt::format_to(std::back_inserter(out), ",\"size\":{}", e.size());
+    if (shows_cached) out += e.is_remote_only() ? ",\"cached\":false" : ",\"cached\":true";
+    out += '}';
   }
   out += "]}";
   return out;

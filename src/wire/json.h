@@ -68,8 +68,10 @@ inline constexpr uint32_t kMaxEcSlices = 32;
 // "revalidate": bool} | null (the keys named change, the others stay)}. Unknown
 // keys and bad values are kInvalidArgument naming the key.
 Result<BucketProps> apply_bucket_props_json(std::string_view json, BucketProps props);
-// {"objects": [{"name", "size", "mtime", "etag"}], "next_token"}
-std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token);
+// {"objects": [{"name", "size", "mtime", "etag"[, "cached"]}], "next_token"}; "cached"
+// (whether Silo holds the object) when `shows_cached` (a remote bucket).
+std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token,
+                             bool shows_cached = false);
 // {"name", "size", "etag"}: the answer to an object PUT.
 std::string object_put_json(const ObjectRecord& record);
 // {"url": "http://host:port"} -> the URL. kInvalidArgument naming what is wrong.

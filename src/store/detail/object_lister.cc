@@ -93,7 +93,11 @@ Result<ListResult> list_objects(std::span<MetaDb* const> dbs, BucketId bucket,
       entry.set_size(best_record.has_ec() ? best_record.ec().object_size() : best_record.size());
       entry.set_mtime_unix_nanos(best_record.mtime_unix_nanos());
       // The S3 ETag: a multipart object's etag, else the MD5 of the bytes.
-      entry.set_md5_hex(best_record.etag().empty() ? best_record.md5_hex() : best_record.etag());
+      // The ETag clients see (a cached object of a remote bucket: the backend's).
+      const std::string& etag = !best_record.remote().etag().empty() ? best_record.remote().etag()
+                                : best_record.etag().empty()          ? best_record.md5_hex()
+                                                                      : best_record.etag();
+      entry.set_md5_hex(etag);
     }
     // `key` points into iterators[*best]: it is dead once that iterator moves.
     for (size_t i : equal) iterators[i]->Next();
