@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "base/thread_annotations.h"
 #include "cluster/cluster_maps.h"
+#include "wire/json.h"
 #include "cluster/jobs.h"
 #include "cluster/meta_store.h"
 #include "config/config.h"
@@ -73,11 +74,16 @@ class Primary {
   // have finished it, keeps the job's progress, retires decommissioned nodes. Runs until stop().
   http::Awaitable<void> run_rebalance();
   JobRegistry& jobs() { return jobs_; }
-  // Starts a scrub job (docs/data-protection.md "Scrub"): every target that is up checks
-  // its copies (of `bucket`, or of all buckets when empty) at `rate_bytes` per second at
-  // most (0: no bound), repairing what it can. Returns the job. Errors: kNotFound (bucket).
-  http::Awaitable<Result<wire::JobInfo>> start_scrub(std::string bucket, uint64_t rate_bytes);
-  // Stops a running scrub on every target and ends its job "aborted".
+  // Starts a job every target that is up runs a part of, as `request` says (its JSON is
+  // `body`, handed to the targets as is):
+  // - scrub (docs/data-protection.md "Scrub"): each checks its copies (of `bucket`, or of
+  //   all buckets) at `rate_bytes` per second at most (0: no bound), repairing what it can;
+  // - prefetch (docs/remote-buckets.md): each fetches the objects it owns of the names the
+  //   request gives, from the remote bucket's backend.
+  // Returns the job. Errors: kNotFound (bucket), kInvalidArgument (prefetch of a bucket
+  // that is not remote).
+  http::Awaitable<Result<wire::JobInfo>> start_task(wire::JobRequest request, std::string body);
+  // Stops a running scrub or prefetch on every target and ends its job "aborted".
   // Errors: kNotFound; kFailedPrecondition (not running, or a kind that cannot stop).
   http::Awaitable<Status> abort_job(std::string id);
 
@@ -103,9 +109,9 @@ class Primary {
   // Polls every target's part of task job `id` until all have finished (or are gone),
   // keeping the job's progress; then ends the job.
   http::Awaitable<void> watch_task(std::string id, std::vector<wire::NodeInfo> targets);
-  // Sends `method` to /v1/internal/tasks/{id}`query` on `node`.
+  // Sends `method` to /v1/internal/tasks/{id} on `node` with `body`.
   http::Awaitable<Result<http::ClientResponse>> call_task(const wire::NodeInfo& node, http::Method method,
-                                                          const std::string& id, const std::string& query);
+                                                          const std::string& id, std::string body = "");
   // Removes decommissioned nodes whose objects are off them, telling each to stop.
   http::Awaitable<void> retire_decommissioned();
 

@@ -1,6 +1,6 @@
-// The primary's side of jobs that every target runs a part of (scrub now; prefetch and
-// evict later): start the parts, poll their progress into the job, end the job once all
-// are done, stop them on abort.
+// The primary's side of jobs that every target runs a part of (scrub, prefetch): start
+// the parts, poll their progress into the job, end the job once all are done, stop them
+// on abort.
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -38,18 +38,23 @@ std::string next_job_id(const JobRegistry& jobs, std::string_view kind) {
 }  // namespace
 
 http::Awaitable<Result<http::ClientResponse>> Primary::call_task(const wire::NodeInfo& node, http::Method method,
-                                                                 const std::string& id, const std::string& query) {
+                                                                 const std::string& id, std::string body) {
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
   http::ClientRequest req;
   req.method = method;
-  req.target = kTasksPath + id + query;
-  co_return co_await client_->call(to, std::move(req), "", kMaxTaskBody);
+  req.target = kTasksPath + id;
+  co_return co_await client_->call(to, std::move(req), std::move(body), kMaxTaskBody);
 }
 
-http::Awaitable<Result<wire::JobInfo>> Primary::start_scrub(std::string bucket, uint64_t rate_bytes) {
+http::Awaitable<Result<wire::JobInfo>> Primary::start_task(wire::JobRequest request, std::string body) {
   if (!is_active()) co_return Status::unavailable("node {} is not the primary (any more); retry", self_.id());
-  if (!bucket.empty() && !maps_.find_bucket(bucket)) {
+  const std::string& bucket = request.bucket;
+  const auto found = bucket.empty() ? std::nullopt : maps_.find_bucket(bucket);
+  if (!bucket.empty() && !found) {
     co_return Status::not_found("bucket {} does not exist", bucket).with_reason("NoSuchBucket");
+  }
+  if (request.kind == "prefetch" && !wire::is_remote(found->props())) {
+    co_return Status::invalid_argument("bucket {} is not a remote bucket: there is nothing to prefetch", bucket);
   }
   std::vector<wire::NodeInfo> targets;
   std::vector<std::string> down;
@@ -61,21 +66,20 @@ http::Awaitable<Result<wire::JobInfo>> Primary::start_scrub(std::string bucket, 
       targets.push_back(n);
     }
   }
-  if (targets.empty()) co_return Status::unavailable("no target is up to scrub");
+  if (targets.empty()) co_return Status::unavailable("no target is up to run a {}", request.kind);
   wire::JobInfo job;
-  job.set_kind("scrub");
+  job.set_kind(request.kind);
   job.set_started_unix_nanos(clock_.unix_nanos());
   job.set_phase(bucket.empty() ? "all buckets" : "bucket " + bucket);
-  if (!down.empty()) job.set_detail(fmt::format("not scrubbed (down): {}", fmt::join(down, ", ")));
+  if (!down.empty()) job.set_detail(fmt::format("not run on (down): {}", fmt::join(down, ", ")));
   CO_RETURN_IF_ERROR(co_await state_disk_.run([this, &job]() -> Status {
-    job.set_id(next_job_id(jobs_, "scrub"));
+    job.set_id(next_job_id(jobs_, job.kind()));
     return jobs_.start(job);
   }));
-  const std::string query = fmt::format("?bucket={}&rate_bytes={}", http::percent_encode(bucket, false), rate_bytes);
   std::vector<std::function<http::Awaitable<Status>()>> starts;
   for (const auto& node : targets) {
-    starts.push_back([this, node, &job, &query]() -> http::Awaitable<Status> {
-      CO_ASSIGN_OR_RETURN(const auto answer, co_await call_task(node, http::Method::kPost, job.id(), query));
+    starts.push_back([this, node, &job, &body]() -> http::Awaitable<Status> {
+      CO_ASSIGN_OR_RETURN(const auto answer, co_await call_task(node, http::Method::kPost, job.id(), body));
       if (answer.status != 200) {
         co_return Status::unavailable("{} did not start its part: HTTP {} {}", node.id(), answer.status, answer.body);
       }
@@ -103,7 +107,7 @@ http::Awaitable<void> Primary::watch_task(std::string id, std::vector<wire::Node
     std::vector<std::function<http::Awaitable<Result<wire::RebalanceProgress>>()>> polls;
     for (const auto& n : targets) {
       polls.push_back([this, n, &id]() -> http::Awaitable<Result<wire::RebalanceProgress>> {
-        CO_ASSIGN_OR_RETURN(const auto answer, co_await call_task(n, http::Method::kGet, id, ""));
+        CO_ASSIGN_OR_RETURN(const auto answer, co_await call_task(n, http::Method::kGet, id));
         if (answer.status != 200) co_return Status::not_found("{} answered {}: {}", n.id(), answer.status, answer.body);
         co_return wire::decode<wire::RebalanceProgress>(answer.body, wire::Source::kNetwork);
       });
@@ -152,6 +156,8 @@ http::Awaitable<void> Primary::watch_task(std::string id, std::vector<wire::Node
       detail = fmt::format("{}the part of {} was lost (restarted or down); run the job again",
                            detail.empty() ? "" : detail + "; ", fmt::join(lost, ", "));
     } else if (errors > 0) {
+      // A prefetch that missed objects did not do its work (rerun it: the cached ones are skipped).
+      if (job->kind() == "prefetch") state = "failed";
       detail = fmt::format("{}{} objects failed (see nodes.*.last_error)", detail.empty() ? "" : detail + "; ", errors);
     }
     const int64_t now = clock_.unix_nanos();
@@ -178,12 +184,14 @@ http::Awaitable<Status> Primary::abort_job(std::string id) {
         "a rebalance cannot be aborted: objects would stay away from their holders; the next membership or "
         "layout change preempts it");
   }
-  if (job->kind() != "scrub") co_return Status::failed_precondition("jobs of kind {} cannot be aborted", job->kind());
+  if (job->kind() != "scrub" && job->kind() != "prefetch") {
+    co_return Status::failed_precondition("jobs of kind {} cannot be aborted", job->kind());
+  }
   std::vector<std::function<http::Awaitable<Status>()>> stops;
   for (const auto& n : maps_.node_map()->nodes()) {
     if (!stores_objects(n) || n.state() == wire::NODE_STATE_DOWN) continue;
     stops.push_back([this, n, &id]() -> http::Awaitable<Status> {
-      CO_ASSIGN_OR_RETURN(const auto answer, co_await call_task(n, http::Method::kDelete, id, ""));
+      CO_ASSIGN_OR_RETURN(const auto answer, co_await call_task(n, http::Method::kDelete, id));
       std::ignore = answer;  // 404: that target has no part (any more)
       co_return Status::ok();
     });

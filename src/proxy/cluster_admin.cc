@@ -105,7 +105,7 @@ http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string r
     if (!parsed) {
       s = std::move(parsed).error();
     } else {
-      auto job = co_await primary_->start_scrub(parsed->bucket, parsed->rate_bytes);
+      auto job = co_await primary_->start_task(*parsed, *body);
       if (job) {
         co_await cluster::send_json(exchange, 202, wire::job_json(*job));
         co_return;

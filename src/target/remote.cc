@@ -188,6 +188,18 @@ http::Awaitable<Result<std::shared_ptr<Target::Fetch>>> Target::join_fetch(const
   }
 }
 
+http::Awaitable<Result<uint64_t>> Target::wait_fetched(Fetch& fetch) {
+  for (;;) {
+    const uint64_t seen = fetch.signal.count();
+    {
+      std::lock_guard lock(fetch.mutex);
+      if (fetch.is_done && !fetch.failure.is_ok()) co_return fetch.failure;
+      if (fetch.is_done) co_return fetch.written;
+    }
+    co_await fetch.signal.wait(seen);
+  }
+}
+
 http::Awaitable<void> Target::run_fetch(std::shared_ptr<Fetch> fetch, Resolved r) {
   cache_misses_.add();
   Status s = co_await timed(backend_requests_, backend_nanos_, fetch_into_store(*fetch, r));

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "cluster/reply.h"
 #include "cluster/sleep.h"
+#include "target/detail/task.h"
 #include "target/target.h"
 
 namespace silo::target {
@@ -22,34 +23,9 @@ namespace asio = boost::asio;
 
 constexpr size_t kScrubPage = 1000;
 constexpr size_t kMaxTasksKept = 16;
+constexpr size_t kMaxTaskBody = 1 << 20;
 
 }  // namespace
-
-struct Target::Task {
-  std::string id;
-  std::optional<uint64_t> bucket_id;  // only this bucket; all when unset
-  uint64_t rate_bytes = 0;            // bytes checked per second at most; 0: no bound
-  std::atomic<bool> cancelled{false};
-  std::atomic<bool> finished{false};
-  std::atomic<uint64_t> scanned{0};
-  std::atomic<uint64_t> bytes{0};
-  std::atomic<uint64_t> errors{0};
-  std::atomic<uint64_t> corrupt{0};
-  std::atomic<uint64_t> repaired{0};
-  std::atomic<uint64_t> restored{0};
-  uint64_t total = 0;
-  int64_t started_unix_nanos = 0;
-  std::atomic<int64_t> finished_unix_nanos{0};
-  std::mutex mutex;
-  std::string last_error;  // GUARDED_BY(mutex)
-  std::unique_ptr<asio::steady_timer> timer;
-
-  void fail(const Status& s) {
-    errors.fetch_add(1);
-    std::lock_guard lock(mutex);
-    last_error = s.to_string();
-  }
-};
 
 http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string id) {
   const http::RequestHead& request = exchange.request();
@@ -60,24 +36,28 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
   }
   Status s;
   if (request.method == http::Method::kPost) {
-    if (!id.starts_with("scrub-")) {
-      s = Status::invalid_argument("unknown task kind in {}", id);
+    auto body = co_await http::read_all(exchange.body(), kMaxTaskBody);
+    auto parsed = body ? wire::parse_job_request_json(*body) : Result<wire::JobRequest>(body.error());
+    if (!parsed) {
+      s = std::move(parsed).error();
+    } else if (!id.starts_with(parsed->kind + "-")) {
+      s = Status::invalid_argument("task {} is not of kind {}", id, parsed->kind);
     } else if (task) {
       co_await cluster::send_json(exchange, 200, R"({"started":false})");  // a retried start
       co_return;
     } else {
       task = std::make_shared<Task>();
       task->id = id;
-      const std::string bucket = request.query_param("bucket").value_or("");
+      task->request = std::move(*parsed);
+      const std::string& bucket = task->request.bucket;
       if (!bucket.empty()) {
-        const auto b = maps_.find_bucket(bucket);
-        if (!b) s = Status::not_found("bucket {} does not exist", bucket).with_reason("NoSuchBucket");
-        if (b) task->bucket_id = b->id();
+        auto b = co_await find_bucket(bucket);
+        if (!b) s = std::move(b).error();
+        if (b) task->bucket = std::move(*b);
       }
-      const std::string rate = request.query_param("rate_bytes").value_or("0");
-      std::from_chars(rate.data(), rate.data() + rate.size(), task->rate_bytes);
+      task->rate_bytes = task->request.rate_bytes;
       task->started_unix_nanos = Clock::real().unix_nanos();
-      task->total = store_.object_count_estimate();
+      task->total = task->request.kind == "scrub" ? store_.object_count_estimate() : 0;
       if (s.is_ok()) {
         {
           std::lock_guard lock(tasks_mutex_);
@@ -88,7 +68,11 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
           }
         }
         const auto executor = co_await asio::this_coro::executor;
-        asio::co_spawn(executor, run_scrub(task), asio::detached);
+        if (task->request.kind == "prefetch") {
+          asio::co_spawn(executor, run_prefetch(task), asio::detached);
+        } else {
+          asio::co_spawn(executor, run_scrub(task), asio::detached);
+        }
         co_await cluster::send_json(exchange, 200, R"({"started":true})");
         co_return;
       }
@@ -100,7 +84,7 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
     p.set_finished(task->finished);
     p.set_objects_scanned(task->scanned);
     p.set_objects_total(task->total);
-    p.set_objects_moved(task->repaired + task->restored);
+    p.set_objects_moved(task->repaired + task->restored + task->fetched);
     p.set_bytes_moved(task->bytes);
     p.set_errors(task->errors);
     p.set_started_unix_nanos(task->started_unix_nanos);
@@ -108,9 +92,11 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
     p.set_corrupt_found(task->corrupt);
     p.set_corrupt_repaired(task->repaired);
     p.set_copies_restored(task->restored);
+    p.set_objects_skipped(task->skipped);
     {
       std::lock_guard lock(task->mutex);
       p.set_last_error(task->last_error);
+      for (const auto& f : task->failed_objects) p.add_failed_objects(f);
     }
     http::ResponseHead head;
     head.headers.set("Content-Type", "application/x-protobuf");
@@ -130,7 +116,7 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
 }
 
 http::Awaitable<void> Target::run_scrub(std::shared_ptr<Task> task) {
-  SILO_LOG_INFO("{} starts over ~{} objects", task->id, task->total);
+  SILO_LOG_INFO("{} starts over ~{} objects", task->id, task->total.load());
   const auto started = std::chrono::steady_clock::now();
   auto listed = co_await store_.bucket_ids();
   std::vector<BucketId> buckets;
@@ -140,7 +126,7 @@ http::Awaitable<void> Target::run_scrub(std::shared_ptr<Task> task) {
     task->fail(listed.error());
   }
   for (const BucketId bucket : buckets) {
-    if (task->bucket_id && *task->bucket_id != bucket.value()) continue;
+    if (task->bucket && task->bucket->id() != bucket.value()) continue;
     if (!bucket_by_id(bucket.value())) continue;  // deleted: collect_deleted_buckets removes it
     store::ListOptions options;
     options.limit = kScrubPage;

@@ -189,8 +189,12 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
     std::ignore = co_await member_->sync();  // best effort: the sender's answer says what is left
   }
   CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await find_bucket(bucket_name));
+  co_return placed(bucket, name);
+}
+
+Result<Target::Resolved> Target::placed(const wire::Bucket& bucket, const std::string& name) const {
   const auto placement = maps_.placement();
-  if (placement->empty()) co_return Status::unavailable("the node map has no targets");
+  if (placement->empty()) return Status::unavailable("the node map has no targets");
   Resolved r;
   r.bucket = bucket;
   r.object = ObjectRef{BucketId(bucket.id()), name};
@@ -198,7 +202,7 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
   r.owner = r.holders.front();
   r.is_local = r.owner.id() == options_.self.id();
   r.is_holder = is_self_among(r.holders);
-  co_return r;
+  return r;
 }
 
 http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::string bucket, std::string name) {

@@ -99,6 +99,8 @@ class Target {
   // shows newer maps than ours.
   http::Awaitable<Result<Resolved>> resolve(const http::RequestHead& request, const std::string& bucket,
                                             const std::string& name);
+  // Where object `name` of `bucket` lives under this node's maps.
+  Result<Resolved> placed(const wire::Bucket& bucket, const std::string& name) const;
   http::Awaitable<Status> put(http::Exchange& exchange, const Resolved& r);
   struct ColdRead;
   // A GET or HEAD of the copy here, or with `cold` of an object of a remote bucket being
@@ -187,6 +189,19 @@ class Target {
   Result<std::shared_ptr<backend::ObjectBackend>> backend_of(const wire::Bucket& bucket);
   // A DELETE in a remote bucket: the backend's object first, then the copies here.
   http::Awaitable<Status> remove_remote(const Resolved& r);
+  // Waits until `fetch` ended; the bytes fetched, or why it failed.
+  http::Awaitable<Result<uint64_t>> wait_fetched(Fetch& fetch);
+  // A target's part of a prefetch job (prefetch.cc).
+  struct Task;
+  struct PrefetchItem {
+    std::string name;
+    std::optional<std::string> etag;  // the backend's, when a listing told it
+  };
+  http::Awaitable<void> run_prefetch(std::shared_ptr<Task> task);
+  // Fetches the items this target owns, task.request.workers (or the configured number)
+  // at a time; those cached with the backend's ETag are skipped.
+  http::Awaitable<void> prefetch_batch(Task& task, const std::vector<PrefetchItem>& items);
+  http::Awaitable<Status> prefetch_one(Task& task, const PrefetchItem& item);
   std::mutex fetches_mutex_;
   std::map<std::pair<uint64_t, std::string>, std::shared_ptr<Fetch>> fetches_;  // GUARDED_BY(fetches_mutex_)
 
@@ -350,7 +365,6 @@ class Target {
   // Replaces this node's copy of `object` with the newest one another target holds.
   // `replacing`: the generation of a corrupt copy here that the new one may replace.
   http::Awaitable<Status> pull_copy(const ObjectRef& object, std::optional<uint64_t> replacing);
-  struct Task;
   http::Awaitable<void> run_scrub(std::shared_ptr<Task> task);
   // Checks one copy; replaces it when corrupt; gives holders that lack it a copy when
   // this node is the first holder that is up.

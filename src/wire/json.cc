@@ -1,4 +1,7 @@
 #include "wire/json.h"
+#include "wire/name_template.h"
+
+#include "base/clock.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -105,14 +108,22 @@ namespace {
 
 json job_to_json(const JobInfo& job) {
   json nodes = json::object();
+  json failed = json::array();
+  uint64_t skipped = 0;
   for (const auto& [id, p] : job.nodes()) {
     nodes[id] = {{"phase", phase_name(p.phase())},       {"finished", p.finished()},
                  {"objects_scanned", p.objects_scanned()}, {"objects_total", p.objects_total()},
                  {"objects_moved", p.objects_moved()},     {"bytes_moved", p.bytes_moved()},
                  {"errors", p.errors()},                   {"last_error", p.last_error()},
                  {"corrupt_found", p.corrupt_found()},     {"corrupt_repaired", p.corrupt_repaired()},
-                 {"copies_restored", p.copies_restored()}};
+                 {"copies_restored", p.copies_restored()}, {"objects_skipped", p.objects_skipped()},
+                 {"failed_objects", p.failed_objects()}};
+    for (const auto& f : p.failed_objects()) failed.push_back(f);
+    skipped += p.objects_skipped();
   }
+  // Bytes per second over the job's life so far.
+  const int64_t end = job.finished_unix_nanos() > 0 ? job.finished_unix_nanos() : Clock::real().unix_nanos();
+  const double seconds = static_cast<double>(std::max<int64_t>(end - job.started_unix_nanos(), 1)) / 1e9;
   return json{{"id", job.id()},
               {"kind", job.kind()},
               {"state", job.state()},
@@ -130,7 +141,10 @@ json job_to_json(const JobInfo& job) {
                 {"errors", job.errors()},
                 {"corrupt_found", job.corrupt_found()},
                 {"corrupt_repaired", job.corrupt_repaired()},
-                {"copies_restored", job.copies_restored()}}},
+                {"copies_restored", job.copies_restored()},
+                {"objects_skipped", skipped},
+                {"bytes_per_second", static_cast<uint64_t>(static_cast<double>(job.bytes_done()) / seconds)}}},
+              {"failed_objects", failed},
               {"nodes", nodes}};
 }
 
@@ -157,12 +171,31 @@ Result<JobRequest> parse_job_request_json(std::string_view text) {
       out.bucket = value.get<std::string>();
     } else if (key == "rate_mb_s" && value.is_number() && value.get<double>() >= 0) {
       out.rate_bytes = static_cast<uint64_t>(value.get<double>() * 1024 * 1024);
+    } else if (key == "prefix" && value.is_string()) {
+      out.prefix = value.get<std::string>();
+    } else if (key == "template" && value.is_string()) {
+      out.name_template = value.get<std::string>();
+    } else if (key == "names" && value.is_array() &&
+               std::all_of(value.begin(), value.end(), [](const json& n) { return n.is_string() && !n.get<std::string>().empty(); })) {
+      for (const auto& n : value) out.names.push_back(n.get<std::string>());
+    } else if (key == "workers" && value.is_number_unsigned() && value.get<uint64_t>() >= 1 &&
+               value.get<uint64_t>() <= 1024) {
+      out.workers = value.get<uint32_t>();
     } else {
-      return Status::invalid_argument("unknown or malformed job field '{}' (kind, bucket, rate_mb_s)", key);
+      return Status::invalid_argument(
+          "unknown or malformed job field '{}' (kind, bucket, rate_mb_s; prefetch: prefix, template, names: [non-empty "
+          "strings], workers: 1..1024)",
+          key);
     }
   }
-  if (out.kind != "scrub") {
-    return Status::invalid_argument("job kind '{}' cannot be started here; the kinds are: scrub", out.kind);
+  if (out.kind != "scrub" && out.kind != "prefetch") {
+    return Status::invalid_argument("job kind '{}' cannot be started here; the kinds are: scrub, prefetch", out.kind);
+  }
+  if (out.kind == "prefetch") {
+    if (out.bucket.empty()) return Status::invalid_argument("a prefetch job needs a 'bucket' (a remote bucket)");
+    const int sources = (doc.contains("prefix") ? 1 : 0) + (doc.contains("template") ? 1 : 0) + (doc.contains("names") ? 1 : 0);
+    if (sources > 1) return Status::invalid_argument("a prefetch job takes one of 'prefix', 'template' and 'names'");
+    if (!out.name_template.empty()) RETURN_IF_ERROR(NameTemplate::parse(out.name_template).status());
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "wire/codec.h"
@@ -21,11 +22,17 @@ std::string job_json(const JobInfo& job);
 // {"jobs": [job_json...]}
 std::string job_list_json(std::span<const JobInfo> jobs);
 // POST /v1/jobs: {"kind": "scrub", "bucket": "NAME" (optional: all buckets),
-// "rate_mb_s": N (optional: no bound)}.
+// "rate_mb_s": N (optional: no bound)} or {"kind": "prefetch", "bucket": "NAME" (a remote
+// bucket), one of "prefix": "p" | "template": "x-{0000..0999}.tar" | "names": [...] (none:
+// the whole bucket), "workers": N (optional: cluster.cache.prefetch_workers)}.
 struct JobRequest {
   std::string kind;
   std::string bucket;
   uint64_t rate_bytes = 0;  // per second; 0: no bound
+  std::string prefix;
+  std::string name_template;
+  std::vector<std::string> names;
+  uint32_t workers = 0;
 };
 Result<JobRequest> parse_job_request_json(std::string_view text);
 // {"buckets": [{"name", "id", "created", "props"}]}
