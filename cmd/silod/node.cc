@@ -385,6 +385,8 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
     co_await proxy_->handle_nodes(exchange, path.substr(std::string_view("/v1/cluster/nodes").size()), is_admin);
   } else if (path == "/v1/jobs" || starts_with(path, "/v1/jobs/")) {
     co_await proxy_->handle_jobs(exchange, path.substr(std::string_view("/v1/jobs").size()), is_admin);
+  } else if (starts_with(path, "/v1/internal/evict/") && target_) {
+    co_await target_->handle_evict(exchange, path.substr(std::string_view("/v1/internal/evict/").size()));
   } else if (starts_with(path, "/v1/internal/list/") && target_) {
     co_await target_->handle_list(exchange, path.substr(std::string_view("/v1/internal/list/").size()));
   } else if (starts_with(path, "/v1/internal/uploads/") && target_) {

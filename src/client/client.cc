@@ -330,7 +330,12 @@ Result<MembershipChange> Client::remove_node(std::string_view node_id) {
 namespace {
 
 Result<JobEntry> job_of(const JsonValue& j) {
-  JobEntry job{j["id"].str(), j["kind"].str(), j["state"].str(), j["phase"].str(), j["detail"].str()};
+  JobEntry job;
+  job.id = j["id"].str();
+  job.kind = j["kind"].str();
+  job.state = j["state"].str();
+  job.phase = j["phase"].str();
+  job.detail = j["detail"].str();
   const JsonValue& p = j["progress"];
   ASSIGN_OR_RETURN(job.objects_done, p["objects_done"].to_u64());
   ASSIGN_OR_RETURN(job.objects_total, p["objects_total"].to_u64());
@@ -341,6 +346,10 @@ Result<JobEntry> job_of(const JsonValue& j) {
   if (auto n = p["corrupt_found"].to_u64()) job.corrupt_found = *n;
   if (auto n = p["corrupt_repaired"].to_u64()) job.corrupt_repaired = *n;
   if (auto n = p["copies_restored"].to_u64()) job.copies_restored = *n;
+  // Prefetch figures.
+  if (auto n = p["objects_skipped"].to_u64()) job.objects_skipped = *n;
+  if (auto n = p["bytes_per_second"].to_u64()) job.bytes_per_second = *n;
+  for (const JsonValue& f : j["failed_objects"].items()) job.failed_objects.push_back(f.str());
   return job;
 }
 
@@ -403,6 +412,14 @@ Status Client::delete_bucket(std::string_view bucket) {
   const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kDelete, target));
   return status_of(r, "DELETE " + target);
+}
+
+Result<uint64_t> Client::evict(std::string_view bucket, std::string request_json) {
+  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false) + "/evict";
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, target, std::move(request_json)));
+  RETURN_IF_ERROR(status_of(r, "POST " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "POST " + target));
+  return doc["evicted"].to_u64();
 }
 
 Status Client::head_bucket(std::string_view bucket) {
@@ -511,6 +528,7 @@ Result<ListPage> Client::parse_list_page(std::string_view body) {
     ASSIGN_OR_RETURN(entry.size, o["size"].to_u64());
     if (auto mtime = o["mtime"].to_i64()) entry.mtime_unix_nanos = *mtime;
     entry.etag = o["etag"].str();
+    entry.cached = o["cached"].kind() != JsonValue::Kind::kBool || o["cached"].to_bool();
     page.objects.push_back(std::move(entry));
   }
   page.next_token = doc["next_token"].str();

@@ -70,6 +70,9 @@ struct JobEntry {
   uint64_t corrupt_found = 0;     // scrub
   uint64_t corrupt_repaired = 0;  // scrub
   uint64_t copies_restored = 0;   // scrub
+  uint64_t objects_skipped = 0;   // prefetch: cached already
+  uint64_t bytes_per_second = 0;  // over the job's life so far
+  std::vector<std::string> failed_objects;  // prefetch: "name: why", the first 100 per target
 };
 
 struct BucketEntry {
@@ -88,6 +91,7 @@ struct ObjectEntry {
   uint64_t size = 0;
   int64_t mtime_unix_nanos = 0;
   std::string etag;  // MD5 hex, no quotes
+  bool cached = true;  // a remote bucket's object: whether Silo holds it
 };
 
 struct ListPage {
@@ -192,6 +196,9 @@ class Client {
   // PUT /v1/buckets/{bucket}; `props_json` is the optional properties body.
   Status create_bucket(std::string_view bucket, std::string props_json = {});
   Status delete_bucket(std::string_view bucket);
+  // POST /v1/buckets/{bucket}/evict with `request_json` (wire::EvictRequest): how many
+  // cached objects went.
+  Result<uint64_t> evict(std::string_view bucket, std::string request_json = {});
   Status head_bucket(std::string_view bucket);
   Result<std::vector<BucketEntry>> list_buckets();
   Result<BucketEntry> bucket_props(std::string_view bucket);

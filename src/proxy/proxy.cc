@@ -15,6 +15,7 @@ namespace silo::proxy {
 namespace {
 
 constexpr size_t kMaxPropsBody = 64 * 1024;
+constexpr size_t kMaxEvictBody = 16 << 20;  // a list of names
 constexpr size_t kDefaultListLimit = 1000;
 constexpr size_t kMaxListLimit = 10000;
 constexpr size_t kMaxListPageBytes = 256 * 1024 * 1024;
@@ -128,6 +129,12 @@ http::Awaitable<void> Proxy::handle_buckets(http::Exchange& exchange, std::strin
         s = co_await set_props(exchange, name);
       } else {
         s = Status::invalid_argument("{} is not supported on bucket properties (use GET or PUT)", request.method_text);
+      }
+    } else if (s.is_ok() && suffix == "/evict") {
+      if (request.method == http::Method::kPost) {
+        s = co_await evict(exchange, name);
+      } else {
+        s = Status::invalid_argument("{} is not supported on /evict (use POST)", request.method_text);
       }
     } else if (s.is_ok() && !suffix.empty()) {
       s = Status::not_found("no such endpoint /v1/buckets{}", rest);
@@ -269,8 +276,63 @@ http::Awaitable<Status> Proxy::check_backend(const wire::BackendProps& props) {
   co_return Status::ok();
 }
 
+http::Awaitable<Status> Proxy::evict(http::Exchange& exchange, const std::string& name) {
+  // The primary runs it: forgetting the bucket (keep_props false) is its to do.
+  if (!is_primary()) co_return co_await relay_to_primary(exchange);
+  const auto bucket = maps_.find_bucket(name);
+  if (!bucket) co_return Status::not_found("The specified bucket does not exist: {}", name).with_reason("NoSuchBucket");
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxEvictBody));
+  CO_ASSIGN_OR_RETURN(const wire::EvictRequest request, wire::parse_evict_request_json(body));
+  CO_ASSIGN_OR_RETURN(const uint64_t evicted, co_await evict_everywhere(*bucket, request));
+  if (!request.keep_props) CO_RETURN_IF_ERROR(co_await delete_if_empty(name));
+  co_await cluster::send_json(exchange, 200,
+                              fmt::format(R"({{"evicted":{},"bucket_kept":{}}})", evicted, request.keep_props));
+  co_return Status::ok();
+}
+
+http::Awaitable<Result<uint64_t>> Proxy::evict_everywhere(const wire::Bucket& bucket,
+                                                          const wire::EvictRequest& request) {
+  if (!wire::is_remote(bucket.props())) {
+    co_return Status::invalid_argument("bucket {} is not a remote bucket: evicting would lose its objects",
+                                       bucket.name());
+  }
+  const std::string body = wire::evict_request_json(request);
+  const std::string target = "/v1/internal/evict/" + http::percent_encode(bucket.name(), false);
+  std::vector<std::function<http::Awaitable<Result<uint64_t>>()>> calls;
+  for (const auto& node : maps_.placement()->targets()) {
+    calls.push_back([this, node, &body, &target]() -> http::Awaitable<Result<uint64_t>> {
+      if (node.state() == wire::NODE_STATE_DOWN) {
+        co_return Status::unavailable("target {} is down: its cached objects stay until it is back", node.id());
+      }
+      CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
+      http::ClientRequest call;
+      call.method = http::Method::kPost;
+      call.target = target;
+      call.headers.set(cluster::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
+      CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(call), body, kMaxPropsBody));
+      if (answer.status != 200) {
+        co_return Status::unavailable("target {} answered the evict with {}: {}", node.id(), answer.status, answer.body);
+      }
+      co_return wire::parse_evicted_json(answer.body);
+    });
+  }
+  uint64_t evicted = 0;
+  for (auto& one : co_await cluster::gather<Result<uint64_t>>(std::move(calls))) {
+    CO_ASSIGN_OR_RETURN(const uint64_t n, std::move(one));
+    evicted += n;
+  }
+  co_return evicted;
+}
+
 http::Awaitable<Status> Proxy::delete_bucket(http::Exchange& exchange, const std::string& name) {
   if (!is_primary()) co_return co_await relay_to_primary(exchange);
+  // A remote bucket's objects are cached copies: deleting it evicts them (the backend
+  // keeps everything) and forgets the bucket.
+  const auto bucket = maps_.find_bucket(name);
+  if (bucket && wire::is_remote(bucket->props())) {
+    const wire::EvictRequest everything;  // named, not a temporary beside co_await (docs/adr/0003)
+    CO_RETURN_IF_ERROR((co_await evict_everywhere(*bucket, everything)).status());
+  }
   CO_RETURN_IF_ERROR(co_await delete_if_empty(name));
   http::ResponseHead head;
   head.status = 204;

@@ -65,6 +65,11 @@ class Proxy {
   bool is_primary() const { return primary_ != nullptr && primary_->is_active(); }
   http::Awaitable<Status> create_bucket(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> delete_bucket(http::Exchange& exchange, const std::string& name);
+  // POST /v1/buckets/{name}/evict (wire::EvictRequest) -> {"evicted": N, "bucket_kept"}.
+  http::Awaitable<Status> evict(http::Exchange& exchange, const std::string& name);
+  // Every target drops the cached objects `request` selects; how many. kUnavailable when a
+  // target is down or fails (the others' evictions stand).
+  http::Awaitable<Result<uint64_t>> evict_everywhere(const wire::Bucket& bucket, const wire::EvictRequest& request);
   http::Awaitable<Status> set_props(http::Exchange& exchange, const std::string& name);
   // Whether the remote bucket `props` name exists and its keys reach it (kInvalidArgument
   // naming the backend and its answer; kUnavailable when it can not be reached).

@@ -8,7 +8,6 @@
 #include "cluster/gather.h"
 #include "target/detail/task.h"
 #include "target/target.h"
-#include "wire/name_template.h"
 
 namespace silo::target {
 namespace {
@@ -23,21 +22,20 @@ http::Awaitable<void> Target::run_prefetch(std::shared_ptr<Task> task) {
   auto backend = task->bucket ? backend_of(*task->bucket) : Status::invalid_argument("a prefetch needs a bucket");
   if (!backend) {
     task->fail(backend.error());
-  } else if (!request.names.empty() || !request.name_template.empty()) {
+  } else if (request.selection.lists_names()) {
+    auto names = wire::selected_names(request.selection);
     std::vector<PrefetchItem> items;
-    std::vector<std::string> names = request.names;
-    if (!request.name_template.empty()) {
-      auto parsed = wire::NameTemplate::parse(request.name_template);
-      if (parsed) names = parsed->expand();
-      if (!parsed) task->fail(parsed.error());
+    if (names) {
+      for (auto& name : *names) items.push_back({std::move(name), std::nullopt});
+    } else {
+      task->fail(names.error());
     }
-    for (auto& name : names) items.push_back({std::move(name), std::nullopt});
     co_await prefetch_batch(*task, items);
   } else {
     // The backend's listing of the prefix, a page at a time.
     std::string after;
     while (!task->cancelled && !is_stopping_) {
-      auto page = co_await (*backend)->list(request.prefix, after, kListPage);
+      auto page = co_await (*backend)->list(request.selection.prefix, after, kListPage);
       if (!page) {
         task->fail(page.error());
         break;

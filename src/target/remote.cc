@@ -51,6 +51,8 @@ struct Target::Fetch {
 
 namespace {
 
+constexpr size_t kMaxEvictBody = 16 << 20;  // a list of names
+
 // How a cold read describes an object before its bytes are here (and what the cached
 // copy's record remembers of the backend).
 wire::ObjectRecord record_of(const ObjectRef& object, const backend::RemoteObject& remote) {
@@ -366,6 +368,56 @@ http::Awaitable<Status> Target::publish(const Resolved& r) {
     CO_RETURN_IF_ERROR((co_await store_.update(r.object, remember, durability_of(r.bucket))).status());
   }
   co_return co_await replicate(r);
+}
+
+http::Awaitable<void> Target::handle_evict(http::Exchange& exchange, std::string bucket_name) {
+  auto evicted = co_await evict(exchange, bucket_name);
+  if (!evicted) {
+    co_await cluster::send_error(exchange, evicted.error());
+    co_return;
+  }
+  co_await cluster::send_json(exchange, 200, fmt::format(R"({{"evicted":{}}})", *evicted));
+}
+
+http::Awaitable<Result<uint64_t>> Target::evict(http::Exchange& exchange, const std::string& bucket_name) {
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxEvictBody));
+  CO_ASSIGN_OR_RETURN(const wire::EvictRequest request, wire::parse_evict_request_json(body));
+  CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await find_bucket(bucket_name));
+  if (!wire::is_remote(bucket.props())) {
+    co_return Status::invalid_argument("bucket {} is not a remote bucket: evicting would lose its objects",
+                                       bucket.name());
+  }
+  const BucketId id(bucket.id());
+  uint64_t count = 0;
+  // Every piece here goes (copies and slices alike): the backend keeps the object.
+  const auto drop = [this, &count](const ObjectRef& object) -> http::Awaitable<Status> {
+    const Status removed = co_await store_.remove(object);
+    if (removed.is_ok()) ++count;
+    if (!removed.is_ok() && removed.code() != Code::kNotFound) co_return removed;
+    co_return Status::ok();
+  };
+  if (request.selection.lists_names()) {
+    CO_ASSIGN_OR_RETURN(const std::vector<std::string> names, wire::selected_names(request.selection));
+    for (const auto& name : names) {
+      const ObjectRef object{id, name};
+      CO_RETURN_IF_ERROR(co_await drop(object));
+    }
+  } else {
+    store::ListOptions options;
+    options.prefix = request.selection.prefix;
+    for (;;) {
+      CO_ASSIGN_OR_RETURN(const store::ListResult page, co_await store_.list(id, options));
+      for (const auto& entry : page.entries) {
+        const ObjectRef object{id, entry.name()};
+        CO_RETURN_IF_ERROR(co_await drop(object));
+      }
+      if (!page.is_truncated || page.entries.empty()) break;
+      options.start_after = page.entries.back().name();
+    }
+  }
+  evictions_.add(count);
+  if (count > 0) SILO_LOG_INFO("evicted {} objects of bucket {}", count, bucket.name());
+  co_return count;
 }
 
 http::Awaitable<Status> Target::remove_remote(const Resolved& r) {

@@ -70,6 +70,10 @@ class Target {
   // Stops the walk (shutdown).
   void stop_rebalance();
 
+  // POST /v1/internal/evict/{bucket} (wire::EvictRequest): removes the cached objects of a
+  // remote bucket that the request selects from this target -> {"evicted": N}.
+  http::Awaitable<void> handle_evict(http::Exchange& exchange, std::string bucket);
+
   // Tasks the primary runs on every target as one job (scrub.cc): /v1/internal/tasks/{job
   // id}: POST starts it (scrub-N: ?bucket=&rate_bytes=), GET answers its
   // wire::RebalanceProgress, DELETE stops it.
@@ -187,6 +191,7 @@ class Target {
   http::Awaitable<Status> publish(const Resolved& r);
   // The backend of a remote bucket (kFailedPrecondition when this node has no pool).
   Result<std::shared_ptr<backend::ObjectBackend>> backend_of(const wire::Bucket& bucket);
+  http::Awaitable<Result<uint64_t>> evict(http::Exchange& exchange, const std::string& bucket_name);
   // A DELETE in a remote bucket: the backend's object first, then the copies here.
   http::Awaitable<Status> remove_remote(const Resolved& r);
   // Waits until `fetch` ended; the bytes fetched, or why it failed.

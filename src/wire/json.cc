@@ -160,24 +160,91 @@ Result<std::string> parse_url_json(std::string_view text) {
   return it->get<std::string>();
 }
 
+namespace {
+
+// Reads `key` into `selection` when it is one of its fields: whether it was.
+Result<bool> read_selection_field(const std::string& key, const json& value, ObjectSelection& selection) {
+  if (key == "prefix" && value.is_string()) {
+    selection.prefix = value.get<std::string>();
+  } else if (key == "template" && value.is_string()) {
+    selection.name_template = value.get<std::string>();
+    RETURN_IF_ERROR(NameTemplate::parse(selection.name_template).status());
+  } else if (key == "names" && value.is_array() && std::all_of(value.begin(), value.end(), [](const json& n) {
+               return n.is_string() && !n.get<std::string>().empty();
+             })) {
+    for (const auto& n : value) selection.names.push_back(n.get<std::string>());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Status check_one_selection(const json& doc) {
+  const int given = (doc.contains("prefix") ? 1 : 0) + (doc.contains("template") ? 1 : 0) + (doc.contains("names") ? 1 : 0);
+  if (given > 1) return Status::invalid_argument("give one of 'prefix', 'template' and 'names', not several");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> selected_names(const ObjectSelection& selection) {
+  if (selection.name_template.empty()) return selection.names;
+  ASSIGN_OR_RETURN(const NameTemplate parsed, NameTemplate::parse(selection.name_template));
+  return parsed.expand();
+}
+
+Result<EvictRequest> parse_evict_request_json(std::string_view text) {
+  EvictRequest out;
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return out;
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Status::invalid_argument("the body must be a JSON object");
+  for (const auto& [key, value] : doc.items()) {
+    ASSIGN_OR_RETURN(const bool is_selection, read_selection_field(key, value, out.selection));
+    if (is_selection) continue;
+    if (key == "keep_props" && value.is_boolean()) {
+      out.keep_props = value.get<bool>();
+    } else {
+      return Status::invalid_argument(
+          "unknown or malformed evict field '{}' (prefix, template, names: [non-empty strings], keep_props)", key);
+    }
+  }
+  RETURN_IF_ERROR(check_one_selection(doc));
+  if (!out.keep_props && !out.selection.is_whole_bucket()) {
+    return Status::invalid_argument("keep_props applies to evicting a whole bucket only");
+  }
+  return out;
+}
+
+std::string evict_request_json(const EvictRequest& request) {
+  json doc{{"keep_props", request.keep_props}};
+  const ObjectSelection& s = request.selection;
+  if (!s.prefix.empty()) doc["prefix"] = s.prefix;
+  if (!s.name_template.empty()) doc["template"] = s.name_template;
+  if (!s.names.empty()) doc["names"] = s.names;
+  return doc.dump();
+}
+
+Result<uint64_t> parse_evicted_json(std::string_view text) {
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("evicted") || !doc["evicted"].is_number_unsigned()) {
+    return Status::invalid_argument("an evict answer is {{\"evicted\": N}}");
+  }
+  return doc["evicted"].get<uint64_t>();
+}
+
 Result<JobRequest> parse_job_request_json(std::string_view text) {
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return Status::invalid_argument("the body must be a JSON object");
   JobRequest out;
   for (const auto& [key, value] : doc.items()) {
+    ASSIGN_OR_RETURN(const bool is_selection, read_selection_field(key, value, out.selection));
+    if (is_selection) continue;
     if (key == "kind" && value.is_string()) {
       out.kind = value.get<std::string>();
     } else if (key == "bucket" && value.is_string()) {
       out.bucket = value.get<std::string>();
     } else if (key == "rate_mb_s" && value.is_number() && value.get<double>() >= 0) {
       out.rate_bytes = static_cast<uint64_t>(value.get<double>() * 1024 * 1024);
-    } else if (key == "prefix" && value.is_string()) {
-      out.prefix = value.get<std::string>();
-    } else if (key == "template" && value.is_string()) {
-      out.name_template = value.get<std::string>();
-    } else if (key == "names" && value.is_array() &&
-               std::all_of(value.begin(), value.end(), [](const json& n) { return n.is_string() && !n.get<std::string>().empty(); })) {
-      for (const auto& n : value) out.names.push_back(n.get<std::string>());
     } else if (key == "workers" && value.is_number_unsigned() && value.get<uint64_t>() >= 1 &&
                value.get<uint64_t>() <= 1024) {
       out.workers = value.get<uint32_t>();
@@ -193,9 +260,7 @@ Result<JobRequest> parse_job_request_json(std::string_view text) {
   }
   if (out.kind == "prefetch") {
     if (out.bucket.empty()) return Status::invalid_argument("a prefetch job needs a 'bucket' (a remote bucket)");
-    const int sources = (doc.contains("prefix") ? 1 : 0) + (doc.contains("template") ? 1 : 0) + (doc.contains("names") ? 1 : 0);
-    if (sources > 1) return Status::invalid_argument("a prefetch job takes one of 'prefix', 'template' and 'names'");
-    if (!out.name_template.empty()) RETURN_IF_ERROR(NameTemplate::parse(out.name_template).status());
+    RETURN_IF_ERROR(check_one_selection(doc));
   }
   return out;
 }

@@ -25,16 +25,36 @@ std::string job_list_json(std::span<const JobInfo> jobs);
 // "rate_mb_s": N (optional: no bound)} or {"kind": "prefetch", "bucket": "NAME" (a remote
 // bucket), one of "prefix": "p" | "template": "x-{0000..0999}.tar" | "names": [...] (none:
 // the whole bucket), "workers": N (optional: cluster.cache.prefetch_workers)}.
+// Which objects of a bucket a prefetch or an evict is about: one of a prefix, a brace
+// template (wire::NameTemplate) or a list of names; none: the whole bucket.
+struct ObjectSelection {
+  std::string prefix;
+  std::string name_template;
+  std::vector<std::string> names;
+  bool is_whole_bucket() const { return prefix.empty() && name_template.empty() && names.empty(); }
+  bool lists_names() const { return !names.empty() || !name_template.empty(); }
+};
+// The names a selection lists: its names, or its template's expansion.
+Result<std::vector<std::string>> selected_names(const ObjectSelection& selection);
 struct JobRequest {
   std::string kind;
   std::string bucket;
   uint64_t rate_bytes = 0;  // per second; 0: no bound
-  std::string prefix;
-  std::string name_template;
-  std::vector<std::string> names;
+  ObjectSelection selection;  // prefetch
   uint32_t workers = 0;
 };
 Result<JobRequest> parse_job_request_json(std::string_view text);
+// POST /v1/buckets/{bucket}/evict: {"prefix" | "template" | "names" (none: every cached
+// object), "keep_props": bool (whole bucket only; false also forgets the bucket; default
+// true)}.
+struct EvictRequest {
+  ObjectSelection selection;
+  bool keep_props = true;
+};
+Result<EvictRequest> parse_evict_request_json(std::string_view text);
+std::string evict_request_json(const EvictRequest& request);
+// {"evicted": N} -> N.
+Result<uint64_t> parse_evicted_json(std::string_view text);
 // {"buckets": [{"name", "id", "created", "props"}]}
 std::string bucket_list_json(const BucketMap& map);
 std::string bucket_json(const Bucket& bucket);

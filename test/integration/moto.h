@@ -58,6 +58,11 @@ class MotoServer {
     ::waitpid(pid_, nullptr, 0);
     pid_ = 0;
   }
+  // Starts it again on the same port, empty.
+  Status restart() {
+    stop();
+    return spawn();
+  }
   Status create_bucket(const std::string& name) const {
     silo::testing::CommandOptions quiet;
     ASSIGN_OR_RETURN(const int created,

@@ -123,5 +123,233 @@ TEST_F(RemoteTest, ColdGetFetchesOnceAndTheCacheServesWithTheBackendStopped) {
   EXPECT_TRUE(work_files(*cluster_).empty());
 }
 
+
+
+TEST_F(RemoteTest, PrefetchByTemplateAndPrefixCachesEverythingAndServesWithTheBackendStopped) {
+  Objects objects;
+  for (int i = 0; i < 500; ++i) {
+    objects[fmt::format("train-{:04}.tar", i)] = random_.bytes(random_.uniform(1, 16 * 1024));
+    objects[fmt::format("val/{:03}", i)] = random_.bytes(random_.uniform(0, 4 * 1024));
+  }
+  objects["big.tar"] = random_.bytes(40 * kMiB);  // past range_get_size: parallel range GETs
+  for (const auto& [name, bytes] : objects) ASSERT_NO_FATAL_FAILURE(put_origin(name, bytes));
+  ASSERT_NO_FATAL_FAILURE(start_cluster(3, "", {{"SILO_CACHE_JSON", R"({"range_get_size": 8388608})"}}));
+  client::Client& c = cluster_->client();
+
+  // The listing shows the backend's objects, none cached yet.
+  ASSERT_OK_AND_ASSIGN(const auto before, c.list_all(kRemote));
+  EXPECT_EQ(before.size(), objects.size());
+  for (const auto& e : before) EXPECT_FALSE(e.cached) << e.name;
+
+  const auto run_job = [&c](std::string body) -> client::JobEntry {
+    auto started = c.start_job(std::move(body));
+    EXPECT_TRUE(started.has_value()) << started.status();
+    if (!started) return {};
+    auto done = c.wait_job(started->id, seconds(120));
+    EXPECT_TRUE(done.has_value()) << done.status();
+    return done ? *done : client::JobEntry{};
+  };
+  const client::JobEntry by_template = run_job(
+      fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "template": "train-{{0000..0499}}.tar", "workers": 8}})", kRemote));
+  EXPECT_EQ(by_template.state, "finished") << by_template.detail;
+  EXPECT_EQ(by_template.objects_done, 500u);
+  EXPECT_EQ(by_template.errors, 0u);
+  const client::JobEntry by_prefix =
+      run_job(fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "prefix": "val/"}})", kRemote));
+  EXPECT_EQ(by_prefix.state, "finished") << by_prefix.detail;
+  EXPECT_EQ(by_prefix.objects_done, 500u);
+  const client::JobEntry by_name =
+      run_job(fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "names": ["big.tar"]}})", kRemote));
+  EXPECT_EQ(by_name.state, "finished") << by_name.detail;
+  EXPECT_EQ(by_name.bytes_done, 40 * kMiB);
+  // Run again: everything is cached and unchanged, nothing is fetched.
+  const client::JobEntry again = run_job(fmt::format(R"({{"kind": "prefetch", "bucket": "{}"}})", kRemote));
+  EXPECT_EQ(again.state, "finished") << again.detail;
+  EXPECT_EQ(again.objects_done, 0u);
+  EXPECT_EQ(again.objects_skipped, objects.size());
+
+  ASSERT_OK_AND_ASSIGN(const auto after, c.list_all(kRemote));
+  EXPECT_EQ(after.size(), objects.size());
+  for (const auto& e : after) EXPECT_TRUE(e.cached) << e.name;
+  const uint64_t misses = metric("silo_target_cache_misses_total");
+
+  moto_->stop();
+  expect_all_readable(c, objects, kRemote);
+  EXPECT_EQ(metric("silo_target_cache_misses_total"), misses);
+  // Only the cached objects can be listed now.
+  ASSERT_OK_AND_ASSIGN(const auto cached_only, c.request(http::Method::kGet, fmt::format("/v1/buckets/{}?cached=true&limit=5", kRemote)));
+  EXPECT_EQ(cached_only.status, 200) << cached_only.body;
+  EXPECT_NE(cached_only.body.find("\"cached\":true"), std::string::npos) << cached_only.body;
+  EXPECT_FALSE(c.list_all(kRemote).has_value()) << "listing the backend fails while it is down";
+  EXPECT_TRUE(work_files(*cluster_).empty());
+}
+
+TEST_F(RemoteTest, PrefetchAbortsAndAFailedPrefetchNamesItsObjectsAndCanBeRerun) {
+  Objects objects;
+  for (int i = 0; i < 300; ++i) objects[fmt::format("s-{:03}", i)] = random_.bytes(256 * 1024);
+  for (const auto& [name, bytes] : objects) ASSERT_NO_FATAL_FAILURE(put_origin(name, bytes));
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  client::Client& c = cluster_->client();
+
+  // Abort: one worker per target, stopped at once.
+  ASSERT_OK_AND_ASSIGN(const auto slow, c.start_job(fmt::format(
+      R"({{"kind": "prefetch", "bucket": "{}", "template": "s-{{000..299}}", "workers": 1}})", kRemote)));
+  ASSERT_OK(c.abort_job(slow.id));
+  ASSERT_OK_AND_ASSIGN(const auto aborted, c.wait_job(slow.id, seconds(60)));
+  EXPECT_EQ(aborted.state, "aborted");
+  std::this_thread::sleep_for(milliseconds(500));  // the workers stop after their object
+  ASSERT_OK_AND_ASSIGN(const auto cached_after_abort, c.list_all(kRemote));
+  size_t cached = 0;
+  for (const auto& e : cached_after_abort) cached += e.cached ? 1 : 0;
+  EXPECT_LT(cached, objects.size()) << "the abort stopped the prefetch";
+
+  // Names the backend does not have fail, each named; the rest are fetched.
+  ASSERT_OK_AND_ASSIGN(const auto partial, c.start_job(fmt::format(
+      R"({{"kind": "prefetch", "bucket": "{}", "names": ["s-000", "nope-1", "s-001", "nope-2"]}})", kRemote)));
+  ASSERT_OK_AND_ASSIGN(const auto failed, c.wait_job(partial.id, seconds(60)));
+  EXPECT_EQ(failed.state, "failed");
+  EXPECT_EQ(failed.errors, 2u);
+  std::string named;
+  for (const auto& f : failed.failed_objects) named += f + "\n";
+  EXPECT_NE(named.find("nope-1"), std::string::npos) << named;
+  EXPECT_NE(named.find("nope-2"), std::string::npos) << named;
+
+  // The backend dies: the job fails with the objects named, and no partial object stays.
+  moto_->stop();
+  ASSERT_OK_AND_ASSIGN(const auto dead, c.start_job(fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "template": "s-{{000..299}}"}})", kRemote)));
+  ASSERT_OK_AND_ASSIGN(const auto dead_done, c.wait_job(dead.id, seconds(120)));
+  EXPECT_EQ(dead_done.state, "failed");
+  EXPECT_GT(dead_done.errors, 0u);
+  EXPECT_FALSE(dead_done.failed_objects.empty());
+  EXPECT_TRUE(work_files(*cluster_).empty());
+
+  // Back (moto forgets everything: the objects are written again): a rerun completes.
+  ASSERT_OK(moto_->restart());
+  ASSERT_OK(moto_->create_bucket("origin"));
+  for (const auto& [name, bytes] : objects) ASSERT_NO_FATAL_FAILURE(put_origin(name, bytes));
+  ASSERT_OK_AND_ASSIGN(const auto rerun, c.start_job(fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "template": "s-{{000..299}}"}})", kRemote)));
+  ASSERT_OK_AND_ASSIGN(const auto rerun_done, c.wait_job(rerun.id, seconds(120)));
+  EXPECT_EQ(rerun_done.state, "finished") << rerun_done.detail;
+  EXPECT_EQ(rerun_done.objects_done + rerun_done.objects_skipped, objects.size());
+  moto_->stop();
+  expect_all_readable(c, objects, kRemote);
+}
+
+TEST_F(RemoteTest, ARevalidatingBucketServesTheNewBytesATrustingOneTheOldUntilEvicted) {
+  const std::string v1 = random_.bytes(100000), v2 = random_.bytes(120000);
+  put_origin("obj", v1);
+  put_origin("gone", v1);
+  for (int i = 0; i < 5; ++i) put_origin(fmt::format("p/{}", i), v1);
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  client::Client& c = cluster_->client();
+  constexpr std::string_view kFresh = "fresh";
+  ASSERT_OK(c.create_bucket(kFresh, remote_props("", R"(, "revalidate": true)")));
+  for (std::string_view bucket : {kRemote, kFresh}) {
+    for (const char* name : {"obj", "gone"}) {
+      ASSERT_OK_AND_ASSIGN(const std::string got, c.get(bucket, name));
+      EXPECT_TRUE(got == v1) << bucket << "/" << name;
+    }
+  }
+  put_origin("obj", v2);  // changed at the backend
+  ASSERT_OK(driver_.run([this] { return origin_->remove("gone"); }));  // deleted at the backend
+
+  ASSERT_OK_AND_ASSIGN(const std::string fresh_obj, c.get(kFresh, "obj"));
+  EXPECT_TRUE(fresh_obj == v2) << "a revalidating bucket serves the new bytes";
+  EXPECT_EQ(c.get(kFresh, "gone").status().code(), Code::kNotFound) << "and drops what the backend deleted";
+  ASSERT_OK_AND_ASSIGN(const std::string trusted_obj, c.get(kRemote, "obj"));
+  EXPECT_TRUE(trusted_obj == v1) << "a trusting bucket serves the cached bytes";
+  ASSERT_OK_AND_ASSIGN(const std::string trusted_gone, c.get(kRemote, "gone"));
+  EXPECT_TRUE(trusted_gone == v1);
+
+  // Evicted, the trusting bucket fetches again: the new bytes, and the deleted one is gone.
+  ASSERT_OK_AND_ASSIGN(const uint64_t by_name, c.evict(kRemote, R"({"names": ["obj", "gone"]})"));
+  EXPECT_EQ(by_name, 2u);
+  ASSERT_OK_AND_ASSIGN(const std::string refetched, c.get(kRemote, "obj"));
+  EXPECT_TRUE(refetched == v2);
+  EXPECT_EQ(c.get(kRemote, "gone").status().code(), Code::kNotFound);
+
+  // Evict by prefix and by template: the other objects stay cached.
+  for (int i = 0; i < 5; ++i) ASSERT_OK(c.get(kRemote, fmt::format("p/{}", i)).status());
+  ASSERT_OK_AND_ASSIGN(const uint64_t by_template, c.evict(kRemote, R"({"template": "p/{0..1}"})"));
+  EXPECT_EQ(by_template, 2u);
+  ASSERT_OK_AND_ASSIGN(const uint64_t by_prefix, c.evict(kRemote, R"({"prefix": "p/"})"));
+  EXPECT_EQ(by_prefix, 3u);
+  ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all(kRemote));
+  for (const auto& e : listed) EXPECT_EQ(e.cached, e.name == "obj") << e.name;
+  // Bad requests name the problem; a local bucket can not be evicted.
+  EXPECT_EQ(c.evict(kRemote, R"({"template": "p/{3..1}"})").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(c.evict(kRemote, R"({"prefix": "a", "names": ["b"]})").status().code(), Code::kInvalidArgument);
+  ASSERT_OK(c.create_bucket("local"));
+  EXPECT_EQ(c.evict("local").status().code(), Code::kInvalidArgument);
+
+  // The whole bucket, keeping it; then forgetting it (the backend keeps everything).
+  ASSERT_OK_AND_ASSIGN(const uint64_t whole, c.evict(kRemote));
+  EXPECT_EQ(whole, 1u);
+  ASSERT_OK(c.get(kRemote, "obj").status());
+  ASSERT_OK_AND_ASSIGN(const uint64_t forgotten, c.evict(kRemote, R"({"keep_props": false})"));
+  EXPECT_EQ(forgotten, 1u);
+  EXPECT_EQ(c.head_bucket(kRemote).code(), Code::kNotFound);
+  ASSERT_OK(c.delete_bucket(kFresh));
+  ASSERT_OK_AND_ASSIGN(const std::string still, driver_.get(*origin_, "obj"));
+  EXPECT_TRUE(still == v2) << "the backend keeps its objects";
+  EXPECT_EQ(sum_over_targets(*cluster_, "silo_target_evicted_objects_total"), 1u + 2 + 2 + 3 + 1 + 1 + 1);
+}
+
+TEST_F(RemoteTest, WritesGoThroughToTheBackendAndDeletesReachIt) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  client::Client& c = cluster_->client();
+  const std::string small = random_.bytes(5000), large = random_.bytes(70 * kMiB);  // large: multipart at the backend
+  ASSERT_OK(c.put(kRemote, "w/small", small).status());
+  ASSERT_OK(c.put(kRemote, "w/large", large).status());
+  ASSERT_OK_AND_ASSIGN(const std::string at_backend, driver_.get(*origin_, "w/small"));
+  EXPECT_EQ(at_backend, small);
+  ASSERT_OK_AND_ASSIGN(const std::string large_at_backend, driver_.get(*origin_, "w/large"));
+  EXPECT_TRUE(large_at_backend == large);
+  // The ETag Silo shows is the backend's.
+  ASSERT_OK_AND_ASSIGN(const auto head, c.head(kRemote, "w/large"));
+  ASSERT_OK_AND_ASSIGN(const auto remote, driver_.run([this] { return origin_->head("w/large"); }));
+  EXPECT_EQ(head.etag, remote.etag);
+
+  ASSERT_OK(c.remove(kRemote, "w/small"));
+  EXPECT_EQ(driver_.get(*origin_, "w/small").status().code(), Code::kNotFound) << "deleted at the backend";
+  EXPECT_EQ(c.get(kRemote, "w/small").status().code(), Code::kNotFound);
+
+  // The backend is down: the write fails and leaves nothing behind.
+  moto_->stop();
+  auto refused = c.put(kRemote, "w/refused", small);
+  EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status();
+  ASSERT_OK_AND_ASSIGN(const auto cached, c.request(http::Method::kGet, fmt::format("/v1/buckets/{}?cached=true", kRemote)));
+  EXPECT_EQ(cached.body.find("w/refused"), std::string::npos) << cached.body;
+  EXPECT_EQ(c.remove(kRemote, "w/large").code(), Code::kUnavailable) << "a delete the backend did not take fails";
+  ASSERT_OK_AND_ASSIGN(const std::string still, c.get(kRemote, "w/large"));
+  EXPECT_TRUE(still == large);
+  EXPECT_TRUE(work_files(*cluster_).empty());
+}
+
+TEST_F(RemoteTest, ABackendThatDiesDuringAColdGetLeavesNoPartialObject) {
+  const std::string large = random_.bytes(150 * kMiB);
+  put_origin("large", large);
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  client::Client& c = cluster_->client();
+  uint64_t received = 0;
+  bool killed = false;
+  auto got = c.get_stream(kRemote, "large", [&](std::span<const char> bytes) {
+    received += bytes.size();
+    if (!killed && received > 4 * kMiB) {
+      moto_->stop();
+      killed = true;
+    }
+    return Status::ok();
+  });
+  EXPECT_TRUE(killed);
+  EXPECT_FALSE(got.has_value()) << "the answer is cut, not completed with wrong bytes";
+  EXPECT_LT(received, large.size());
+  ASSERT_OK(silo::testing::wait_until([&] { return work_files(*cluster_).empty(); }, seconds(30),
+                                      "the fetch's work file to go"));
+  ASSERT_OK_AND_ASSIGN(const auto cached, c.request(http::Method::kGet, fmt::format("/v1/buckets/{}?cached=true", kRemote)));
+  EXPECT_EQ(cached.body.find("large"), std::string::npos) << "no partial object: " << cached.body;
+  EXPECT_EQ(c.get(kRemote, "large").status().code(), Code::kUnavailable);
+}
+
 }  // namespace
 }  // namespace silo::integration
