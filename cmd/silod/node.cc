@@ -231,6 +231,7 @@ http::Awaitable<void> Node::start() {
     asio::co_spawn(io_, target_->sweep_uploads(std::chrono::hours(1)), asio::detached);
     asio::co_spawn(io_, target_->sync_rebalance(), asio::detached);  // resumes one cut off by a restart
     asio::co_spawn(io_, target_->watch_mountpaths(std::chrono::seconds(1)), asio::detached);
+    asio::co_spawn(io_, target_->watch_space(), asio::detached);
   }
   is_ready_ = true;
   if (const Status s = write_ready_file(); !s.is_ok()) SILO_LOG_ERROR("ready file: {}", s);

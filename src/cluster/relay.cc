@@ -28,18 +28,28 @@ http::Awaitable<Status> relay(http::Exchange& exchange, http::Client& client, co
   if (!length && !in.is_chunked) length = 0;
 
   CO_ASSIGN_OR_RETURN(auto call, co_await client.start(to, std::move(request), length));
+  Status sent;
   if (!length || *length > 0) {
     // Sized to the body and not zero-filled: a zeroed 256 KiB per GET was 18 % of a
     // proxy's CPU on 100 KiB objects.
     const size_t size = static_cast<size_t>(std::min<uint64_t>(length.value_or(kRelayBufferBytes), kRelayBufferBytes));
     std::unique_ptr<char[]> buffer(new char[size]);
-    for (;;) {
+    while (sent.is_ok()) {
       CO_ASSIGN_OR_RETURN(const size_t n, co_await exchange.body().read({buffer.get(), size}));
       if (n == 0) break;
-      CO_RETURN_IF_ERROR(co_await call->write({buffer.get(), n}));
+      sent = co_await call->write({buffer.get(), n});
     }
   }
-  CO_ASSIGN_OR_RETURN(http::ClientResponse response, co_await call->finish());
+  // The upstream may refuse a request before its body (507, 404) and close: its answer is
+  // the one to relay, not the broken pipe.
+  Result<http::ClientResponse> answered = Status::internal("unset");
+  if (sent.is_ok()) {
+    answered = co_await call->finish();
+  } else {
+    answered = co_await call->finish_early();
+    if (!answered) co_return sent;
+  }
+  CO_ASSIGN_OR_RETURN(http::ClientResponse response, std::move(answered));
 
   http::ResponseHead head;
   head.status = response.status;

@@ -165,6 +165,7 @@ class ClientCall final : public Call, public BodyReader {
 
   Awaitable<Status> write(std::span<const char> data) override;
   Awaitable<Result<ClientResponse>> finish() override;
+  Awaitable<Result<ClientResponse>> finish_early() override;
   BodyReader& body() override { return *this; }
 
   Awaitable<Result<size_t>> read(std::span<char> buffer) override;
@@ -177,6 +178,8 @@ class ClientCall final : public Call, public BodyReader {
   Awaitable<Status> copy_body(ResponseWriter& out);
   Awaitable<Status> splice_body(detail::RawResponseSink& sink, uint64_t length);
   Awaitable<ErrorCode> send_head();
+  // The response whose head read_head() parsed; its body is read next.
+  ClientResponse response_of_head();
   Awaitable<ErrorCode> send_body(std::span<const char> data);
   // Writes every byte of `buffers` to the connection (TLS or plain), under the io deadline.
   template <typename Buffers>
@@ -354,13 +357,28 @@ Awaitable<Result<ClientResponse>> ClientCall::finish() {
     CO_RETURN_IF_ERROR(co_await reopen_fresh());
   }
   if (ec) co_return io_error(ec, "reading response head");
+  co_return response_of_head();
+}
+
+Awaitable<Result<ClientResponse>> ClientCall::finish_early() {
+  if (is_finished_) co_return Status::failed_precondition("finish_early() after finish()");
+  is_finished_ = true;
+  const ErrorCode ec = co_await read_head();
+  if (ec) {
+    has_failed_ = true;
+    co_return io_error(ec, "reading a response sent before the request body ended");
+  }
+  co_return response_of_head();
+}
+
+ClientResponse ClientCall::response_of_head() {
   body_stream_.emplace(*parser_);
   ClientResponse response;
   const auto& message = parser_->get();
   response.status = static_cast<int>(message.result_int());
   response.headers = detail::to_headers(message);
   if (const auto length = parser_->content_length()) response.content_length = *length;
-  co_return response;
+  return response;
 }
 
 Awaitable<Result<size_t>> ClientCall::read(std::span<char> buffer) {

@@ -48,6 +48,10 @@ class Call {
   virtual Awaitable<Status> write(std::span<const char> data) = 0;
   // Ends the request body (it must match the announced length) and reads the head.
   virtual Awaitable<Result<ClientResponse>> finish() = 0;
+  // After write() failed because the server stopped reading the body: the answer it
+  // sent before it closed (a refusal such as 507 or 404, which a server may send before
+  // the body), when there is one; else the error. In place of finish().
+  virtual Awaitable<Result<ClientResponse>> finish_early() = 0;
   virtual BodyReader& body() = 0;
   // Sends the rest of the response body to `out`, which was begun with this response's
   // Content-Length: large bodies move socket to socket with splice(2) through a pipe

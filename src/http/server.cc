@@ -41,9 +41,10 @@ using RequestParser = bhttp::request_parser<bhttp::buffer_body>;
 
 // Bounds on the lingering close after an error reply: reading the client's pending input
 // until its FIN keeps the kernel from answering it with a RST that can destroy our reply
-// before the client has read it.
-constexpr std::chrono::milliseconds kLingerTimeout{1000};
-constexpr size_t kLingerBytes = 1024 * 1024;
+// before the client has read it. Large enough for a client that sends a whole large body
+// before it reads the answer (a 507 to a PUT of many MiB; nginx lingers up to 30 s).
+constexpr std::chrono::milliseconds kLingerTimeout{5000};
+constexpr size_t kLingerBytes = 256 * 1024 * 1024;
 
 class Connection;
 

@@ -111,7 +111,10 @@ http::Awaitable<Status> Target::read_through(http::Exchange& exchange, const Res
     const CachedReadFn& read_here = read;
     s = co_await read_here_or_neighbor(exchange, r.object, [&read_here] { return read_here(nullptr); });
     if (!is_remote || s.code() != Code::kNotFound || exchange.response().has_begun() || is_local_only(request)) {
-      if (is_remote && s.is_ok()) cache_hits_.add();
+      if (is_remote && s.is_ok()) {
+        cache_hits_.add();
+        touch(r.object);
+      }
       co_return s;
     }
   }
@@ -229,6 +232,7 @@ http::Awaitable<void> Target::run_fetch(std::shared_ptr<Fetch> fetch, Resolved r
 }
 
 http::Awaitable<Status> Target::fetch_into_store(Fetch& fetch, const Resolved& r) {
+  CO_RETURN_IF_ERROR(check_space());
   CO_ASSIGN_OR_RETURN(auto backend, backend_of(r.bucket));
   store::PutOptions options;
   options.durability = durability_of(r.bucket);

@@ -259,7 +259,9 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
       co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
     }
     case s3::Op::kCopyObject:
-    case s3::Op::kUploadPartCopy: co_return co_await s3_copy(exchange, request, r);
+    case s3::Op::kUploadPartCopy:
+      CO_RETURN_IF_ERROR(check_space());
+      co_return co_await s3_copy(exchange, request, r);
     case s3::Op::kGetObjectTagging:
     case s3::Op::kPutObjectTagging:
     case s3::Op::kDeleteObjectTagging: co_return co_await s3_tagging(exchange, request, r);
@@ -271,6 +273,8 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
     case s3::Op::kCreateMultipartUpload:
     case s3::Op::kUploadPart:
     case s3::Op::kCompleteMultipartUpload:
+      CO_RETURN_IF_ERROR(check_space());  // (abort and list free or read)
+      co_return co_await s3_multipart(exchange, request, r);
     case s3::Op::kAbortMultipartUpload:
     case s3::Op::kListParts: co_return co_await s3_multipart(exchange, request, r);
     default: break;
@@ -316,6 +320,7 @@ http::Awaitable<Status> Target::receive_object(http::Exchange& exchange, const c
 http::Awaitable<Status> Target::s3_put(http::Exchange& exchange, const cluster::S3Request& request,
                                        const Resolved& r) {
   puts_.add();
+  CO_RETURN_IF_ERROR(check_space());
   CO_RETURN_IF_ERROR(check_holders_up(r));
   CO_ASSIGN_OR_RETURN(store::PutOptions options, s3_put_options(exchange.request(), r.bucket));
   WriteTicket ticket(*this);

@@ -280,6 +280,7 @@ http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved
 
 http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r) {
   puts_.add();
+  CO_RETURN_IF_ERROR(check_space());
   CO_RETURN_IF_ERROR(check_holders_up(r));
   CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), durability_of(r.bucket)));
   WriteTicket ticket(*this);

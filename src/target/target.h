@@ -87,6 +87,11 @@ class Target {
   // Probes the mountpaths every `period` and takes failed ones out; resilvers at start
   // when the set of mountpaths changed since the last run. Runs until stop_rebalance().
   http::Awaitable<void> watch_mountpaths(std::chrono::milliseconds period);
+  // Capacity (space.cc, docs/remote-buckets.md "Capacity"): every
+  // cluster.cache.space_check_interval, past the high watermark on any mountpath, evicts
+  // cached objects of remote buckets, least recently used first, down to the low one;
+  // past out-of-space, new objects are refused. Runs until stop_rebalance().
+  http::Awaitable<void> watch_space();
 
  private:
   struct Resolved {
@@ -207,6 +212,19 @@ class Target {
   // at a time; those cached with the backend's ETag are skipped.
   http::Awaitable<void> prefetch_batch(Task& task, const std::vector<PrefetchItem>& items);
   http::Awaitable<Status> prefetch_one(Task& task, const PrefetchItem& item);
+  // Space (space.cc).
+  // kResourceExhausted (507 InsufficientStorage) while a mountpath is past out-of-space.
+  Status check_space() const;
+  // Notes a read of a cached object of a remote bucket (the LRU's order).
+  void touch(const ObjectRef& object);
+  // Evicts least recently used cached objects until every mountpath is under the low
+  // watermark (or nothing is left to evict); how many went.
+  http::Awaitable<uint64_t> evict_lru();
+  // The fullest in-service mountpath's use, in percent.
+  double fullest_mountpath_percent() const;
+  std::atomic<bool> is_out_of_space_{false};
+  std::mutex atimes_mutex_;
+  std::map<std::pair<uint64_t, std::string>, int64_t> atimes_;  // GUARDED_BY(atimes_mutex_); reads since start
   std::mutex fetches_mutex_;
   std::map<std::pair<uint64_t, std::string>, std::shared_ptr<Fetch>> fetches_;  // GUARDED_BY(fetches_mutex_)
 

@@ -4,7 +4,10 @@
 // deletes, listing, prefetch, evict and the capacity watermarks. Every byte is checked.
 #include <gtest/gtest.h>
 
+#include <sys/statvfs.h>
+
 #include <atomic>
+#include <map>
 #include <thread>
 
 #include "moto.h"
@@ -349,6 +352,118 @@ TEST_F(RemoteTest, ABackendThatDiesDuringAColdGetLeavesNoPartialObject) {
   ASSERT_OK_AND_ASSIGN(const auto cached, c.request(http::Method::kGet, fmt::format("/v1/buckets/{}?cached=true", kRemote)));
   EXPECT_EQ(cached.body.find("large"), std::string::npos) << "no partial object: " << cached.body;
   EXPECT_EQ(c.get(kRemote, "large").status().code(), Code::kUnavailable);
+}
+
+// Small real filesystems (tmpfs) in place of a target's mountpaths, unmounted at the end.
+// Mounting needs root; without it the test that uses them is skipped, saying why.
+class SmallMountpaths {
+ public:
+  ~SmallMountpaths() {
+    silo::testing::CommandOptions quiet;
+    for (const auto& path : mounted_) std::ignore = silo::testing::run_command({"umount", "-l", path}, quiet);
+  }
+  // Stops `id`, moves each of its mountpaths onto a tmpfs of `megabytes`, starts it again.
+  Status replace(LocalCluster& cluster, std::string_view id, int megabytes) {
+    ASSIGN_OR_RETURN(const NodeInfo node, cluster.node(id));
+    RETURN_IF_ERROR(cluster.stop(id));
+    silo::testing::CommandOptions quiet;
+    for (const auto& mp : node.mountpaths) {
+      const std::string script = fmt::format(
+          "set -e; mv '{0}' '{0}.orig'; mkdir '{0}'; mount -t tmpfs -o size={1}m tmpfs '{0}'; cp -a '{0}.orig/.' '{0}/'",
+          mp, megabytes);
+      ASSIGN_OR_RETURN(const int rc, silo::testing::run_command({"sh", "-c", script}, quiet));
+      if (rc != 0) return Status::failed_precondition("could not mount a tmpfs on {} (needs root)", mp);
+      mounted_.push_back(mp);
+    }
+    return cluster.restart(id);
+  }
+  static double used_percent(const std::string& path) {
+    struct statvfs vfs {};
+    if (::statvfs(path.c_str(), &vfs) != 0) return 100;
+    return 100.0 * static_cast<double>(vfs.f_blocks - vfs.f_bavail) / static_cast<double>(vfs.f_blocks);
+  }
+
+ private:
+  std::vector<std::string> mounted_;
+};
+
+TEST_F(RemoteTest, WatermarksEvictTheLeastRecentlyUsedCachedObjectsAndNeverLocalOnes) {
+  // One target with two 96 MiB mountpaths (RocksDB takes about a fifth): evict past 70 %,
+  // down to 40 %; refuse past 90 %.
+  ASSERT_NO_FATAL_FAILURE(start_cluster(
+      1, "", {{"SILO_CACHE_JSON", R"({"low_wm": 40, "high_wm": 70, "oos_wm": 90, "space_check_interval_ms": 100})"}}));
+  SmallMountpaths small;
+  const Status mounted = small.replace(*cluster_, "t1", 96);
+  if (mounted.code() == Code::kFailedPrecondition) {
+    GTEST_SKIP() << mounted;
+  }
+  ASSERT_OK(mounted);
+  ASSERT_OK_AND_ASSIGN(const NodeInfo t1, cluster_->node("t1"));
+  client::Client& c = cluster_->client();
+  ASSERT_OK(c.create_bucket("local"));
+  Objects local;
+  for (int i = 0; i < 8; ++i) local[fmt::format("l-{}", i)] = random_.bytes(kMiB);
+  for (const auto& [name, bytes] : local) ASSERT_OK(c.put("local", name, bytes).status());
+
+  // 100 objects of 2 MiB (more than fits) read in order; the first five read again and
+  // again, so they stay the most recently used.
+  Objects cached;
+  for (int i = 0; i < 100; ++i) cached[fmt::format("c-{:03}", i)] = random_.bytes(2 * kMiB);
+  for (const auto& [name, bytes] : cached) ASSERT_NO_FATAL_FAILURE(put_origin(name, bytes));
+  for (int i = 0; i < 100; ++i) {
+    const std::string name = fmt::format("c-{:03}", i);
+    ASSERT_OK_AND_ASSIGN(const std::string got, c.get(kRemote, name));
+    ASSERT_TRUE(got == cached[name]) << name;
+    if (i % 4 == 0) {
+      for (int hot = 0; hot < 5; ++hot) ASSERT_OK(c.get(kRemote, fmt::format("c-{:03}", hot)).status());
+    }
+    std::this_thread::sleep_for(milliseconds(20));  // a few reads between two looks at the space
+  }
+  ASSERT_OK(silo::testing::wait_until(
+      [&] {
+        return std::all_of(t1.mountpaths.begin(), t1.mountpaths.end(),
+                           [](const std::string& mp) { return SmallMountpaths::used_percent(mp) < 70; });
+      },
+      seconds(20), "the mountpaths to fall under the high watermark"));
+  EXPECT_GT(metric("silo_target_evicted_objects_total"), 0u);
+
+  // Least recently used first: the hot five stay; of the others, the oldest went, so the
+  // cached ones are the newest ones, all of them.
+  ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all(kRemote));
+  std::map<std::string, bool> is_cached;
+  for (const auto& e : listed) is_cached[e.name] = e.cached;
+  for (int hot = 0; hot < 5; ++hot) EXPECT_TRUE(is_cached[fmt::format("c-{:03}", hot)]) << hot;
+  int first_cached = -1;
+  for (int i = 5; i < 100; ++i) {
+    const bool here = is_cached[fmt::format("c-{:03}", i)];
+    if (here && first_cached < 0) first_cached = i;
+    EXPECT_TRUE(first_cached < 0 || here) << "c-" << i << " was evicted before an older one";
+  }
+  EXPECT_GT(first_cached, 5) << "some of the oldest were evicted";
+  EXPECT_TRUE(is_cached["c-099"]);
+  expect_all_readable(c, local, "local");
+
+  // Local objects are never evicted: past out-of-space, PUTs are refused with 507.
+  moto_->stop();
+  Status refused;
+  int accepted = 0;
+  for (int i = 0; i < 200 && refused.is_ok(); ++i) {
+    const std::string name = fmt::format("fill-{}", i);
+    const std::string bytes = random_.bytes(2 * kMiB);
+    auto put = c.put("local", name, bytes);
+    if (!put) {
+      refused = put.status();
+    } else {
+      local[name] = bytes;
+      ++accepted;
+    }
+    std::this_thread::sleep_for(milliseconds(30));
+  }
+  EXPECT_EQ(refused.code(), Code::kResourceExhausted) << refused;
+  EXPECT_NE(refused.to_string().find("out of space"), std::string::npos) << refused;
+  EXPECT_GT(accepted, 10);
+  expect_all_readable(c, local, "local");
+  EXPECT_TRUE(work_files(*cluster_).empty());
 }
 
 }  // namespace

@@ -1,0 +1,117 @@
+// Capacity of a target's mountpaths (docs/remote-buckets.md "Capacity"): past the high
+// watermark the cached objects of remote buckets are evicted, least recently used first,
+// down to the low watermark; local buckets' objects are never evicted; past out-of-space,
+// writes of new objects are refused with 507 InsufficientStorage before they fill the disk.
+#include <algorithm>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "cluster/sleep.h"
+#include "target/target.h"
+#include "wire/json.h"
+
+namespace silo::target {
+namespace {
+
+constexpr size_t kEvictBatch = 2;  // objects removed between two looks at the mountpaths
+constexpr size_t kListPage = 1000;
+
+struct Candidate {
+  int64_t atime = 0;
+  ObjectRef object;
+};
+
+}  // namespace
+
+double Target::fullest_mountpath_percent() const {
+  double worst = 0;
+  for (const auto& m : store_.mountpaths()) {
+    if (m.state != store::MountpathState::kInService || m.capacity_bytes == 0) continue;
+    const uint64_t used = m.capacity_bytes - std::min(m.available_bytes, m.capacity_bytes);
+    worst = std::max(worst, 100.0 * static_cast<double>(used) / static_cast<double>(m.capacity_bytes));
+  }
+  return worst;
+}
+
+Status Target::check_space() const {
+  if (!is_out_of_space_) return Status::ok();
+  return Status::resource_exhausted("target {} is out of space (a mountpath is past {}% full); free space or add "
+                                    "mountpaths",
+                                    options_.self.id(), options_.cluster.cache.oos_wm)
+      .with_reason("InsufficientStorage");
+}
+
+void Target::touch(const ObjectRef& object) {
+  std::lock_guard lock(atimes_mutex_);
+  atimes_[{object.bucket_id.value(), object.name}] = Clock::real().unix_nanos();
+}
+
+http::Awaitable<void> Target::watch_space() {
+  const config::CacheConfig& cache = options_.cluster.cache;
+  std::unique_ptr<boost::asio::steady_timer> timer;
+  while (!is_stopping_) {
+    co_await cluster::pause(timer, cache.space_check_interval);
+    if (is_stopping_) break;
+    double worst = fullest_mountpath_percent();
+    if (worst >= cache.high_wm) {
+      const uint64_t evicted = co_await evict_lru();
+      const double after = fullest_mountpath_percent();
+      SILO_LOG_INFO("space: the fullest mountpath was {:.1f}% full (high watermark {}%): {} cached objects evicted, "
+                    "now {:.1f}%",
+                    worst, cache.high_wm, evicted, after);
+      worst = after;
+    }
+    const bool is_full = worst >= cache.oos_wm;
+    if (is_full != is_out_of_space_.exchange(is_full)) {
+      SILO_LOG_WARN("space: the fullest mountpath is {:.1f}% full: {}", worst,
+                    is_full ? "new objects are refused" : "new objects are taken again");
+    }
+  }
+}
+
+http::Awaitable<uint64_t> Target::evict_lru() {
+  // Every cached object of every remote bucket here, by last access: a read since start,
+  // else when it was fetched or written.
+  std::vector<Candidate> candidates;
+  for (const auto& bucket : maps_.bucket_map()->buckets()) {
+    if (!wire::is_remote(bucket.props())) continue;
+    const BucketId id(bucket.id());
+    store::ListOptions options;
+    options.limit = kListPage;
+    for (;;) {
+      auto page = co_await store_.list(id, options);
+      if (!page) {
+        SILO_LOG_WARN("space: listing bucket {}: {}", bucket.name(), page.error());
+        break;
+      }
+      for (const auto& entry : page->entries) candidates.push_back({entry.mtime_unix_nanos(), {id, entry.name()}});
+      if (!page->is_truncated || page->entries.empty()) break;
+      options.start_after = page->entries.back().name();
+    }
+  }
+  {
+    std::lock_guard lock(atimes_mutex_);
+    for (auto& c : candidates) {
+      const auto it = atimes_.find({c.object.bucket_id.value(), c.object.name});
+      if (it != atimes_.end()) c.atime = std::max(c.atime, it->second);
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.atime < b.atime; });
+  uint64_t evicted = 0;
+  for (size_t i = 0; i < candidates.size() && !is_stopping_;) {
+    if (fullest_mountpath_percent() < options_.cluster.cache.low_wm) break;
+    for (const size_t end = std::min(candidates.size(), i + kEvictBatch); i < end; ++i) {
+      const Status removed = co_await store_.remove(candidates[i].object);
+      if (removed.is_ok()) ++evicted;
+      {
+        std::lock_guard lock(atimes_mutex_);
+        atimes_.erase({candidates[i].object.bucket_id.value(), candidates[i].object.name});
+      }
+    }
+  }
+  evictions_.add(evicted);
+  co_return evicted;
+}
+
+}  // namespace silo::target
