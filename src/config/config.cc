@@ -158,6 +158,7 @@ Status read_cache(const json& j, CacheConfig& c) {
     if (!it->is_object()) return Status::invalid_argument("config: cluster.cache.{} must be an object", key);
     RETURN_IF_ERROR(read_backend_defaults(*it, *defaults, std::string("cluster.cache.") + key));
   }
+  r.field("first_access", c.first_access);
   r.field("low_wm", c.low_wm);
   r.field("high_wm", c.high_wm);
   r.field("oos_wm", c.oos_wm);
@@ -284,6 +285,9 @@ Status finalize(Config& config) {
   const CacheConfig& cache = c.cache;
   if (!(cache.low_wm < cache.high_wm && cache.high_wm <= cache.oos_wm && cache.oos_wm <= 100)) {
     return Status::invalid_argument("config: cluster.cache needs low_wm < high_wm <= oos_wm <= 100 (percent)");
+  }
+  if (!cache.first_access.empty() && cache.first_access != "s3" && cache.first_access != "gs") {
+    return Status::invalid_argument("config: cluster.cache.first_access must be \"s3\", \"gs\" or \"\"");
   }
   if (cache.prefetch_workers == 0 || cache.range_get_streams == 0 || cache.range_get_size < (1u << 20)) {
     return Status::invalid_argument(

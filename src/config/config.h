@@ -78,6 +78,10 @@ struct BackendDefaults {
 struct CacheConfig {
   BackendDefaults s3;
   BackendDefaults gs;
+  // "s3" or "gs": a request naming a bucket Silo does not have looks for it there (with
+  // the defaults above) and, when it exists, makes it a remote bucket on first access;
+  // "" (default): unknown buckets are NoSuchBucket.
+  std::string first_access;
   // Percent of each mountpath's capacity in use: past `high_wm` cached objects of remote
   // buckets are evicted, least recently used first, down to `low_wm`; past `oos_wm` new
   // objects are refused (507 InsufficientStorage).

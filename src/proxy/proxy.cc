@@ -9,6 +9,7 @@
 #include "cluster/names.h"
 #include "cluster/relay.h"
 #include "cluster/reply.h"
+#include "cluster/sleep.h"
 #include "wire/json.h"
 
 namespace silo::proxy {
@@ -265,6 +266,47 @@ http::Awaitable<Status> Proxy::set_props(http::Exchange& exchange, const std::st
   co_return Status::ok();
 }
 
+http::Awaitable<std::optional<wire::Bucket>> Proxy::find_or_adopt(const std::string& name) {
+  auto bucket = maps_.find_bucket(name);
+  const std::string& provider = options_.cluster.cache.first_access;
+  if (bucket || provider.empty() || !cluster::validate_bucket_name(name).is_ok()) co_return bucket;
+  wire::BucketProps props;
+  props.mutable_backend()->set_provider(provider);
+  props.mutable_backend()->set_bucket(name);
+  if (!(co_await check_backend(props.backend())).is_ok()) co_return std::nullopt;
+  Status made;
+  if (is_primary()) {
+    made = (co_await primary_->create_bucket(name, props)).status();
+  } else {
+    // The primary creates buckets: ask it (intra-cluster requests act as admin).
+    const auto map = maps_.node_map();
+    const auto primary = maps_.find_node(map->primary_id());
+    if (!primary) co_return std::nullopt;
+    auto to = http::Endpoint::parse(primary->url());
+    if (!to) co_return std::nullopt;
+    http::ClientRequest create;
+    create.method = http::Method::kPut;
+    create.target = "/v1/buckets/" + http::percent_encode(name, false);
+    const std::string body = fmt::format(R"({{"backend": {{"url": "{}"}}}})", wire::backend_url(props.backend()));
+    auto answer = co_await client_->call(*to, std::move(create), body, kMaxPropsBody);
+    made = !answer ? answer.status()
+           : answer->status == 200 ? Status::ok()
+                                   : Status::unavailable("the primary answered {}: {}", answer->status, answer->body);
+    // The new bucket map reaches this node with the primary's push; wait for it briefly.
+    for (int i = 0; i < 50 && !maps_.find_bucket(name); ++i) {
+      std::unique_ptr<boost::asio::steady_timer> timer;
+      co_await cluster::pause(timer, std::chrono::milliseconds(20));
+    }
+  }
+  bucket = maps_.find_bucket(name);  // made here, or by a concurrent first access
+  if (!bucket) {
+    SILO_LOG_WARN("bucket {} exists at {}://{} but could not be made a remote bucket: {}", name, provider, name, made);
+  } else {
+    SILO_LOG_INFO("bucket {} is the remote bucket {}://{} (first access)", name, provider, name);
+  }
+  co_return bucket;
+}
+
 http::Awaitable<Status> Proxy::check_backend(const wire::BackendProps& props) {
   if (!options_.backends) co_return Status::failed_precondition("this node has no backends for remote buckets");
   CO_ASSIGN_OR_RETURN(auto backend, options_.backends->make(props));
@@ -457,7 +499,7 @@ http::Awaitable<Result<wire::ListPage>> Proxy::backend_page(const wire::Bucket& 
 http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const std::string& name) {
   list_requests_.add();
   const http::RequestHead& request = exchange.request();
-  const auto bucket = maps_.find_bucket(name);
+  const auto bucket = co_await find_or_adopt(name);
   if (!bucket) co_return Status::not_found("bucket {} does not exist", name);
   size_t limit = kDefaultListLimit;
   if (auto text = request.query_param("limit")) {
@@ -486,7 +528,7 @@ http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string
   object_requests_.add();
   const http::RequestHead& request = exchange.request();
   Status s = cluster::validate_object_name(name);
-  const auto bucket = maps_.find_bucket(bucket_name);
+  const auto bucket = co_await find_or_adopt(bucket_name);
   if (s.is_ok() && !bucket) s = Status::not_found("bucket {} does not exist", bucket_name);
   const auto placement = maps_.placement();
   if (s.is_ok() && placement->empty()) s = Status::unavailable("the cluster has no targets yet");

@@ -100,7 +100,7 @@ http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const cluster::
   Status s;
   std::optional<wire::Bucket> bucket;
   if (!request.route.bucket.empty() && op != s3::Op::kCreateBucket) {
-    bucket = maps_.find_bucket(request.route.bucket);
+    bucket = co_await find_or_adopt(request.route.bucket);
     if (!bucket) s = no_such_bucket(request.route.bucket);
   }
   const bool is_allowed = request.auth.has_value() ||

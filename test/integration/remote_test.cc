@@ -354,6 +354,53 @@ TEST_F(RemoteTest, ABackendThatDiesDuringAColdGetLeavesNoPartialObject) {
   EXPECT_EQ(c.get(kRemote, "large").status().code(), Code::kUnavailable);
 }
 
+TEST_F(RemoteTest, ABackendBucketIsUsableByNameOnFirstAccess) {
+  const std::string bytes = random_.bytes(300000);
+  put_origin("a/b", bytes);
+  ASSERT_NO_FATAL_FAILURE(start_cluster(
+      2, "",
+      {{"SILO_CACHE_JSON", fmt::format(R"({{"first_access": "s3", "s3": {{"endpoint": "{}", "access_key": "{}", "secret_key": "{}"}}}})",
+                                       moto_->url(), MotoServer::kAccessKey, MotoServer::kSecretKey)}}));
+  client::Client& c = cluster_->client();
+  // "origin" was never created in Silo: the first request finds it at the backend.
+  ASSERT_OK_AND_ASSIGN(const std::string got, c.get("origin", "a/b"));
+  EXPECT_TRUE(got == bytes);
+  ASSERT_OK_AND_ASSIGN(const auto props, c.request(http::Method::kGet, "/v1/buckets/origin/props"));
+  EXPECT_NE(props.body.find(R"("url":"s3://origin")"), std::string::npos) << props.body;
+  EXPECT_EQ(props.body.find(MotoServer::kSecretKey), std::string::npos) << "the secret never shows";
+  ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all("origin"));
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_TRUE(listed[0].cached);
+  // A name the backend does not have either stays unknown.
+  EXPECT_EQ(c.get("no-such-bucket", "x").status().code(), Code::kNotFound);
+  EXPECT_EQ(c.head_bucket("no-such-bucket").code(), Code::kNotFound);
+}
+
+TEST_F(RemoteTest, CreatingARemoteBucketChecksTheBackend) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster(1));
+  client::Client& c = cluster_->client();
+  const auto refused = [&](std::string props) { return c.create_bucket("other", std::move(props)).code(); };
+  EXPECT_EQ(refused(fmt::format(R"({{"backend": {{"url": "s3://missing", "endpoint": "{}", "access_key": "k", "secret_key": "s"}}}})",
+                                moto_->url())),
+            Code::kInvalidArgument);
+  EXPECT_EQ(refused(R"({"backend": {"url": "s3://origin", "endpoint": "http://127.0.0.1:1", "access_key": "k", "secret_key": "s"}})"),
+            Code::kUnavailable);
+  EXPECT_EQ(refused(R"({"backend": {"url": "ftp://origin"}})"), Code::kInvalidArgument);
+  EXPECT_EQ(refused(R"({"backend": {"url": "s3://origin", "endpoint": "gopher://x"}})"), Code::kInvalidArgument);
+  EXPECT_EQ(refused(R"({"backend": {"url": "s3://origin", "bogus": 1}})"), Code::kInvalidArgument);
+  EXPECT_EQ(c.head_bucket("other").code(), Code::kNotFound) << "nothing was created";
+  // The backend of a bucket stays; its keys may change (checked again).
+  EXPECT_EQ(c.set_bucket_props(kRemote, R"({"backend": {"url": "s3://elsewhere"}})").code(), Code::kInvalidArgument);
+  EXPECT_EQ(c.set_bucket_props(kRemote, R"({"backend": null})").code(), Code::kInvalidArgument);
+  EXPECT_EQ(c.set_bucket_props(kRemote, R"({"backend": {"endpoint": "http://127.0.0.1:1"}})").code(), Code::kUnavailable);
+  ASSERT_OK(c.set_bucket_props(kRemote, R"({"backend": {"revalidate": true, "secret_key": "********"}})"));
+  ASSERT_OK_AND_ASSIGN(const auto props, c.request(http::Method::kGet, fmt::format("/v1/buckets/{}/props", kRemote)));
+  EXPECT_NE(props.body.find(R"("revalidate":true)"), std::string::npos) << props.body;
+  put_origin("still-works", "x");
+  ASSERT_OK_AND_ASSIGN(const std::string got, c.get(kRemote, "still-works"));
+  EXPECT_EQ(got, "x") << "the masked secret kept the real one";
+}
+
 // Small real filesystems (tmpfs) in place of a target's mountpaths, unmounted at the end.
 // Mounting needs root; without it the test that uses them is skipped, saying why.
 class SmallMountpaths {
