@@ -30,10 +30,14 @@ http::Awaitable<Status> Target::read_here_or_neighbor(http::Exchange& exchange, 
   }
   if (exchange.response().has_begun()) co_return s;
   const bool has_other_copies = holders_of(object).size() > 1;
-  if (s.code() == Code::kDataLoss && !is_local_only(exchange.request()) && (has_other_copies || is_rebalancing())) {
+  if (s.code() == Code::kDataLoss && (has_other_copies || is_rebalancing())) {
     // The copy here is corrupt (nothing was sent): replace it with a good one, then serve.
+    // Also when another holder relayed the read here for this node's own copy (the
+    // holder of a coded bucket's small object that has no copy does): the good copy is
+    // pulled, not the request relayed, so no relay loop can start.
     auto bad = co_await store_.stat(object);
     if (!bad) co_return s;
+    if (bad->has_ec() && is_local_only(exchange.request())) co_return s;
     if (bad->has_ec()) {
       // A slice whose file is gone (a corrupt one is handled by send_ec): rebuild it, and
       // let a holder of another slice answer meanwhile.
