@@ -3,7 +3,8 @@
 # S3 backend) holds COUNT objects in bucket `origin`; a 1 proxy + 1 target cluster has a
 # remote bucket `cache` in front of it. Each pass below reads every object once, with the
 # same number of connections, and is set against the reference: silo-bench GETting the
-# same objects straight from moto (unsigned, --path url). Rows:
+# same objects straight from moto (unsigned, --path url; $duration s of random GETs, as a
+# pass of moto takes well under a second). Rows:
 #   cold GET, direct and gateway: the cache empty (evicted before), every byte fetched
 #     from moto by the owning target while streamed to the client;
 #   warm GET, direct and gateway: served from the cache ($duration s of random GETs);
@@ -14,16 +15,18 @@
 # are checked after every pass: a cold pass must fetch each object once, a warm pass none.
 # moto is one Python process (GIL-bound): the reference is slow, and a cold GET can not
 # beat the backend it reads from, so a cold ratio near 1 is the best possible; the warm
-# rows show what the cache buys. Defaults: 32 x 16 MiB, 8 connections, the cluster's
+# rows show what the cache buys. Defaults: 64 x 16 MiB, 8 connections, the cluster's
 # default cache config (range_get_size 16 MiB: these objects take one backend GET each).
-# Override with W6_OBJECTS, W6_SIZE_MIB, W6_CONNECTIONS and SILO_CACHE_JSON (e.g.
+# Override with W6_OBJECTS, W6_SIZE_MIB, W6_CONNECTIONS, W6_DURABILITY (the remote bucket's
+# durability: fsync | page_cache; default: the cluster's) and SILO_CACHE_JSON (e.g.
 # '{"range_get_size": 8388608}' to fetch them by parallel range GETs).
 # Options: bench/lib.sh (--duration applies to the warm passes only).
 source "$(dirname "$0")/lib.sh"
 bench_start "$@"
 
-if [ $smoke = 1 ]; then objects=8 size_mib=1 conns=4; else objects=32 size_mib=16 conns=8; fi
+if [ $smoke = 1 ]; then objects=8 size_mib=1 conns=4; else objects=64 size_mib=16 conns=8; fi
 objects=${W6_OBJECTS:-$objects} size_mib=${W6_SIZE_MIB:-$size_mib} conns=${W6_CONNECTIONS:-$conns}
+durability=${W6_DURABILITY:-}  # the remote bucket's: fsync | page_cache (default: the cluster's)
 command -v moto_server >/dev/null || bench_die "moto_server not found (python moto; see shared/ENV.md)"
 python3 -c 'import boto3' 2>/dev/null || bench_die "python3 has no boto3 (it comes with moto)"
 
@@ -34,7 +37,8 @@ if [ "$base_port" = 0 ]; then
 fi
 moto_url="http://127.0.0.1:$moto_port"
 # Never talk to somebody else's server on that port.
-python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$moto_port" 2>/dev/null ||
+python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()' "$moto_port" 2>/dev/null ||
   bench_die "port $moto_port (moto_server's) is in use; pick another --base-port"
 moto_server -H 127.0.0.1 -p "$moto_port" >"$work/moto.log" 2>&1 &
 moto_pid=$!
@@ -68,7 +72,7 @@ api() {  # api METHOD PATH [BODY]: the native API, signed.
   curl -sf -X "$1" --aws-sigv4 "aws:amz:us-east-1:s3" --user "$SILO_ACCESS_KEY:$SILO_SECRET_KEY" \
     -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" ${3:+-d "$3"} "$SILO_ENDPOINT$2"
 }
-api PUT /v1/buckets/cache "{\"backend\": {\"url\": \"s3://origin\", \"endpoint\": \"$moto_url\",
+api PUT /v1/buckets/cache "{${durability:+\"durability\": \"$durability\", }\"backend\": {\"url\": \"s3://origin\", \"endpoint\": \"$moto_url\",
   \"access_key\": \"test-key\", \"secret_key\": \"test-secret\"}}" >/dev/null || bench_die "could not create remote bucket cache"
 evict() { api POST /v1/buckets/cache/evict '{}' >/dev/null || bench_die "evict failed"; }
 
@@ -103,7 +107,7 @@ once=(--objects $objects --prefix o- --name-format '{:06}' -c $conns --epochs 1)
 warm=(--objects $objects --prefix o- --name-format '{:06}' -c $conns -d "$duration")
 
 # 1. The reference: the same objects straight from moto.
-bench_run "$work/ref.json" get --path url --url "$moto_url/origin" "${once[@]}" --watch-pid $moto_pid
+bench_run "$work/ref.json" get --path url --url "$moto_url/origin" "${warm[@]}" --watch-pid $moto_pid
 # 2. Cold GET, direct (the cache is empty), then 3. warm GETs from the cache.
 evict
 read -r m0 b0 <<<"$(counters)"
@@ -146,7 +150,7 @@ mbs() { g "$1" 'round(r["mb_per_s"], 1)'; }
 cpu() { g "$1" 'r["server"]["cpu_seconds_per_gb"]'; }
 ref=$(mbs "$work/ref.json")
 set_="${objects} x ${size_mib}MiB, $conns conn"
-row "W6 moto direct GET (the reference), $set_" MB/s - "$ref" - - "$(cpu "$work/ref.json")"
+row "W6 moto direct GET (the reference), ${duration}s" MB/s - "$ref" - - "$(cpu "$work/ref.json")"
 row "W6 cold GET direct vs moto, $set_" MB/s "$(mbs "$work/cold-direct.json")" "$ref" "reference only" \
   "$(cpu "$work/cold-direct.json")" - "$rss_cold"
 row "W6 cold GET gateway vs moto, $set_" MB/s "$(mbs "$work/cold-gateway.json")" "$ref" "reference only" \

@@ -638,4 +638,102 @@ Result<ObjectInfo> Client::get_stream(std::string_view bucket, std::string_view 
   }
 }
 
+Result<Settings> parse_settings_json(std::string_view text) {
+  ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_json(text));
+  if (!doc.is_object()) return Status::invalid_argument("the settings are not a JSON object");
+  Settings settings;
+  const std::pair<const char*, std::string*> fields[] = {
+      {"endpoint", &settings.endpoint}, {"access_key", &settings.access_key}, {"secret_key", &settings.secret_key}};
+  for (const auto& [key, out] : fields) {
+    const JsonValue& v = doc[key];
+    if (v.kind() == JsonValue::Kind::kNull) continue;
+    if (!v.is_string()) return Status::invalid_argument("setting '{}' must be a string", key);
+    *out = v.str();
+  }
+  return settings;
+}
+
+Result<BucketInfo> Client::bucket_info(std::string_view bucket) {
+  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false) + "/props";
+  ASSIGN_OR_RETURN(Response r, request(http::Method::kGet, target));
+  RETURN_IF_ERROR(status_of(r, "GET " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
+  BucketInfo info;
+  info.entry = bucket_entry_of(doc);
+  if (auto created = doc["created"].to_u64()) info.created_unix_nanos = *created;
+  const JsonValue& props = doc["props"];
+  info.anonymous_read = props["anonymous_read"].to_bool();
+  info.verify_reads = props["verify_reads"].kind() != JsonValue::Kind::kBool || props["verify_reads"].to_bool();
+  if (const JsonValue& b = props["backend"]; b.is_object()) {
+    info.backend_url = b["url"].str();
+    info.backend_endpoint = b["endpoint"].str();
+    info.backend_region = b["region"].str();
+    info.backend_access_key = b["access_key"].str();
+    info.backend_revalidate = b["revalidate"].to_bool();
+  }
+  info.json = std::move(r.body);
+  return info;
+}
+
+Result<ListPage> Client::list_page(std::string_view bucket, const ListOptions& options) {
+  std::string target = list_target(bucket, options.prefix, options.limit, options.token);
+  if (options.cached_only) target += target.find('?') == std::string::npos ? "?cached=true" : "&cached=true";
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
+  RETURN_IF_ERROR(status_of(r, "GET " + target));
+  Result<ListPage> page = parse_list_page(r.body);
+  if (!page) return with_context(page.error(), fmt::format("GET {}: answer", target));
+  return page;
+}
+
+namespace {
+
+MountpathEntry mountpath_of(const JsonValue& m) {
+  MountpathEntry entry;
+  entry.id = m["id"].str();
+  entry.path = m["path"].str();
+  entry.state = m["state"].str();
+  entry.failure = m["failure"].str();
+  if (auto n = m["capacity"].to_u64()) entry.capacity_bytes = *n;
+  if (auto n = m["available"].to_u64()) entry.available_bytes = *n;
+  if (auto n = m["objects"].to_u64()) entry.objects = *n;
+  return entry;
+}
+
+std::string node_base(std::string_view node_url) {
+  while (!node_url.empty() && node_url.back() == '/') node_url.remove_suffix(1);
+  return std::string(node_url);
+}
+
+}  // namespace
+
+Result<std::vector<MountpathEntry>> Client::mountpaths(std::string_view node_url) {
+  const std::string target = node_base(node_url) + "/v1/mountpaths";
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
+  RETURN_IF_ERROR(status_of(r, "GET " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
+  std::vector<MountpathEntry> out;
+  for (const JsonValue& m : doc["mountpaths"].items()) {
+    out.push_back(mountpath_of(m));
+  }
+  return out;
+}
+
+Result<MountpathEntry> Client::mountpath_call(std::string_view node_url, std::string_view id,
+                                              std::string_view action) {
+  const std::string target =
+      fmt::format("{}/v1/mountpaths/{}/{}", node_base(node_url), http::percent_encode(id, false), action);
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, target));
+  RETURN_IF_ERROR(status_of(r, "POST " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "POST " + target));
+  return mountpath_of(doc);
+}
+
+Result<MountpathEntry> Client::enable_mountpath(std::string_view node_url, std::string_view id) {
+  return mountpath_call(node_url, id, "enable");
+}
+
+Result<MountpathEntry> Client::disable_mountpath(std::string_view node_url, std::string_view id) {
+  return mountpath_call(node_url, id, "disable");
+}
+
 }  // namespace silo::client

@@ -121,6 +121,52 @@ struct ByteRange {
   static ByteRange suffix(uint64_t length);                    // bytes=-length
 };
 
+// GET /v1/buckets/{bucket}/props in full: BucketEntry plus the properties it leaves out,
+// and the answer's JSON as it came (for tools that print it).
+struct BucketInfo {
+  BucketEntry entry;
+  uint64_t created_unix_nanos = 0;
+  bool anonymous_read = false;
+  bool verify_reads = true;
+  // A remote bucket (docs/remote-buckets.md): the backend it caches; empty url otherwise.
+  std::string backend_url;  // "s3://bucket" | "gs://bucket"
+  std::string backend_endpoint;
+  std::string backend_region;
+  std::string backend_access_key;
+  bool backend_revalidate = false;
+  std::string json;
+  bool is_remote() const { return !backend_url.empty(); }
+};
+
+// Which page of a bucket listing list_page() asks for.
+struct ListOptions {
+  std::string prefix;
+  size_t limit = 0;  // 0: the server picks (1000)
+  std::string token;
+  bool cached_only = false;  // remote buckets: only what Silo holds (?cached=true)
+};
+
+// One mountpath of a target (GET /v1/mountpaths on the target).
+struct MountpathEntry {
+  std::string id;
+  std::string path;
+  std::string state;    // "enabled" | "disabled" | "failed" ...
+  std::string failure;  // why it failed, or ""
+  uint64_t capacity_bytes = 0;
+  uint64_t available_bytes = 0;
+  uint64_t objects = 0;
+};
+
+// A client settings file: {"endpoint", "access_key", "secret_key"} (each optional; the
+// CLI reads ~/.config/silo/config.json). Unknown keys are ignored.
+struct Settings {
+  std::string endpoint;
+  std::string access_key;
+  std::string secret_key;
+};
+// kInvalidArgument when `text` is not a JSON object or a value is not a string.
+Result<Settings> parse_settings_json(std::string_view text);
+
 struct ClientOptions {
   std::chrono::milliseconds connect_timeout{3000};
   std::chrono::milliseconds io_timeout{30000};
@@ -237,7 +283,21 @@ class Client {
   // The Status a non-2xx answer stands for (ok for 1xx-3xx); `what` names the request.
   static Status status_of(const Response& response, std::string_view what);
 
+  // Additions for the CLI.
+  // GET /v1/buckets/{bucket}/props, every property.
+  Result<BucketInfo> bucket_info(std::string_view bucket);
+  // One page of a bucket listing as `options` asks (list() with ?cached=true).
+  Result<ListPage> list_page(std::string_view bucket, const ListOptions& options);
+  // GET /v1/mountpaths of the target at `node_url` ("http://host:port", from the node map).
+  Result<std::vector<MountpathEntry>> mountpaths(std::string_view node_url);
+  // POST /v1/mountpaths/{id}/enable|disable on the target at `node_url` (admins); the
+  // mountpath's new state.
+  Result<MountpathEntry> enable_mountpath(std::string_view node_url, std::string_view id);
+  Result<MountpathEntry> disable_mountpath(std::string_view node_url, std::string_view id);
+
  private:
+  Result<MountpathEntry> mountpath_call(std::string_view node_url, std::string_view id,
+                                        std::string_view action);
   // A membership change, then the node map it led to.
   Result<MembershipChange> membership_call(http::Method method, std::string target, std::string body = {},
                                           http::Headers headers = {});

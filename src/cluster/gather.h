@@ -13,6 +13,8 @@
 #include <optional>
 #include <vector>
 
+#include "cluster/resume.h"
+
 namespace silo::cluster {
 
 template <typename T>
@@ -52,11 +54,7 @@ struct Wait {
 
   template <typename Handler>
   void operator()(Handler handler) const {
-    auto shared = std::make_shared<Handler>(std::move(handler));
-    std::function<void()> resume = [shared] {
-      auto executor = boost::asio::get_associated_executor(*shared);
-      boost::asio::post(executor, [shared] { std::move (*shared)(); });
-    };
+    std::function<void()> resume = resume_later(std::move(handler));
     std::unique_lock lock(state->mutex);
     if (state->remaining == 0) {
       lock.unlock();

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <vector>
 
+#include "cluster/resume.h"
+
 namespace silo::cluster {
 
 // Wakes coroutines when something they watch changed (a fetch made progress). A waiter
@@ -46,11 +48,7 @@ class Signal {
     uint64_t seen;
     template <typename Handler>
     void operator()(Handler handler) const {
-      auto shared = std::make_shared<Handler>(std::move(handler));
-      std::function<void()> resume = [shared] {
-        auto executor = boost::asio::get_associated_executor(*shared);
-        boost::asio::post(executor, [shared] { std::move (*shared)(); });
-      };
+      std::function<void()> resume = resume_later(std::move(handler));
       std::unique_lock lock(signal->mutex_);
       if (signal->count_ != seen) {
         lock.unlock();

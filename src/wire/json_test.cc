@@ -73,3 +73,62 @@ TEST(JsonTest, BucketPropsNameOneLayout) {
 
 }  // namespace
 }  // namespace silo::wire
+
+namespace silo::wire {
+namespace {
+
+TEST(JsonTest, BackendPropsMergeAndNeverShowTheSecret) {
+  auto props = apply_bucket_props_json(
+      R"({"backend": {"url": "s3://data-1", "endpoint": "https://minio:9000", "access_key": "AK", "secret_key": "SK"}})",
+      BucketProps());
+  ASSERT_TRUE(props.has_value()) << props.status();
+  EXPECT_TRUE(is_remote(*props));
+  EXPECT_EQ(props->backend().provider(), "s3");
+  EXPECT_EQ(props->backend().bucket(), "data-1");
+  Bucket bucket;
+  bucket.set_name("b");
+  *bucket.mutable_props() = *props;
+  const std::string shown = bucket_json(bucket);
+  EXPECT_EQ(shown.find("\"SK\""), std::string::npos) << shown;
+  EXPECT_NE(shown.find("s3://data-1"), std::string::npos) << shown;
+  // Naming one key changes that key only; the mask shown keeps the secret.
+  auto changed = apply_bucket_props_json(R"({"backend": {"revalidate": true, "secret_key": "********"}})", *props);
+  ASSERT_TRUE(changed.has_value()) << changed.status();
+  EXPECT_TRUE(changed->backend().revalidate());
+  EXPECT_EQ(changed->backend().secret_key(), "SK");
+  EXPECT_EQ(changed->backend().endpoint(), "https://minio:9000");
+  for (const char* bad : {R"({"backend": {"url": "http://x"}})", R"({"backend": {"url": "s3://A_B!"}})",
+                          R"({"backend": {"endpoint": "minio:9000"}})", R"({"backend": {"region": 5}})",
+                          R"({"backend": {"tls": true}})", R"({"backend": "s3://x"})"}) {
+    EXPECT_FALSE(apply_bucket_props_json(bad, *props).has_value()) << bad;
+  }
+  EXPECT_FALSE(apply_bucket_props_json(R"({"backend": {"endpoint": "http://x"}})", BucketProps()).has_value())
+      << "a backend needs a url";
+}
+
+TEST(JsonTest, EvictAndPrefetchRequestsTakeOneSelection) {
+  auto evict = parse_evict_request_json(R"({"template": "a-{0..2}", "keep_props": true})");
+  ASSERT_TRUE(evict.has_value()) << evict.status();
+  ASSERT_TRUE(selected_names(evict->selection).has_value());
+  EXPECT_EQ(*selected_names(evict->selection), (std::vector<std::string>{"a-0", "a-1", "a-2"}));
+  auto round_trip = parse_evict_request_json(evict_request_json(*evict));
+  ASSERT_TRUE(round_trip.has_value());
+  EXPECT_EQ(round_trip->selection.name_template, "a-{0..2}");
+  EXPECT_TRUE(parse_evict_request_json("").has_value()) << "empty: the whole bucket";
+  for (const char* bad : {R"({"prefix": "a", "names": ["b"]})", R"({"template": "{3..1}"})", R"({"names": [""]})",
+                          R"({"keep_props": false, "prefix": "a"})", R"({"bogus": 1})", "[]"}) {
+    EXPECT_FALSE(parse_evict_request_json(bad).has_value()) << bad;
+  }
+  auto prefetch = parse_job_request_json(R"({"kind": "prefetch", "bucket": "b", "names": ["x", "y"], "workers": 4})");
+  ASSERT_TRUE(prefetch.has_value()) << prefetch.status();
+  EXPECT_EQ(prefetch->selection.names.size(), 2u);
+  EXPECT_EQ(prefetch->workers, 4u);
+  for (const char* bad : {R"({"kind": "prefetch"})", R"({"kind": "prefetch", "bucket": "b", "workers": 0})",
+                          R"({"kind": "prefetch", "bucket": "b", "prefix": "p", "template": "t"})",
+                          R"({"kind": "nope"})"}) {
+    EXPECT_FALSE(parse_job_request_json(bad).has_value()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace silo::wire

@@ -1,0 +1,305 @@
+// silo cluster show, silo node maintenance|decommission, silo mountpath, silo config.
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+
+namespace silo::cli {
+namespace {
+
+bool stores_objects(const client::NodeEntry& n) { return n.role == "target" || n.role == "all"; }
+
+std::string mountpath_json(const client::MountpathEntry& m) {
+  return fmt::format(R"({{"id":{},"path":{},"state":{},"failure":{},"capacity":{},"available":{},"objects":{}}})",
+                     json_string(m.id), json_string(m.path), json_string(m.state), json_string(m.failure),
+                     m.capacity_bytes, m.available_bytes, m.objects);
+}
+
+std::string used_percent(uint64_t capacity, uint64_t available) {
+  if (capacity == 0) return "-";
+  return fmt::format("{:.0f}%", 100.0 * static_cast<double>(capacity - std::min(capacity, available)) /
+                                     static_cast<double>(capacity));
+}
+
+// One node with its mountpaths (targets; empty with `error` set when it did not answer).
+struct NodeStorage {
+  client::NodeEntry node;
+  std::vector<client::MountpathEntry> mountpaths;
+  std::string error;
+};
+
+std::vector<NodeStorage> storage_of(client::Client& c, const client::NodeMap& map) {
+  std::vector<NodeStorage> out;
+  for (const auto& n : map.nodes) {
+    NodeStorage s{.node = n, .mountpaths = {}, .error = ""};
+    if (stores_objects(n)) {
+      if (auto m = c.mountpaths(n.url)) {
+        s.mountpaths = std::move(*m);
+      } else {
+        s.error = m.error().message();
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Status show_cluster(Context& context) {
+  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(const client::NodeMap map, c->node_map());
+  const std::vector<NodeStorage> nodes = storage_of(*c, map);
+  if (context.options.is_json) {
+    std::string list;
+    for (const auto& s : nodes) {
+      std::string mountpaths;
+      uint64_t capacity = 0, available = 0;
+      for (const auto& m : s.mountpaths) {
+        mountpaths += (mountpaths.empty() ? "" : ",") + mountpath_json(m);
+        capacity += m.capacity_bytes;
+        available += m.available_bytes;
+      }
+      list += fmt::format(
+          R"({}{{"id":{},"role":{},"url":{},"state":{},"mode":{},"is_primary":{},"capacity":{},"available":{},)"
+          R"("mountpaths":[{}]{}}})",
+          list.empty() ? "" : ",", json_string(s.node.id), json_string(s.node.role), json_string(s.node.url),
+          json_string(s.node.state), json_string(s.node.mode), s.node.id == map.primary ? "true" : "false", capacity,
+          available, mountpaths, s.error.empty() ? "" : ",\"error\":" + json_string(s.error));
+    }
+    std::printf("{\"version\":%llu,\"primary\":%s,\"rebalance\":{\"job\":%s,\"phase\":%s},\"nodes\":[%s]}\n",
+                static_cast<unsigned long long>(map.version), json_string(map.primary).c_str(),
+                json_string(map.rebalance_job()).c_str(), json_string(map.rebalance_phase).c_str(), list.c_str());
+    return Status::ok();
+  }
+  std::printf("cluster map version %llu, primary %s", static_cast<unsigned long long>(map.version),
+              map.primary.c_str());
+  if (!map.rebalance_job().empty()) std::printf(", last rebalance %s (%s)", map.rebalance_job().c_str(), map.rebalance_phase.c_str());
+  std::printf("\n\n");
+  Table table({"NODE", "ROLE", "STATE", "MODE", "URL", "MOUNTPATHS", "USED", "CAPACITY", "OBJECTS"});
+  for (const auto& s : nodes) {
+    const std::string id = s.node.id + (s.node.id == map.primary ? " *" : "");
+    if (!stores_objects(s.node)) {
+      table.add({id, s.node.role, s.node.state, s.node.mode, s.node.url, "-", "-", "-", "-"});
+      continue;
+    }
+    if (!s.error.empty()) {
+      table.add({id, s.node.role, s.node.state, s.node.mode, s.node.url, "?", "?", "?", "?"});
+      continue;
+    }
+    uint64_t capacity = 0, available = 0, objects = 0;
+    for (const auto& m : s.mountpaths) {
+      capacity += m.capacity_bytes;
+      available += m.available_bytes;
+      objects += m.objects;
+    }
+    table.add({id, s.node.role, s.node.state, s.node.mode, s.node.url, std::to_string(s.mountpaths.size()),
+               used_percent(capacity, available), human_bytes(capacity), std::to_string(objects)});
+  }
+  table.print();
+  std::printf("(* primary)\n\n");
+  Table mountpaths({"NODE", "MOUNTPATH", "PATH", "STATE", "USED", "AVAILABLE", "CAPACITY", "OBJECTS"});
+  for (const auto& s : nodes) {
+    for (const auto& m : s.mountpaths) {
+      mountpaths.add({s.node.id, m.id, m.path, m.failure.empty() ? m.state : m.state + " (" + m.failure + ")",
+                      used_percent(m.capacity_bytes, m.available_bytes), human_bytes(m.available_bytes),
+                      human_bytes(m.capacity_bytes), std::to_string(m.objects)});
+    }
+    if (!s.error.empty()) mountpaths.add({s.node.id, "?", "(no answer: " + s.error + ")", "", "", "", "", ""});
+  }
+  if (mountpaths.rows() > 0) mountpaths.print();
+  return Status::ok();
+}
+
+Result<client::NodeEntry> find_node(client::Client& c, const std::string& id) {
+  ASSIGN_OR_RETURN(const client::NodeMap map, c.node_map());
+  const client::NodeEntry* node = map.find(id);
+  if (node == nullptr) {
+    std::string ids;
+    for (const auto& n : map.nodes) ids += (ids.empty() ? "" : ", ") + n.id;
+    return Status::not_found("no node '{}' in the cluster map (nodes: {})", id, ids);
+  }
+  return *node;
+}
+
+enum class MembershipAction { kStartMaintenance, kStopMaintenance, kDecommission };
+
+struct NodeOptions {
+  std::string node;
+  bool is_waiting = false;
+};
+
+Status change_membership(Context& context, const NodeOptions& o, MembershipAction action) {
+  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(const client::NodeEntry node, find_node(*c, o.node));
+  Result<client::MembershipChange> change = Status::unknown("no action");
+  std::string done;
+  switch (action) {
+    case MembershipAction::kStartMaintenance:
+      change = c->set_maintenance(node.id, /*on=*/true);
+      done = "in maintenance";
+      break;
+    case MembershipAction::kStopMaintenance:
+      change = c->set_maintenance(node.id, /*on=*/false);
+      done = "out of maintenance";
+      break;
+    case MembershipAction::kDecommission:
+      change = c->decommission(node.id);
+      done = "decommissioning";
+      break;
+  }
+  if (!change) return change.error();
+  if (context.options.is_json && !o.is_waiting) {
+    std::printf("{\"node\":%s,\"node_map_version\":%llu,\"rebalance\":%s,\"rebalance_phase\":%s}\n",
+                json_string(node.id).c_str(), static_cast<unsigned long long>(change->node_map_version),
+                json_string(change->rebalance_job).c_str(), json_string(change->rebalance_phase).c_str());
+  } else if (!context.options.is_json) {
+    std::printf("node %s is %s (cluster map version %llu)", node.id.c_str(), done.c_str(),
+                static_cast<unsigned long long>(change->node_map_version));
+    if (!change->rebalance_job.empty()) std::printf("; rebalance %s moves the objects", change->rebalance_job.c_str());
+    std::printf("\n");
+  }
+  if (o.is_waiting && !change->rebalance_job.empty()) return wait_for_job(context, *c, change->rebalance_job);
+  return Status::ok();
+}
+
+struct MountpathOptions {
+  std::string node;
+  std::string mountpath;
+};
+
+Status list_mountpaths(Context& context, const std::string& node_id) {
+  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(const client::NodeMap map, c->node_map());
+  if (!node_id.empty()) RETURN_IF_ERROR(find_node(*c, node_id).status());
+  client::NodeMap chosen = map;
+  std::erase_if(chosen.nodes, [&](const client::NodeEntry& n) {
+    return !stores_objects(n) || (!node_id.empty() && n.id != node_id);
+  });
+  const auto nodes = storage_of(*c, chosen);
+  if (context.options.is_json) {
+    std::string list;
+    for (const auto& s : nodes) {
+      std::string mountpaths;
+      for (const auto& m : s.mountpaths) mountpaths += (mountpaths.empty() ? "" : ",") + mountpath_json(m);
+      list += fmt::format(R"({}{{"node":{},"mountpaths":[{}]{}}})", list.empty() ? "" : ",", json_string(s.node.id),
+                          mountpaths, s.error.empty() ? "" : ",\"error\":" + json_string(s.error));
+    }
+    std::printf("{\"nodes\":[%s]}\n", list.c_str());
+    return Status::ok();
+  }
+  Table table({"NODE", "MOUNTPATH", "PATH", "STATE", "USED", "AVAILABLE", "CAPACITY", "OBJECTS"});
+  for (const auto& s : nodes) {
+    for (const auto& m : s.mountpaths) {
+      table.add({s.node.id, m.id, m.path, m.failure.empty() ? m.state : m.state + " (" + m.failure + ")",
+                 used_percent(m.capacity_bytes, m.available_bytes), human_bytes(m.available_bytes),
+                 human_bytes(m.capacity_bytes), std::to_string(m.objects)});
+    }
+    if (!s.error.empty()) table.add({s.node.id, "?", "(no answer: " + s.error + ")", "", "", "", "", ""});
+  }
+  table.print();
+  return Status::ok();
+}
+
+Status set_mountpath(Context& context, const MountpathOptions& o, bool is_enabling) {
+  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(const client::NodeEntry node, find_node(*c, o.node));
+  if (!stores_objects(node)) return Status::invalid_argument("node {} is a {}, which has no mountpaths", node.id, node.role);
+  // Accept the mountpath's id or its path.
+  ASSIGN_OR_RETURN(const auto mountpaths, c->mountpaths(node.url));
+  std::string id;
+  std::string known;
+  for (const auto& m : mountpaths) {
+    if (m.id == o.mountpath || m.path == o.mountpath) id = m.id;
+    known += (known.empty() ? "" : ", ") + m.id + " (" + m.path + ")";
+  }
+  if (id.empty()) return Status::not_found("node {} has no mountpath '{}' (it has: {})", node.id, o.mountpath, known);
+  ASSIGN_OR_RETURN(const client::MountpathEntry changed,
+                   is_enabling ? c->enable_mountpath(node.url, id) : c->disable_mountpath(node.url, id));
+  if (context.options.is_json) {
+    std::printf("{\"node\":%s,\"mountpath\":%s,\"state\":%s}\n", json_string(node.id).c_str(),
+                json_string(changed.id).c_str(), json_string(changed.state).c_str());
+  } else {
+    std::printf("mountpath %s of node %s is %s (the target resilvers its objects)\n", changed.id.c_str(),
+                node.id.c_str(), changed.state.c_str());
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void add_cluster_commands(CLI::App& app, Context& context) {
+  CLI::App* cluster = app.add_subcommand("cluster", "Show the cluster: nodes, roles, states, primary, capacity");
+  cluster->require_subcommand(1);
+  CLI::App* show_cmd = add_command(*cluster, "show",
+                                   "Nodes with role, state, mode and the primary; capacity per node and mountpath",
+                                   "silo cluster show --json");
+  on_run(show_cmd, context, [&context] { return show_cluster(context); });
+
+  CLI::App* node = app.add_subcommand("node", "Take nodes into and out of maintenance, or decommission them");
+  node->require_subcommand(1);
+  CLI::App* maintenance = node->add_subcommand("maintenance", "Start or stop a node's maintenance");
+  maintenance->require_subcommand(1);
+  const std::pair<const char*, MembershipAction> maintenance_actions[] = {
+      {"start", MembershipAction::kStartMaintenance}, {"stop", MembershipAction::kStopMaintenance}};
+  for (const auto& [name, action] : maintenance_actions) {
+    auto o = std::make_shared<NodeOptions>();
+    CLI::App* cmd = add_command(*maintenance, name,
+                                action == MembershipAction::kStartMaintenance
+                                    ? "Put a node in maintenance: it stops owning objects, which rebalance moves"
+                                    : "Take a node out of maintenance: it owns objects again",
+                                fmt::format("silo node maintenance {} t2 --wait", name));
+    cmd->add_option("node", o->node, "Node id (see 'silo cluster show')")->required();
+    cmd->add_flag("--wait", o->is_waiting, "Wait for the rebalance it starts");
+    on_run(cmd, context, [&context, o, action = action] { return change_membership(context, *o, action); });
+  }
+  auto decommission = std::make_shared<NodeOptions>();
+  CLI::App* decommission_cmd = add_command(*node, "decommission",
+                                           "Move every object off a node and remove it from the cluster",
+                                           "silo node decommission t3 --wait");
+  decommission_cmd->add_option("node", decommission->node, "Node id")->required();
+  decommission_cmd->add_flag("--wait", decommission->is_waiting, "Wait for the rebalance it starts");
+  on_run(decommission_cmd, context,
+         [&context, decommission] { return change_membership(context, *decommission, MembershipAction::kDecommission); });
+
+  CLI::App* mountpath = app.add_subcommand("mountpath", "List, enable and disable the mountpaths (disks) of targets");
+  mountpath->require_subcommand(1);
+  auto ls_node = std::make_shared<std::string>();
+  CLI::App* ls_cmd = add_command(*mountpath, "ls", "List mountpaths with state, usage and object counts",
+                                 "silo mountpath ls t1");
+  ls_cmd->add_option("node", *ls_node, "Target id (none: every target)");
+  on_run(ls_cmd, context, [&context, ls_node] { return list_mountpaths(context, *ls_node); });
+  for (const bool is_enabling : {true, false}) {
+    auto o = std::make_shared<MountpathOptions>();
+    const std::string name = is_enabling ? "enable" : "disable";
+    CLI::App* cmd = add_command(*mountpath, name,
+                                is_enabling ? "Put a mountpath back in service (the target resilvers onto it)"
+                                            : "Take a mountpath out of service (the target resilvers off it)",
+                                "silo mountpath " + name + " t1 mp2");
+    cmd->add_option("node", o->node, "Target id")->required();
+    cmd->add_option("mountpath", o->mountpath, "Mountpath id or path (see 'silo mountpath ls')")->required();
+    on_run(cmd, context, [&context, o, is_enabling] { return set_mountpath(context, *o, is_enabling); });
+  }
+  for (const char* name : {"attach", "detach"}) {
+    auto o = std::make_shared<MountpathOptions>();
+    CLI::App* cmd = add_command(*mountpath, name,
+                                fmt::format("{} a mountpath at run time (not supported by the server yet)",
+                                            std::string(name) == "attach" ? "Add" : "Remove"),
+                                fmt::format("silo mountpath {} t1 /data/disk3", name));
+    cmd->add_option("node", o->node, "Target id")->required();
+    cmd->add_option("path", o->mountpath, "Mountpath directory")->required();
+    on_run(cmd, context, [name = std::string(name)] { return unsupported("mountpath " + name); });
+  }
+
+  CLI::App* config = app.add_subcommand("config", "Show or change the cluster configuration (not supported yet)");
+  config->require_subcommand(1);
+  CLI::App* config_show = add_command(*config, "show", "Show the cluster configuration", "silo config show");
+  on_run(config_show, context, [] { return unsupported("config show (no runtime config API)"); });
+  auto pairs = std::make_shared<std::vector<std::string>>();
+  CLI::App* config_set = add_command(*config, "set", "Change cluster configuration values",
+                                     "silo config set cluster.cache.low_wm=70");
+  config_set->add_option("pairs", *pairs, "KEY=VALUE pairs")->required();
+  on_run(config_set, context, [] { return unsupported("config set (no runtime config API)"); });
+}
+
+}  // namespace silo::cli

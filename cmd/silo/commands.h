@@ -1,0 +1,34 @@
+#pragma once
+
+// The command groups of `silo`, one translation unit each. Each add_* function declares
+// its commands on `app`; a command's callback stores its action in `context`, and main()
+// runs it after parsing (so CLI11's exceptions stay in main()).
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "client/client.h"
+#include "context.h"
+
+namespace silo::cli {
+
+void add_bucket_commands(CLI::App& app, Context& context);   // bucket ..., ls
+void add_object_commands(CLI::App& app, Context& context);   // put, get, rm, cat, stat
+void add_job_commands(CLI::App& app, Context& context);      // job ..., prefetch, evict
+void add_cluster_commands(CLI::App& app, Context& context);  // cluster, node, mountpath, config
+
+// A subcommand with a description and an example shown by --help.
+CLI::App* add_command(CLI::App& parent, const std::string& name, const std::string& description,
+                      const std::string& example);
+// Makes `action` the command's action when the user names `command`.
+void on_run(CLI::App* command, Context& context, std::function<Status()> action);
+
+// Waits for job `id` to end, showing its progress (a bar on a terminal, a line every few
+// seconds otherwise); prints the final state (JSON under --json). A job that ends other
+// than "finished" is an error.
+Status wait_for_job(Context& context, client::Client& c, const std::string& id);
+// One job as JSON, as `silo job show --json` prints it.
+std::string job_json(const client::JobEntry& job);
+
+}  // namespace silo::cli

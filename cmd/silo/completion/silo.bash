@@ -1,0 +1,68 @@
+# bash completion for silo (docs/cli.md). Install: source this file from ~/.bashrc, or
+# copy it to /usr/share/bash-completion/completions/silo.
+_silo() {
+  local cur prev words cword
+  if declare -F _init_completion >/dev/null; then
+    _init_completion || return
+  else
+    cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"
+    words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
+  fi
+  local globals="--endpoint --access-key --secret-key --config --json --quiet --help --version"
+  local top="bucket ls put get cat rm stat prefetch evict scrub job cluster node mountpath config"
+
+  # The command path typed so far, options left out.
+  local path="" w i
+  for ((i = 1; i < cword; i++)); do
+    w="${words[i]}"
+    case "$w" in
+      --endpoint|-e|--access-key|--secret-key|--config|--workers|-w|--offset|--length|--limit|-n|--prefix|-p|--template|-t|--list|-f|--rate) ((i++)) ;;
+      -*) ;;
+      *) path="$path $w" ;;
+    esac
+  done
+  path="${path# }"
+
+  case "$prev" in
+    --config|--list|-f) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --endpoint|-e|--access-key|--secret-key|--workers|-w|--offset|--length|--limit|-n|--template|-t|--rate) return ;;
+  esac
+
+  local words_now=""
+  case "$path" in
+    "") words_now="$top" ;;
+    bucket) words_now="create ls rm props" ;;
+    "bucket props") words_now="show set" ;;
+    "bucket props set "*|"bucket create "*)
+      words_now="copies= ec.data= ec.parity= ec.min_size= ec=none durability=fsync durability=page_cache write=sync write=async verify_reads= anonymous_read= backend.url=s3:// backend.endpoint= backend.region= backend.access_key= backend.secret_key= backend.revalidate= backend=none"
+      compopt -o nospace 2>/dev/null ;;
+    job) words_now="ls show wait abort" ;;
+    cluster) words_now="show" ;;
+    node) words_now="maintenance decommission" ;;
+    "node maintenance") words_now="start stop" ;;
+    mountpath) words_now="ls enable disable attach detach" ;;
+    config) words_now="show set" ;;
+    put|put\ *|get\ *) COMPREPLY=($(compgen -f -- "$cur")) ;;
+  esac
+
+  if [[ "$cur" == -* ]]; then
+    local flags="$globals"
+    case "$path" in
+      ls*) flags="$flags --recursive --long --cached --summary --limit" ;;
+      put*) flags="$flags --workers" ;;
+      get*) flags="$flags --offset --length --prefix --workers" ;;
+      cat*) flags="$flags --offset --length" ;;
+      rm*) flags="$flags --prefix" ;;
+      prefetch*) flags="$flags --prefix --template --list --workers --wait" ;;
+      evict*) flags="$flags --prefix --template --list --forget" ;;
+      scrub*) flags="$flags --rate --wait" ;;
+      "job wait"*) ;;
+      "bucket create"*) flags="$flags --ignore-existing" ;;
+      "node maintenance"*|"node decommission"*) flags="$flags --wait" ;;
+    esac
+    COMPREPLY=($(compgen -W "$flags" -- "$cur"))
+    return
+  fi
+  [[ -n "$words_now" ]] && COMPREPLY+=($(compgen -W "$words_now" -- "$cur"))
+}
+complete -F _silo silo

@@ -1,0 +1,497 @@
+// The `silo` CLI (docs/cli.md) as a user's script runs it: this build's binary as a
+// subprocess against a real local cluster, checking its --json output, its files and its
+// exit codes, failures included (no such bucket, bad credentials, unreachable endpoint,
+// bad arguments, commands the server does not support).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "moto.h"
+#include "objects_util.h"
+#include "testing/random.h"
+
+#ifndef SILO_CLI_PATH
+#error "SILO_CLI_PATH must be defined by the build (the silo binary)"
+#endif
+
+namespace silo::integration {
+namespace {
+
+namespace fs = std::filesystem;
+using silo::testing::EnvVars;
+
+// Exit codes (docs/cli.md "Exit codes").
+constexpr int kOk = 0, kError = 1, kUsage = 2, kNotFound = 3, kAuth = 4, kUnreachable = 5, kUnsupported = 6;
+
+struct CliResult {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+std::ostream& operator<<(std::ostream& os, const CliResult& r) {
+  return os << "exit " << r.code << "\n--- stdout:\n" << r.out.substr(0, 3000) << "\n--- stderr:\n" << r.err.substr(0, 3000);
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string read_or(const std::string& path, std::string fallback) {
+  auto text = silo::testing::read_file(path);
+  return text.has_value() ? std::move(*text) : fallback;
+}
+
+std::string cli_path() {
+  if (const char* path = std::getenv("SILO_TEST_CLI"); path != nullptr && *path != '\0') return path;
+  return SILO_CLI_PATH;
+}
+
+// Runs `silo ARGS` with SILO_ENDPOINT/keys of `endpoint` (unless `env` overrides them)
+// and stdin from `stdin_path` (/dev/null by default).
+class Cli {
+ public:
+  explicit Cli(std::string endpoint) : endpoint_(std::move(endpoint)) {
+    auto dir = silo::testing::TempDir::create("silo-cli");
+    EXPECT_TRUE(dir.has_value());
+    dir_ = std::make_unique<silo::testing::TempDir>(std::move(*dir));
+  }
+  const std::string& dir() const { return dir_->path(); }
+
+  CliResult run(const std::vector<std::string>& args, EnvVars env = {}, const std::string& stdin_path = "/dev/null") {
+    std::string command = "exec " + shell_quote(cli_path());
+    for (const auto& a : args) command += " " + shell_quote(a);
+    const std::string out = dir() + "/stdout", err = dir() + "/stderr";
+    command += " <" + shell_quote(stdin_path) + " >" + shell_quote(out) + " 2>" + shell_quote(err);
+    silo::testing::CommandOptions options;
+    options.unset_prefixes = {"SILO_"};
+    options.env = {{"SILO_ENDPOINT", endpoint_},
+                   {"SILO_ACCESS_KEY", "silo-admin"},
+                   {"SILO_SECRET_KEY", "silo-secret-key"},
+                   {"HOME", dir()}};  // no developer's ~/.config/silo/config.json
+    for (auto& [k, v] : env) {
+      std::erase_if(options.env, [&k](const auto& e) { return e.first == k; });
+      options.env.emplace_back(k, v);
+    }
+    options.timeout = std::chrono::milliseconds(180000);
+    CliResult r;
+    auto code = silo::testing::run_command({"sh", "-c", command}, options);
+    EXPECT_TRUE(code.has_value()) << code.status();
+    r.code = code.has_value() ? *code : -1;
+    r.out = read_or(out, "");
+    r.err = read_or(err, "");
+    return r;
+  }
+
+ private:
+  std::string endpoint_;
+  std::unique_ptr<silo::testing::TempDir> dir_;
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The number of times `part` occurs in `text`.
+size_t count_of(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string read(const std::string& path) { return read_or(path, "<missing " + path + ">"); }
+
+ClusterOptions small_cluster() {
+  return {.proxies = 1, .targets = 3, .mountpaths = 2, .env = {{"SILO_DURABILITY", "page_cache"}}};
+}
+
+TEST(CliTest, UsageErrorsHelpUnreachableAndUnsupported) {
+  Cli cli("http://127.0.0.1:1");  // nothing listens on port 1
+
+  const CliResult help = cli.run({"--help"});
+  EXPECT_EQ(help.code, kOk) << help;
+  for (const char* command : {"bucket", "ls", "put", "get", "rm", "cat", "stat", "prefetch", "evict", "job",
+                              "cluster", "node", "mountpath", "Exit codes"}) {
+    EXPECT_TRUE(contains(help.out, command)) << command << "\n" << help;
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"bucket", "create", "--help"}, {"put", "--help"}, {"get", "--help"},
+        {"prefetch", "--help"}, {"job", "wait", "--help"}, {"node", "maintenance", "start", "--help"},
+        {"mountpath", "disable", "--help"}, {"ls", "--help"}, {"stat", "--help"}}) {
+    const CliResult r = cli.run(args);
+    EXPECT_EQ(r.code, kOk) << args[0] << " " << r;
+    EXPECT_TRUE(contains(r.out, "Example")) << args[0] << " " << r;
+  }
+
+  const CliResult none = cli.run({});
+  EXPECT_EQ(none.code, kUsage) << none;
+  const CliResult unknown = cli.run({"frobnicate"});
+  EXPECT_EQ(unknown.code, kUsage) << unknown;
+  EXPECT_TRUE(contains(unknown.err, "--help")) << unknown;
+  const CliResult missing_argument = cli.run({"put", "only-a-file"});
+  EXPECT_EQ(missing_argument.code, kUsage) << missing_argument;
+  const CliResult bad_number = cli.run({"put", "a", "b", "--workers", "zero"});
+  EXPECT_EQ(bad_number.code, kUsage) << bad_number;
+  const CliResult bad_address = cli.run({"stat", "http://x/y"});
+  EXPECT_EQ(bad_address.code, kUsage) << bad_address;
+  EXPECT_TRUE(contains(bad_address.err, "BUCKET[/NAME]")) << bad_address;
+  const CliResult no_name = cli.run({"rm", "bucket-only"});
+  EXPECT_EQ(no_name.code, kUsage) << no_name;
+  const CliResult json_usage = cli.run({"--json", "bucket", "create"});
+  EXPECT_EQ(json_usage.code, kUsage) << json_usage;
+  EXPECT_TRUE(contains(json_usage.err, R"("exit_code":2)")) << json_usage;
+
+  // Unreachable: exit code 5 and a hint that names the endpoint and how to set it.
+  const CliResult unreachable = cli.run({"bucket", "ls"});
+  EXPECT_EQ(unreachable.code, kUnreachable) << unreachable;
+  EXPECT_TRUE(contains(unreachable.err, "http://127.0.0.1:1")) << unreachable;
+  EXPECT_TRUE(contains(unreachable.err, "SILO_ENDPOINT")) << unreachable;
+  const CliResult unreachable_json = cli.run({"ls", "b", "--json"});
+  EXPECT_EQ(unreachable_json.code, kUnreachable) << unreachable_json;
+  EXPECT_TRUE(contains(unreachable_json.err, R"("exit_code":5)")) << unreachable_json;
+  EXPECT_EQ(unreachable_json.out, "") << "errors go to stderr";
+  // The --endpoint flag beats SILO_ENDPOINT; a malformed one is a usage error.
+  const CliResult bad_endpoint = cli.run({"--endpoint", "ftp://x:y:z", "bucket", "ls"});
+  EXPECT_EQ(bad_endpoint.code, kUsage) << bad_endpoint;
+
+  // Server features that do not exist yet: exit code 6 with a clear message.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"config", "show"}, {"config", "set", "a=b"}, {"mountpath", "attach", "t1", "/d"},
+        {"mountpath", "detach", "t1", "/d"}}) {
+    const CliResult r = cli.run(args);
+    EXPECT_EQ(r.code, kUnsupported) << args[0] << " " << args[1] << " " << r;
+    EXPECT_TRUE(contains(r.err, "not supported by this server")) << r;
+  }
+}
+
+TEST(CliTest, BucketsObjectsListingAndFailures) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(small_cluster()));
+  Cli cli(cluster->endpoint());
+  silo::testing::Random random;
+
+  // Buckets.
+  CliResult r = cli.run({"bucket", "create", "photos", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("bucket":"photos")")) << r;
+  r = cli.run({"bucket", "create", "photos"});
+  EXPECT_EQ(r.code, kError) << "exists already: " << r;
+  EXPECT_EQ(cli.run({"bucket", "create", "photos", "--ignore-existing"}).code, kOk);
+  ASSERT_EQ(cli.run({"bucket", "create", "s3://coded", "ec.data=2", "ec.parity=1"}).code, kOk);
+  r = cli.run({"bucket", "ls", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("name":"photos")") && contains(r.out, R"("name":"coded")")) << r;
+  r = cli.run({"bucket", "ls"});
+  EXPECT_TRUE(contains(r.out, "ec 2+1")) << r;
+
+  // Properties: set as KEY=VALUE, shown as JSON and as the same KEY=VALUE names.
+  r = cli.run({"bucket", "props", "set", "photos", "copies=2", "durability=fsync", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("copies":2)")) << r;
+  r = cli.run({"bucket", "props", "show", "photos"});
+  EXPECT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, "copies") && contains(r.out, "fsync")) << r;
+  r = cli.run({"bucket", "props", "show", "coded", "--json"});
+  EXPECT_TRUE(contains(r.out, R"("data":2)") && contains(r.out, R"("parity":1)")) << r;
+  r = cli.run({"bucket", "props", "set", "coded", "ec.parity=2", "--json"});  // data stays 2
+  EXPECT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("data":2)") && contains(r.out, R"("parity":2)")) << r;
+  EXPECT_EQ(cli.run({"bucket", "props", "set", "photos", "copies=many"}).code, kUsage);
+  r = cli.run({"bucket", "props", "set", "photos", "colour=blue"});
+  EXPECT_EQ(r.code, kUsage) << "the server refuses an unknown property: " << r;
+  EXPECT_TRUE(contains(r.err, "colour")) << r;
+  EXPECT_EQ(cli.run({"bucket", "props", "set", "photos", "copies"}).code, kUsage);
+  EXPECT_EQ(cli.run({"bucket", "props", "show", "nosuch"}).code, kNotFound);
+  r = cli.run({"ls", "nosuch", "--json"});
+  EXPECT_EQ(r.code, kNotFound) << r;
+  EXPECT_TRUE(contains(r.err, R"("exit_code":3)")) << r;
+
+  // put DIR: every file, recursively, in parallel, under the prefix.
+  std::map<std::string, std::string> files;  // relative path -> bytes
+  for (int i = 0; i < 12; ++i) files[fmt::format("shard-{:02}.tar", i)] = random.bytes(random.uniform(0, 64 * 1024));
+  files["val/a.tar"] = random.bytes(3 * 1024 * 1024 + 7);  // several stream buffers
+  files["val/deep/b.tar"] = random.bytes(100);
+  const std::string src = cli.dir() + "/src";
+  for (const auto& [rel, bytes] : files) write_file(src + "/" + rel, bytes);
+  r = cli.run({"put", src, "photos/train/", "--json", "--workers", "4"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, fmt::format(R"("summary":{{"objects":{},)", files.size()))) << r;
+  EXPECT_TRUE(contains(r.out, R"("failed":0)")) << r;
+  for (const auto& [rel, bytes] : files) {
+    ASSERT_OK_AND_ASSIGN(const std::string got, cluster->client().get("photos", "train/" + rel));
+    EXPECT_EQ(difference(bytes, got), "") << rel;
+  }
+  // Plain lines when not on a terminal: one per object.
+  r = cli.run({"put", src + "/val", "photos/again"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(count_of(r.out, "put "), 2u) << r;
+  EXPECT_TRUE(contains(r.out, "photos/again/deep/b.tar")) << r;
+  // put FILE: named after the file, or as given; put -: stdin.
+  ASSERT_EQ(cli.run({"put", src + "/shard-00.tar", "photos"}).code, kOk);
+  ASSERT_OK_AND_ASSIGN(const std::string single, cluster->client().get("photos", "shard-00.tar"));
+  EXPECT_EQ(single, files["shard-00.tar"]);
+  ASSERT_EQ(cli.run({"put", src + "/val/a.tar", "photos/renamed.bin"}).code, kOk);
+  r = cli.run({"put", "-", "photos/from-stdin", "--json"}, {}, src + "/val/deep/b.tar");
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("size":100)")) << r;
+  ASSERT_OK_AND_ASSIGN(const std::string piped, cluster->client().get("photos", "from-stdin"));
+  EXPECT_EQ(piped, files["val/deep/b.tar"]);
+  EXPECT_EQ(cli.run({"put", "-", "photos"}).code, kUsage) << "stdin needs a name";
+  EXPECT_EQ(cli.run({"put", cli.dir() + "/nothing-here", "photos"}).code, kUsage);
+  EXPECT_EQ(cli.run({"put", src, "nosuch/x/"}).code, kNotFound);
+
+  // ls: one level by default, everything with --recursive; --limit, --summary, --long.
+  r = cli.run({"ls", "photos/train/", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(count_of(r.out, R"("name":)"), 12u) << r;
+  EXPECT_TRUE(contains(r.out, R"("directories":["train/val/"])")) << r;
+  r = cli.run({"ls", "photos/train/", "--recursive", "--json"});
+  EXPECT_EQ(count_of(r.out, R"("name":)"), files.size()) << r;
+  EXPECT_TRUE(contains(r.out, R"("name":"train/val/deep/b.tar","size":100)")) << r;
+  r = cli.run({"ls", "photos", "-r", "--limit", "5", "--json"});
+  EXPECT_EQ(count_of(r.out, R"("name":)"), 5u) << r;
+  EXPECT_TRUE(contains(r.out, R"("truncated":true)")) << r;
+  r = cli.run({"ls", "photos/train/val/", "-r", "--summary", "--json"});
+  EXPECT_TRUE(contains(r.out, fmt::format(R"("summary":{{"objects":2,"bytes":{}}})", 3 * 1024 * 1024 + 7 + 100)))
+      << r;
+  r = cli.run({"ls", "photos/train/", "--long"});
+  EXPECT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, "MODIFIED") && contains(r.out, "13 objects") == false) << r;
+  EXPECT_TRUE(contains(r.out, "12 objects")) << r;
+  r = cli.run({"ls"});
+  EXPECT_TRUE(contains(r.out, "photos") && contains(r.out, "coded")) << r;
+
+  // get: one object to a file, a directory or stdout; a range; a prefix into a directory.
+  const std::string out = cli.dir() + "/out";
+  fs::create_directories(out);
+  r = cli.run({"get", "photos/train/val/a.tar", out + "/a.tar", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(difference(files["val/a.tar"], read(out + "/a.tar")), "");
+  ASSERT_EQ(cli.run({"get", "s3://photos/train/shard-03.tar", out}).code, kOk);
+  EXPECT_EQ(read(out + "/shard-03.tar"), files["shard-03.tar"]);
+  r = cli.run({"get", "photos/train/val/a.tar", "-", "--offset", "1000", "--length", "50"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(r.out, files["val/a.tar"].substr(1000, 50));
+  r = cli.run({"cat", "photos/train/val/deep/b.tar"});
+  EXPECT_EQ(r.out, files["val/deep/b.tar"]);
+  r = cli.run({"cat", "photos/train/val/a.tar", "--offset", std::to_string(3 * 1024 * 1024)});
+  EXPECT_EQ(r.out, files["val/a.tar"].substr(3 * 1024 * 1024));
+  r = cli.run({"get", "photos/train/", out + "/tree", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  for (const auto& [rel, bytes] : files) EXPECT_EQ(difference(bytes, read(out + "/tree/" + rel)), "") << rel;
+  r = cli.run({"get", "photos/train/val", out + "/val-dir", "--prefix"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(read(out + "/val-dir/val/deep/b.tar"), files["val/deep/b.tar"]);
+  r = cli.run({"get", "photos/missing", out + "/missing"});
+  EXPECT_EQ(r.code, kNotFound) << r;
+  EXPECT_FALSE(fs::exists(out + "/missing")) << "no file for a failed get";
+  EXPECT_FALSE(fs::exists(out + "/missing.silo-partial"));
+  EXPECT_EQ(cli.run({"get", "photos/nothing-under/", out}).code, kNotFound);
+  EXPECT_EQ(cli.run({"cat", "photos/train/val/a.tar", "--length", "0"}).code, kUsage);
+
+  // stat: size, ETag, and where the two copies are placed.
+  r = cli.run({"stat", "photos/train/val/a.tar", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, fmt::format(R"("size":{})", files["val/a.tar"].size()))) << r;
+  ASSERT_OK_AND_ASSIGN(const auto head, cluster->client().head("photos", "train/val/a.tar"));
+  EXPECT_TRUE(contains(r.out, fmt::format(R"("etag":"{}")", head.etag))) << r;
+  EXPECT_EQ(count_of(r.out, R"("node":)"), 2u) << "copies=2: " << r;
+  r = cli.run({"stat", "photos/train/val/a.tar"});
+  EXPECT_TRUE(contains(r.out, "owner, full copy")) << r;
+  EXPECT_EQ(cli.run({"stat", "photos/nope"}).code, kNotFound);
+
+  // rm: objects, a prefix; missing ones are "not found".
+  r = cli.run({"rm", "photos/renamed.bin", "photos/from-stdin", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("removed":["photos/renamed.bin","photos/from-stdin"])")) << r;
+  EXPECT_CODE(cluster->client().head("photos", "renamed.bin"), Code::kNotFound);
+  r = cli.run({"rm", "photos/train/val/", "--prefix"});
+  ASSERT_EQ(r.code, kOk) << r;
+  ASSERT_OK_AND_ASSIGN(const auto left, cluster->client().list_all("photos", "train/val/"));
+  EXPECT_TRUE(left.empty());
+  EXPECT_EQ(cli.run({"rm", "photos/renamed.bin"}).code, kNotFound);
+
+  // Credentials: wrong keys are exit code 4, from flags, the environment or a config file.
+  r = cli.run({"bucket", "ls"}, {{"SILO_SECRET_KEY", "wrong"}});
+  EXPECT_EQ(r.code, kAuth) << r;
+  EXPECT_TRUE(contains(r.err, "SILO_SECRET_KEY")) << r;
+  r = cli.run({"ls", "photos", "--access-key", "nobody", "--json"});
+  EXPECT_EQ(r.code, kAuth) << r;
+  write_file(cli.dir() + "/.config/silo/config.json",
+             fmt::format(R"({{"endpoint": "{}", "access_key": "silo-admin", "secret_key": "silo-secret-key"}})",
+                         cluster->endpoint()));
+  r = cli.run({"bucket", "ls"}, {{"SILO_ENDPOINT", ""}, {"SILO_ACCESS_KEY", ""}, {"SILO_SECRET_KEY", ""}});
+  EXPECT_EQ(r.code, kOk) << "the config file gives endpoint and keys: " << r;
+  write_file(cli.dir() + "/bad.json", "{\"endpoint\": 7}");
+  EXPECT_EQ(cli.run({"--config", cli.dir() + "/bad.json", "bucket", "ls"}).code, kUsage);
+
+  // Buckets go.
+  r = cli.run({"bucket", "rm", "coded", "--json"});
+  EXPECT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(cli.run({"bucket", "rm", "coded"}).code, kNotFound);
+}
+
+TEST(CliTest, ClusterNodesMountpathsAndJobs) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(small_cluster()));
+  Cli cli(cluster->endpoint());
+  ASSERT_OK(cluster->client().create_bucket("data", R"({"copies": 2})"));
+  for (int i = 0; i < 40; ++i) ASSERT_OK(cluster->client().put("data", fmt::format("o-{}", i), std::string(1000, 'x')));
+
+  CliResult r = cli.run({"cluster", "show", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(count_of(r.out, R"("role":"target")"), 3u) << r;
+  EXPECT_EQ(count_of(r.out, R"("role":"proxy")"), 1u) << r;
+  EXPECT_EQ(count_of(r.out, R"("is_primary":true)"), 1u) << r;
+  EXPECT_EQ(count_of(r.out, R"("path":)"), 6u) << "2 mountpaths on each of 3 targets: " << r;
+  r = cli.run({"cluster", "show"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, "primary") && contains(r.out, "t1") && contains(r.out, "MOUNTPATH")) << r;
+
+  // Mountpaths: list, disable, enable (by id or by path).
+  r = cli.run({"mountpath", "ls", "t1", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(count_of(r.out, R"("path":)"), 2u) << r;
+  ASSERT_OK_AND_ASSIGN(const auto mountpaths, cluster->client_of("t1").value()->mountpaths(cluster->node("t1")->url));
+  ASSERT_EQ(mountpaths.size(), 2u);
+  r = cli.run({"mountpath", "disable", "t1", mountpaths[1].id, "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("state":"disabled")")) << r;
+  r = cli.run({"mountpath", "enable", "t1", mountpaths[1].path, "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_FALSE(contains(r.out, R"("state":"disabled")")) << r;
+  EXPECT_EQ(cli.run({"mountpath", "disable", "t1", "no-such-mountpath"}).code, kNotFound);
+  EXPECT_EQ(cli.run({"mountpath", "ls", "t99"}).code, kNotFound);
+  EXPECT_EQ(cli.run({"mountpath", "disable", "p1", "x"}).code, kUsage);
+
+  // Maintenance: the node's mode changes and the rebalance it starts is waited for.
+  r = cli.run({"node", "maintenance", "start", "t3", "--wait", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("kind":"rebalance")") && contains(r.out, R"("state":"finished")")) << r;
+  r = cli.run({"cluster", "show", "--json"});
+  EXPECT_TRUE(contains(r.out, R"("id":"t3","role":"target")")) << r;
+  EXPECT_TRUE(contains(r.out, R"("mode":"maintenance")") || contains(r.out, R"("state":"maintenance")")) << r;
+  r = cli.run({"node", "maintenance", "stop", "t3", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("node":"t3")")) << r;
+  EXPECT_EQ(cli.run({"node", "maintenance", "start", "t42"}).code, kNotFound);
+
+  // Jobs: list, show, wait; unknown ids are "not found".
+  r = cli.run({"job", "ls", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("kind":"rebalance")")) << r;
+  const size_t id_at = r.out.find(R"("id":")");
+  ASSERT_NE(id_at, std::string::npos) << r;
+  const std::string job_id = r.out.substr(id_at + 6, r.out.find('"', id_at + 6) - id_at - 6);
+  r = cli.run({"job", "wait", job_id, "--json"});
+  EXPECT_EQ(r.code, kOk) << r;
+  r = cli.run({"job", "show", job_id});
+  EXPECT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, job_id)) << r;
+  EXPECT_EQ(cli.run({"job", "show", "no-such-job"}).code, kNotFound);
+  EXPECT_EQ(cli.run({"job", "wait", "no-such-job", "--json"}).code, kNotFound);
+
+  // A scrub job, waited for with plain progress lines.
+  r = cli.run({"scrub", "data", "--wait"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, "started scrub job") && contains(r.out, "finished")) << r;
+  EXPECT_EQ(cli.run({"scrub", "nosuch"}).code, kNotFound);
+
+  // Decommission needs an admin; non-admin keys are refused with exit code 4.
+  r = cli.run({"node", "decommission", "t2", "--access-key", "someone", "--secret-key", "x"});
+  EXPECT_EQ(r.code, kAuth) << r;
+}
+
+TEST(CliTest, RemoteBucketPrefetchAndEvictFromS3) {
+  ASSERT_OK_AND_ASSIGN(auto moto, MotoServer::start());
+  ASSERT_OK(moto->create_bucket("origin"));
+  BackendDriver driver;
+  ASSERT_OK_AND_ASSIGN(auto origin, driver.make("origin", moto->url()));
+  std::map<std::string, std::string> objects;
+  silo::testing::Random random;
+  for (int i = 0; i < 20; ++i) objects[fmt::format("train-{:04}.tar", i)] = random.bytes(random.uniform(1, 20000));
+  for (int i = 0; i < 5; ++i) objects[fmt::format("val/{}", i)] = random.bytes(500);
+  for (const auto& [name, bytes] : objects) ASSERT_OK(driver.put(*origin, name, bytes).status());
+
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(small_cluster()));
+  Cli cli(cluster->endpoint());
+  CliResult r = cli.run({"bucket", "create", "cache", "backend.url=s3://origin", "backend.endpoint=" + moto->url(),
+                         std::string("backend.access_key=") + MotoServer::kAccessKey,
+                         std::string("backend.secret_key=") + MotoServer::kSecretKey});
+  ASSERT_EQ(r.code, kOk) << r;
+  r = cli.run({"bucket", "props", "show", "cache"});
+  EXPECT_TRUE(contains(r.out, "s3://origin") && !contains(r.out, MotoServer::kSecretKey)) << r;
+  r = cli.run({"bucket", "create", "wrong", "backend.url=s3://no-such-origin", "backend.endpoint=" + moto->url(),
+               std::string("backend.access_key=") + MotoServer::kAccessKey,
+               std::string("backend.secret_key=") + MotoServer::kSecretKey});
+  EXPECT_NE(r.code, kOk) << r;
+
+  // Nothing cached yet: the listing shows the backend's objects as not cached.
+  r = cli.run({"ls", "s3://cache", "-r", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(count_of(r.out, R"("cached":false)"), objects.size()) << r;
+  r = cli.run({"ls", "cache", "--cached", "-r", "--summary", "--json"});
+  EXPECT_TRUE(contains(r.out, R"("objects":0)")) << r;
+
+  // Prefetch by template, waited for: the job's final state as JSON.
+  r = cli.run({"prefetch", "s3://cache", "--template", "train-{0000..0009}.tar", "--wait", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("kind":"prefetch")") && contains(r.out, R"("state":"finished")")) << r;
+  EXPECT_TRUE(contains(r.out, R"("objects_done":10)")) << r;
+  // By list file, not waited for: then `job wait`.
+  write_file(cli.dir() + "/names.txt", "# wanted\ntrain-0010.tar\n\ntrain-0011.tar\n");
+  r = cli.run({"prefetch", "cache", "--list", cli.dir() + "/names.txt", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  const size_t id_at = r.out.find(R"("id":")");
+  ASSERT_NE(id_at, std::string::npos) << r;
+  const std::string job_id = r.out.substr(id_at + 6, r.out.find('"', id_at + 6) - id_at - 6);
+  r = cli.run({"job", "wait", job_id});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, "finished")) << r;
+  // By prefix (BUCKET/PREFIX works as --prefix).
+  r = cli.run({"prefetch", "cache/val/", "--wait", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("objects_done":5)")) << r;
+  r = cli.run({"ls", "cache", "--cached", "-r", "--summary", "--json"});
+  EXPECT_TRUE(contains(r.out, R"("objects":17,)")) << r;
+  EXPECT_EQ(cli.run({"prefetch", "cache", "--prefix", "a", "--template", "b"}).code, kUsage);
+  EXPECT_EQ(cli.run({"prefetch", "cache", "--list", cli.dir() + "/no-such-list"}).code, kUsage);
+  EXPECT_EQ(cli.run({"prefetch", "nosuch", "--wait"}).code, kNotFound);
+
+  // The cached objects are served with the backend gone.
+  moto->stop();
+  r = cli.run({"cat", "cache/train-0003.tar"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(difference(objects["train-0003.tar"], r.out), "");
+
+  // Evict a prefix, then everything; the cache empties, the bucket stays.
+  r = cli.run({"evict", "cache", "--prefix", "val/", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("evicted":5)")) << r;
+  r = cli.run({"evict", "s3://cache", "train-0000.tar", "train-0001.tar", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("evicted":2)")) << r;
+  r = cli.run({"evict", "cache", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("evicted":10)")) << r;
+  r = cli.run({"ls", "cache", "--cached", "-r", "--summary", "--json"});
+  EXPECT_TRUE(contains(r.out, R"("objects":0)")) << r;
+  EXPECT_EQ(cli.run({"evict", "cache", "--prefix", "x", "--forget"}).code, kUsage);
+  ASSERT_OK(cluster->client().create_bucket("local"));
+  r = cli.run({"evict", "local"});
+  EXPECT_EQ(r.code, kUsage) << "local buckets cannot be evicted: " << r;
+}
+
+}  // namespace
+}  // namespace silo::integration
