@@ -1,18 +1,19 @@
 // silo bucket create|ls|rm|props show|props set, and silo ls.
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
 
-#include <fmt/format.h>
-
 #include "commands.h"
 
 namespace silo::cli {
 namespace {
 
-constexpr size_t kMaxBucketsShownWithBackends = 100;  // past this, `bucket ls` skips the per-bucket lookups
+constexpr size_t kMaxBucketsShownWithBackends =
+    100;  // past this, `bucket ls` skips the per-bucket lookups
 
 bool is_integer(std::string_view text) {
   uint64_t v = 0;
@@ -23,16 +24,18 @@ bool is_integer(std::string_view text) {
 // KEY=VALUE pairs (copies=2 ec.data=4 backend.url=s3://x) as the JSON properties body:
 // dotted keys become nested objects, `ec=none` / `backend=none` remove the setting.
 // `current` fills the half of ec data/parity the user left out.
-Result<std::string> props_json(const std::vector<std::string>& pairs, const client::BucketInfo* current) {
+Result<std::string> props_json(const std::vector<std::string>& pairs,
+                               const client::BucketInfo* current) {
   static const std::set<std::string, std::less<>> kBooleans = {"anonymous_read", "verify_reads",
                                                                "backend.revalidate"};
   static const std::set<std::string, std::less<>> kNumbers = {"copies", "ec.data", "ec.parity"};
-  std::map<std::string, std::string> top;                           // key -> JSON value
+  std::map<std::string, std::string> top;                            // key -> JSON value
   std::map<std::string, std::map<std::string, std::string>> nested;  // group -> key -> JSON value
   for (const std::string& pair : pairs) {
     const size_t eq = pair.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return Status::invalid_argument("'{}' is not KEY=VALUE (e.g. copies=2, ec.data=4, backend.url=s3://b)", pair);
+      return Status::invalid_argument(
+          "'{}' is not KEY=VALUE (e.g. copies=2, ec.data=4, backend.url=s3://b)", pair);
     }
     std::string key = pair.substr(0, eq);
     const std::string value = pair.substr(eq + 1);
@@ -48,17 +51,20 @@ Result<std::string> props_json(const std::vector<std::string>& pairs, const clie
       const std::string data = value.substr(0, plus);
       const std::string parity = plus == std::string::npos ? "" : value.substr(plus + 1);
       if (!is_integer(data) || !is_integer(parity)) {
-        return Status::invalid_argument("ec must be DATA+PARITY (e.g. ec=4+2) or none, not '{}'", value);
+        return Status::invalid_argument("ec must be DATA+PARITY (e.g. ec=4+2) or none, not '{}'",
+                                        value);
       }
       nested["ec"]["data"] = data;
       nested["ec"]["parity"] = parity;
       continue;
     }
     if (kBooleans.contains(key)) {
-      if (value != "true" && value != "false") return Status::invalid_argument("{} must be true or false", key);
+      if (value != "true" && value != "false")
+        return Status::invalid_argument("{} must be true or false", key);
       json = value;
     } else if (kNumbers.contains(key)) {
-      if (!is_integer(value)) return Status::invalid_argument("{} must be a whole number, not '{}'", key, value);
+      if (!is_integer(value))
+        return Status::invalid_argument("{} must be a whole number, not '{}'", key, value);
       json = value;
     } else if (key == "ec.min_size") {
       ASSIGN_OR_RETURN(const uint64_t bytes, parse_size(value));
@@ -88,7 +94,8 @@ Result<std::string> props_json(const std::vector<std::string>& pairs, const clie
   };
   for (const auto& [key, value] : top) add(key, value);
   for (const auto& [group, fields] : nested) {
-    if (top.contains(group)) return Status::invalid_argument("'{}=none' and '{}.*' contradict each other", group, group);
+    if (top.contains(group))
+      return Status::invalid_argument("'{}=none' and '{}.*' contradict each other", group, group);
     std::string object = "{";
     for (const auto& [key, value] : fields) {
       if (object.size() > 1) object += ',';
@@ -145,7 +152,8 @@ Status show_props(Context& context, client::Client& c, const std::string& bucket
 
 Result<std::string> bucket_of(std::string_view text) {
   ASSIGN_OR_RETURN(const ObjectAddress address, parse_address(text));
-  if (!address.name.empty()) return Status::invalid_argument("'{}' names an object; a bucket was expected", text);
+  if (!address.name.empty())
+    return Status::invalid_argument("'{}' names an object; a bucket was expected", text);
   return address.bucket;
 }
 
@@ -156,7 +164,7 @@ struct CreateOptions {
 };
 
 Status create_bucket(Context& context, const CreateOptions& o) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const std::string bucket, bucket_of(o.bucket));
   std::string body;
   if (!o.props.empty()) {
@@ -174,7 +182,7 @@ Status create_bucket(Context& context, const CreateOptions& o) {
 }
 
 Status list_buckets(Context& context) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   if (context.options.is_json) {
     ASSIGN_OR_RETURN(const client::Response r, c->request(http::Method::kGet, "/v1/buckets"));
     RETURN_IF_ERROR(client::Client::status_of(r, "GET /v1/buckets"));
@@ -186,7 +194,8 @@ Status list_buckets(Context& context) {
   for (const auto& b : buckets) {
     std::string backend = "-";
     if (buckets.size() <= kMaxBucketsShownWithBackends) {
-      if (auto info = c->bucket_info(b.name); info && info->is_remote()) backend = info->backend_url;
+      if (auto info = c->bucket_info(b.name); info && info->is_remote())
+        backend = info->backend_url;
     }
     table.add({b.name, layout_of(b), b.durability, b.write, backend});
   }
@@ -199,7 +208,7 @@ Status list_buckets(Context& context) {
 }
 
 Status remove_buckets(Context& context, const std::vector<std::string>& names) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   std::vector<std::string> removed;
   for (const auto& name : names) {
     ASSIGN_OR_RETURN(const std::string bucket, bucket_of(name));
@@ -215,8 +224,9 @@ Status remove_buckets(Context& context, const std::vector<std::string>& names) {
   return Status::ok();
 }
 
-Status set_props(Context& context, const std::string& bucket_text, const std::vector<std::string>& pairs) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+Status set_props(Context& context, const std::string& bucket_text,
+                 const std::vector<std::string>& pairs) {
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const std::string bucket, bucket_of(bucket_text));
   ASSIGN_OR_RETURN(const client::BucketInfo current, c->bucket_info(bucket));
   ASSIGN_OR_RETURN(const std::string body, props_json(pairs, &current));
@@ -234,15 +244,16 @@ struct ListOptions {
 };
 
 std::string entry_json(const client::ObjectEntry& e, bool is_remote) {
-  std::string out = fmt::format(R"({{"name":{},"size":{},"mtime":{},"etag":{})", json_string(e.name), e.size,
-                                e.mtime_unix_nanos, json_string(e.etag));
+  std::string out =
+      fmt::format(R"({{"name":{},"size":{},"mtime":{},"etag":{})", json_string(e.name), e.size,
+                  e.mtime_unix_nanos, json_string(e.etag));
   if (is_remote) out += fmt::format(R"(,"cached":{})", e.cached ? "true" : "false");
   return out + "}";
 }
 
 Status list_objects(Context& context, const ListOptions& o) {
   if (o.address.empty()) return list_buckets(context);
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const ObjectAddress address, parse_address(o.address));
   ASSIGN_OR_RETURN(const client::BucketInfo info, c->bucket_info(address.bucket));
   const bool is_remote = info.is_remote();
@@ -252,7 +263,8 @@ Status list_objects(Context& context, const ListOptions& o) {
   std::set<std::string> directories;  // without --recursive: the next level under the prefix
   uint64_t count = 0, bytes = 0, cached = 0;
   bool is_truncated = false;
-  client::ListOptions page_options{.prefix = prefix, .limit = 0, .token = "", .cached_only = o.is_cached_only};
+  client::ListOptions page_options{
+      .prefix = prefix, .limit = 0, .token = "", .cached_only = o.is_cached_only};
   for (;;) {
     ASSIGN_OR_RETURN(client::ListPage page, c->list_page(address.bucket, page_options));
     for (auto& e : page.objects) {
@@ -277,9 +289,10 @@ Status list_objects(Context& context, const ListOptions& o) {
   }
 
   if (context.options.is_json) {
-    std::string out = fmt::format(R"({{"bucket":{},"prefix":{},"objects":[)", json_string(address.bucket),
-                                  json_string(prefix));
-    for (size_t i = 0; i < objects.size(); ++i) out += (i == 0 ? "" : ",") + entry_json(objects[i], is_remote);
+    std::string out = fmt::format(R"({{"bucket":{},"prefix":{},"objects":[)",
+                                  json_string(address.bucket), json_string(prefix));
+    for (size_t i = 0; i < objects.size(); ++i)
+      out += (i == 0 ? "" : ",") + entry_json(objects[i], is_remote);
     out += R"(],"directories":[)";
     bool first = true;
     for (const auto& d : directories) {
@@ -306,7 +319,8 @@ Status list_objects(Context& context, const ListOptions& o) {
       table.add(row);
     }
     for (const auto& e : objects) {
-      std::vector<std::string> row = {e.name, o.is_long ? std::to_string(e.size) : human_bytes(e.size)};
+      std::vector<std::string> row = {e.name,
+                                      o.is_long ? std::to_string(e.size) : human_bytes(e.size)};
       if (is_remote) row.push_back(e.cached ? "yes" : "no");
       if (o.is_long) {
         row.push_back(human_time(e.mtime_unix_nanos));
@@ -328,34 +342,42 @@ Status list_objects(Context& context, const ListOptions& o) {
 }  // namespace
 
 void add_bucket_commands(CLI::App& app, Context& context) {
-  CLI::App* bucket = app.add_subcommand("bucket", "Create, list, remove buckets and show or set their properties");
+  CLI::App* bucket =
+      app.add_subcommand("bucket", "Create, list, remove buckets and show or set their properties");
   bucket->require_subcommand(1);
 
   auto create = std::make_shared<CreateOptions>();
-  CLI::App* create_cmd = add_command(*bucket, "create", "Create a bucket, optionally with properties",
-                                     "silo bucket create photos copies=2\n"
-                                     "  silo bucket create cache backend.url=s3://origin backend.endpoint=http://minio:9000");
+  CLI::App* create_cmd = add_command(
+      *bucket, "create", "Create a bucket, optionally with properties",
+      "silo bucket create photos copies=2\n"
+      "  silo bucket create cache backend.url=s3://origin backend.endpoint=http://minio:9000");
   create_cmd->add_option("bucket", create->bucket, "Bucket name")->required();
-  create_cmd->add_option("props", create->props, "Properties as KEY=VALUE (see 'silo bucket props set --help')");
-  create_cmd->add_flag("--ignore-existing", create->is_existing_ok, "Succeed when the bucket exists already");
+  create_cmd->add_option("props", create->props,
+                         "Properties as KEY=VALUE (see 'silo bucket props set --help')");
+  create_cmd->add_flag("--ignore-existing", create->is_existing_ok,
+                       "Succeed when the bucket exists already");
   on_run(create_cmd, context, [&context, create] { return create_bucket(context, *create); });
 
-  CLI::App* ls_cmd = add_command(*bucket, "ls", "List buckets with their layout and backend", "silo bucket ls --json");
+  CLI::App* ls_cmd = add_command(*bucket, "ls", "List buckets with their layout and backend",
+                                 "silo bucket ls --json");
   on_run(ls_cmd, context, [&context] { return list_buckets(context); });
 
   auto rm_names = std::make_shared<std::vector<std::string>>();
-  CLI::App* rm_cmd = add_command(*bucket, "rm", "Remove buckets (a remote bucket: evict and forget it; the backend keeps its objects)",
-                                 "silo bucket rm photos");
+  CLI::App* rm_cmd = add_command(
+      *bucket, "rm",
+      "Remove buckets (a remote bucket: evict and forget it; the backend keeps its objects)",
+      "silo bucket rm photos");
   rm_cmd->add_option("buckets", *rm_names, "Bucket names")->required();
   on_run(rm_cmd, context, [&context, rm_names] { return remove_buckets(context, *rm_names); });
 
   CLI::App* props = bucket->add_subcommand("props", "Show or set bucket properties");
   props->require_subcommand(1);
   auto show_bucket = std::make_shared<std::string>();
-  CLI::App* show_cmd = add_command(*props, "show", "Show a bucket's properties", "silo bucket props show photos");
+  CLI::App* show_cmd =
+      add_command(*props, "show", "Show a bucket's properties", "silo bucket props show photos");
   show_cmd->add_option("bucket", *show_bucket, "Bucket name")->required();
   on_run(show_cmd, context, [&context, show_bucket]() -> Status {
-    ASSIGN_OR_RETURN(client::Client* c, context.client());
+    ASSIGN_OR_RETURN(client::Client * c, context.client());
     ASSIGN_OR_RETURN(const std::string name, bucket_of(*show_bucket));
     return show_props(context, *c, name);
   });
@@ -364,21 +386,27 @@ void add_bucket_commands(CLI::App& app, Context& context) {
   auto set_pairs = std::make_shared<std::vector<std::string>>();
   CLI::App* set_cmd = add_command(
       *props, "set",
-      "Set bucket properties as KEY=VALUE: copies=N, ec.data=K ec.parity=M [ec.min_size=SIZE], ec=none, "
-      "durability=fsync|page_cache|default, write=sync|async, verify_reads=BOOL, anonymous_read=BOOL, "
+      "Set bucket properties as KEY=VALUE: copies=N, ec.data=K ec.parity=M [ec.min_size=SIZE], "
+      "ec=none, "
+      "durability=fsync|page_cache|default, write=sync|async, verify_reads=BOOL, "
+      "anonymous_read=BOOL, "
       "backend.url=s3://B|gs://B, backend.endpoint=URL, backend.region=R, backend.access_key=K, "
       "backend.secret_key=S, backend.revalidate=BOOL, backend=none",
       "silo bucket props set photos ec.data=4 ec.parity=2");
   set_cmd->add_option("bucket", *set_bucket, "Bucket name")->required();
   set_cmd->add_option("props", *set_pairs, "KEY=VALUE pairs")->required();
-  on_run(set_cmd, context, [&context, set_bucket, set_pairs] { return set_props(context, *set_bucket, *set_pairs); });
+  on_run(set_cmd, context,
+         [&context, set_bucket, set_pairs] { return set_props(context, *set_bucket, *set_pairs); });
 
   auto ls = std::make_shared<ListOptions>();
-  CLI::App* list_cmd = add_command(app, "ls", "List buckets, or the objects of a bucket under a prefix",
-                                   "silo ls photos/train/ --recursive --long");
+  CLI::App* list_cmd =
+      add_command(app, "ls", "List buckets, or the objects of a bucket under a prefix",
+                  "silo ls photos/train/ --recursive --long");
   list_cmd->add_option("address", ls->address, "BUCKET[/PREFIX] (none: list buckets)");
-  list_cmd->add_flag("--recursive,-r", ls->is_recursive, "Every object under the prefix, not only the next level");
-  list_cmd->add_flag("--long,-l", ls->is_long, "Exact size, modification time and ETag, and a total");
+  list_cmd->add_flag("--recursive,-r", ls->is_recursive,
+                     "Every object under the prefix, not only the next level");
+  list_cmd->add_flag("--long,-l", ls->is_long,
+                     "Exact size, modification time and ETag, and a total");
   list_cmd->add_flag("--cached", ls->is_cached_only, "Remote buckets: only the objects Silo holds");
   list_cmd->add_flag("--summary,-s", ls->is_summary, "Only the count and total size");
   list_cmd->add_option("--limit,-n", ls->limit, "Show at most N objects");

@@ -1,8 +1,8 @@
 // silo cluster show, silo node maintenance|decommission, silo mountpath, silo config.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "commands.h"
 
@@ -12,15 +12,17 @@ namespace {
 bool stores_objects(const client::NodeEntry& n) { return n.role == "target" || n.role == "all"; }
 
 std::string mountpath_json(const client::MountpathEntry& m) {
-  return fmt::format(R"({{"id":{},"path":{},"state":{},"failure":{},"capacity":{},"available":{},"objects":{}}})",
-                     json_string(m.id), json_string(m.path), json_string(m.state), json_string(m.failure),
-                     m.capacity_bytes, m.available_bytes, m.objects);
+  return fmt::format(
+      R"({{"id":{},"path":{},"state":{},"failure":{},"capacity":{},"available":{},"objects":{}}})",
+      json_string(m.id), json_string(m.path), json_string(m.state), json_string(m.failure),
+      m.capacity_bytes, m.available_bytes, m.objects);
 }
 
 std::string used_percent(uint64_t capacity, uint64_t available) {
   if (capacity == 0) return "-";
-  return fmt::format("{:.0f}%", 100.0 * static_cast<double>(capacity - std::min(capacity, available)) /
-                                     static_cast<double>(capacity));
+  return fmt::format("{:.0f}%", 100.0 *
+                                    static_cast<double>(capacity - std::min(capacity, available)) /
+                                    static_cast<double>(capacity));
 }
 
 // One node with its mountpaths (targets; empty with `error` set when it did not answer).
@@ -47,7 +49,7 @@ std::vector<NodeStorage> storage_of(client::Client& c, const client::NodeMap& ma
 }
 
 Status show_cluster(Context& context) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const client::NodeMap map, c->node_map());
   const std::vector<NodeStorage> nodes = storage_of(*c, map);
   if (context.options.is_json) {
@@ -63,20 +65,27 @@ Status show_cluster(Context& context) {
       list += fmt::format(
           R"({}{{"id":{},"role":{},"url":{},"state":{},"mode":{},"is_primary":{},"capacity":{},"available":{},)"
           R"("mountpaths":[{}]{}}})",
-          list.empty() ? "" : ",", json_string(s.node.id), json_string(s.node.role), json_string(s.node.url),
-          json_string(s.node.state), json_string(s.node.mode), s.node.id == map.primary ? "true" : "false", capacity,
-          available, mountpaths, s.error.empty() ? "" : ",\"error\":" + json_string(s.error));
+          list.empty() ? "" : ",", json_string(s.node.id), json_string(s.node.role),
+          json_string(s.node.url), json_string(s.node.state), json_string(s.node.mode),
+          s.node.id == map.primary ? "true" : "false", capacity, available, mountpaths,
+          s.error.empty() ? "" : ",\"error\":" + json_string(s.error));
     }
-    std::printf("{\"version\":%llu,\"primary\":%s,\"rebalance\":{\"job\":%s,\"phase\":%s},\"nodes\":[%s]}\n",
-                static_cast<unsigned long long>(map.version), json_string(map.primary).c_str(),
-                json_string(map.rebalance_job()).c_str(), json_string(map.rebalance_phase).c_str(), list.c_str());
+    std::printf(
+        "{\"version\":%llu,\"primary\":%s,\"rebalance\":{\"job\":%s,\"phase\":%s},\"nodes\":[%s]}"
+        "\n",
+        static_cast<unsigned long long>(map.version), json_string(map.primary).c_str(),
+        json_string(map.rebalance_job()).c_str(), json_string(map.rebalance_phase).c_str(),
+        list.c_str());
     return Status::ok();
   }
   std::printf("cluster map version %llu, primary %s", static_cast<unsigned long long>(map.version),
               map.primary.c_str());
-  if (!map.rebalance_job().empty()) std::printf(", last rebalance %s (%s)", map.rebalance_job().c_str(), map.rebalance_phase.c_str());
+  if (!map.rebalance_job().empty())
+    std::printf(", last rebalance %s (%s)", map.rebalance_job().c_str(),
+                map.rebalance_phase.c_str());
   std::printf("\n\n");
-  Table table({"NODE", "ROLE", "STATE", "MODE", "URL", "MOUNTPATHS", "USED", "CAPACITY", "OBJECTS"});
+  Table table(
+      {"NODE", "ROLE", "STATE", "MODE", "URL", "MOUNTPATHS", "USED", "CAPACITY", "OBJECTS"});
   for (const auto& s : nodes) {
     const std::string id = s.node.id + (s.node.id == map.primary ? " *" : "");
     if (!stores_objects(s.node)) {
@@ -93,19 +102,23 @@ Status show_cluster(Context& context) {
       available += m.available_bytes;
       objects += m.objects;
     }
-    table.add({id, s.node.role, s.node.state, s.node.mode, s.node.url, std::to_string(s.mountpaths.size()),
-               used_percent(capacity, available), human_bytes(capacity), std::to_string(objects)});
+    table.add({id, s.node.role, s.node.state, s.node.mode, s.node.url,
+               std::to_string(s.mountpaths.size()), used_percent(capacity, available),
+               human_bytes(capacity), std::to_string(objects)});
   }
   table.print();
   std::printf("(* primary)\n\n");
-  Table mountpaths({"NODE", "MOUNTPATH", "PATH", "STATE", "USED", "AVAILABLE", "CAPACITY", "OBJECTS"});
+  Table mountpaths(
+      {"NODE", "MOUNTPATH", "PATH", "STATE", "USED", "AVAILABLE", "CAPACITY", "OBJECTS"});
   for (const auto& s : nodes) {
     for (const auto& m : s.mountpaths) {
-      mountpaths.add({s.node.id, m.id, m.path, m.failure.empty() ? m.state : m.state + " (" + m.failure + ")",
-                      used_percent(m.capacity_bytes, m.available_bytes), human_bytes(m.available_bytes),
-                      human_bytes(m.capacity_bytes), std::to_string(m.objects)});
+      mountpaths.add(
+          {s.node.id, m.id, m.path, m.failure.empty() ? m.state : m.state + " (" + m.failure + ")",
+           used_percent(m.capacity_bytes, m.available_bytes), human_bytes(m.available_bytes),
+           human_bytes(m.capacity_bytes), std::to_string(m.objects)});
     }
-    if (!s.error.empty()) mountpaths.add({s.node.id, "?", "(no answer: " + s.error + ")", "", "", "", "", ""});
+    if (!s.error.empty())
+      mountpaths.add({s.node.id, "?", "(no answer: " + s.error + ")", "", "", "", "", ""});
   }
   if (mountpaths.rows() > 0) mountpaths.print();
   return Status::ok();
@@ -130,7 +143,7 @@ struct NodeOptions {
 };
 
 Status change_membership(Context& context, const NodeOptions& o, MembershipAction action) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const client::NodeEntry node, find_node(*c, o.node));
   Result<client::MembershipChange> change = Status::unknown("no action");
   std::string done;
@@ -150,16 +163,19 @@ Status change_membership(Context& context, const NodeOptions& o, MembershipActio
   }
   if (!change) return change.error();
   if (context.options.is_json && !o.is_waiting) {
-    std::printf("{\"node\":%s,\"node_map_version\":%llu,\"rebalance\":%s,\"rebalance_phase\":%s}\n",
-                json_string(node.id).c_str(), static_cast<unsigned long long>(change->node_map_version),
-                json_string(change->rebalance_job).c_str(), json_string(change->rebalance_phase).c_str());
+    std::printf(
+        "{\"node\":%s,\"node_map_version\":%llu,\"rebalance\":%s,\"rebalance_phase\":%s}\n",
+        json_string(node.id).c_str(), static_cast<unsigned long long>(change->node_map_version),
+        json_string(change->rebalance_job).c_str(), json_string(change->rebalance_phase).c_str());
   } else if (!context.options.is_json) {
     std::printf("node %s is %s (cluster map version %llu)", node.id.c_str(), done.c_str(),
                 static_cast<unsigned long long>(change->node_map_version));
-    if (!change->rebalance_job.empty()) std::printf("; rebalance %s moves the objects", change->rebalance_job.c_str());
+    if (!change->rebalance_job.empty())
+      std::printf("; rebalance %s moves the objects", change->rebalance_job.c_str());
     std::printf("\n");
   }
-  if (o.is_waiting && !change->rebalance_job.empty()) return wait_for_job(context, *c, change->rebalance_job);
+  if (o.is_waiting && !change->rebalance_job.empty())
+    return wait_for_job(context, *c, change->rebalance_job);
   return Status::ok();
 }
 
@@ -169,7 +185,7 @@ struct MountpathOptions {
 };
 
 Status list_mountpaths(Context& context, const std::string& node_id) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const client::NodeMap map, c->node_map());
   if (!node_id.empty()) RETURN_IF_ERROR(find_node(*c, node_id).status());
   client::NodeMap chosen = map;
@@ -181,9 +197,11 @@ Status list_mountpaths(Context& context, const std::string& node_id) {
     std::string list;
     for (const auto& s : nodes) {
       std::string mountpaths;
-      for (const auto& m : s.mountpaths) mountpaths += (mountpaths.empty() ? "" : ",") + mountpath_json(m);
-      list += fmt::format(R"({}{{"node":{},"mountpaths":[{}]{}}})", list.empty() ? "" : ",", json_string(s.node.id),
-                          mountpaths, s.error.empty() ? "" : ",\"error\":" + json_string(s.error));
+      for (const auto& m : s.mountpaths)
+        mountpaths += (mountpaths.empty() ? "" : ",") + mountpath_json(m);
+      list += fmt::format(R"({}{{"node":{},"mountpaths":[{}]{}}})", list.empty() ? "" : ",",
+                          json_string(s.node.id), mountpaths,
+                          s.error.empty() ? "" : ",\"error\":" + json_string(s.error));
     }
     std::printf("{\"nodes\":[%s]}\n", list.c_str());
     return Status::ok();
@@ -191,20 +209,23 @@ Status list_mountpaths(Context& context, const std::string& node_id) {
   Table table({"NODE", "MOUNTPATH", "PATH", "STATE", "USED", "AVAILABLE", "CAPACITY", "OBJECTS"});
   for (const auto& s : nodes) {
     for (const auto& m : s.mountpaths) {
-      table.add({s.node.id, m.id, m.path, m.failure.empty() ? m.state : m.state + " (" + m.failure + ")",
+      table.add({s.node.id, m.id, m.path,
+                 m.failure.empty() ? m.state : m.state + " (" + m.failure + ")",
                  used_percent(m.capacity_bytes, m.available_bytes), human_bytes(m.available_bytes),
                  human_bytes(m.capacity_bytes), std::to_string(m.objects)});
     }
-    if (!s.error.empty()) table.add({s.node.id, "?", "(no answer: " + s.error + ")", "", "", "", "", ""});
+    if (!s.error.empty())
+      table.add({s.node.id, "?", "(no answer: " + s.error + ")", "", "", "", "", ""});
   }
   table.print();
   return Status::ok();
 }
 
 Status set_mountpath(Context& context, const MountpathOptions& o, bool is_enabling) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const client::NodeEntry node, find_node(*c, o.node));
-  if (!stores_objects(node)) return Status::invalid_argument("node {} is a {}, which has no mountpaths", node.id, node.role);
+  if (!stores_objects(node))
+    return Status::invalid_argument("node {} is a {}, which has no mountpaths", node.id, node.role);
   // Accept the mountpath's id or its path.
   ASSIGN_OR_RETURN(const auto mountpaths, c->mountpaths(node.url));
   std::string id;
@@ -213,15 +234,18 @@ Status set_mountpath(Context& context, const MountpathOptions& o, bool is_enabli
     if (m.id == o.mountpath || m.path == o.mountpath) id = m.id;
     known += (known.empty() ? "" : ", ") + m.id + " (" + m.path + ")";
   }
-  if (id.empty()) return Status::not_found("node {} has no mountpath '{}' (it has: {})", node.id, o.mountpath, known);
-  ASSIGN_OR_RETURN(const client::MountpathEntry changed,
-                   is_enabling ? c->enable_mountpath(node.url, id) : c->disable_mountpath(node.url, id));
+  if (id.empty())
+    return Status::not_found("node {} has no mountpath '{}' (it has: {})", node.id, o.mountpath,
+                             known);
+  ASSIGN_OR_RETURN(const client::MountpathEntry changed, is_enabling
+                                                             ? c->enable_mountpath(node.url, id)
+                                                             : c->disable_mountpath(node.url, id));
   if (context.options.is_json) {
     std::printf("{\"node\":%s,\"mountpath\":%s,\"state\":%s}\n", json_string(node.id).c_str(),
                 json_string(changed.id).c_str(), json_string(changed.state).c_str());
   } else {
-    std::printf("mountpath %s of node %s is %s (the target resilvers its objects)\n", changed.id.c_str(),
-                node.id.c_str(), changed.state.c_str());
+    std::printf("mountpath %s of node %s is %s (the target resilvers its objects)\n",
+                changed.id.c_str(), node.id.c_str(), changed.state.c_str());
   }
   return Status::ok();
 }
@@ -229,14 +253,17 @@ Status set_mountpath(Context& context, const MountpathOptions& o, bool is_enabli
 }  // namespace
 
 void add_cluster_commands(CLI::App& app, Context& context) {
-  CLI::App* cluster = app.add_subcommand("cluster", "Show the cluster: nodes, roles, states, primary, capacity");
+  CLI::App* cluster =
+      app.add_subcommand("cluster", "Show the cluster: nodes, roles, states, primary, capacity");
   cluster->require_subcommand(1);
-  CLI::App* show_cmd = add_command(*cluster, "show",
-                                   "Nodes with role, state, mode and the primary; capacity per node and mountpath",
-                                   "silo cluster show --json");
+  CLI::App* show_cmd =
+      add_command(*cluster, "show",
+                  "Nodes with role, state, mode and the primary; capacity per node and mountpath",
+                  "silo cluster show --json");
   on_run(show_cmd, context, [&context] { return show_cluster(context); });
 
-  CLI::App* node = app.add_subcommand("node", "Take nodes into and out of maintenance, or decommission them");
+  CLI::App* node =
+      app.add_subcommand("node", "Take nodes into and out of maintenance, or decommission them");
   node->require_subcommand(1);
   CLI::App* maintenance = node->add_subcommand("maintenance", "Start or stop a node's maintenance");
   maintenance->require_subcommand(1);
@@ -244,62 +271,77 @@ void add_cluster_commands(CLI::App& app, Context& context) {
       {"start", MembershipAction::kStartMaintenance}, {"stop", MembershipAction::kStopMaintenance}};
   for (const auto& [name, action] : maintenance_actions) {
     auto o = std::make_shared<NodeOptions>();
-    CLI::App* cmd = add_command(*maintenance, name,
-                                action == MembershipAction::kStartMaintenance
-                                    ? "Put a node in maintenance: it stops owning objects, which rebalance moves"
-                                    : "Take a node out of maintenance: it owns objects again",
-                                fmt::format("silo node maintenance {} t2 --wait", name));
+    CLI::App* cmd = add_command(
+        *maintenance, name,
+        action == MembershipAction::kStartMaintenance
+            ? "Put a node in maintenance: it stops owning objects, which rebalance moves"
+            : "Take a node out of maintenance: it owns objects again",
+        fmt::format("silo node maintenance {} t2 --wait", name));
     cmd->add_option("node", o->node, "Node id (see 'silo cluster show')")->required();
     cmd->add_flag("--wait", o->is_waiting, "Wait for the rebalance it starts");
-    on_run(cmd, context, [&context, o, action = action] { return change_membership(context, *o, action); });
+    on_run(cmd, context,
+           [&context, o, action = action] { return change_membership(context, *o, action); });
   }
   auto decommission = std::make_shared<NodeOptions>();
-  CLI::App* decommission_cmd = add_command(*node, "decommission",
-                                           "Move every object off a node and remove it from the cluster",
-                                           "silo node decommission t3 --wait");
+  CLI::App* decommission_cmd = add_command(
+      *node, "decommission", "Move every object off a node and remove it from the cluster",
+      "silo node decommission t3 --wait");
   decommission_cmd->add_option("node", decommission->node, "Node id")->required();
-  decommission_cmd->add_flag("--wait", decommission->is_waiting, "Wait for the rebalance it starts");
-  on_run(decommission_cmd, context,
-         [&context, decommission] { return change_membership(context, *decommission, MembershipAction::kDecommission); });
+  decommission_cmd->add_flag("--wait", decommission->is_waiting,
+                             "Wait for the rebalance it starts");
+  on_run(decommission_cmd, context, [&context, decommission] {
+    return change_membership(context, *decommission, MembershipAction::kDecommission);
+  });
 
-  CLI::App* mountpath = app.add_subcommand("mountpath", "List, enable and disable the mountpaths (disks) of targets");
+  CLI::App* mountpath =
+      app.add_subcommand("mountpath", "List, enable and disable the mountpaths (disks) of targets");
   mountpath->require_subcommand(1);
   auto ls_node = std::make_shared<std::string>();
-  CLI::App* ls_cmd = add_command(*mountpath, "ls", "List mountpaths with state, usage and object counts",
-                                 "silo mountpath ls t1");
+  CLI::App* ls_cmd =
+      add_command(*mountpath, "ls", "List mountpaths with state, usage and object counts",
+                  "silo mountpath ls t1");
   ls_cmd->add_option("node", *ls_node, "Target id (none: every target)");
   on_run(ls_cmd, context, [&context, ls_node] { return list_mountpaths(context, *ls_node); });
   for (const bool is_enabling : {true, false}) {
     auto o = std::make_shared<MountpathOptions>();
     const std::string name = is_enabling ? "enable" : "disable";
-    CLI::App* cmd = add_command(*mountpath, name,
-                                is_enabling ? "Put a mountpath back in service (the target resilvers onto it)"
-                                            : "Take a mountpath out of service (the target resilvers off it)",
-                                "silo mountpath " + name + " t1 mp2");
+    CLI::App* cmd =
+        add_command(*mountpath, name,
+                    is_enabling ? "Put a mountpath back in service (the target resilvers onto it)"
+                                : "Take a mountpath out of service (the target resilvers off it)",
+                    "silo mountpath " + name + " t1 mp2");
     cmd->add_option("node", o->node, "Target id")->required();
-    cmd->add_option("mountpath", o->mountpath, "Mountpath id or path (see 'silo mountpath ls')")->required();
-    on_run(cmd, context, [&context, o, is_enabling] { return set_mountpath(context, *o, is_enabling); });
+    cmd->add_option("mountpath", o->mountpath, "Mountpath id or path (see 'silo mountpath ls')")
+        ->required();
+    on_run(cmd, context,
+           [&context, o, is_enabling] { return set_mountpath(context, *o, is_enabling); });
   }
   for (const char* name : {"attach", "detach"}) {
     auto o = std::make_shared<MountpathOptions>();
-    CLI::App* cmd = add_command(*mountpath, name,
-                                fmt::format("{} a mountpath at run time (not supported by the server yet)",
-                                            std::string(name) == "attach" ? "Add" : "Remove"),
-                                fmt::format("silo mountpath {} t1 /data/disk3", name));
+    CLI::App* cmd =
+        add_command(*mountpath, name,
+                    fmt::format("{} a mountpath at run time (not supported by the server yet)",
+                                std::string(name) == "attach" ? "Add" : "Remove"),
+                    fmt::format("silo mountpath {} t1 /data/disk3", name));
     cmd->add_option("node", o->node, "Target id")->required();
     cmd->add_option("path", o->mountpath, "Mountpath directory")->required();
-    on_run(cmd, context, [name = std::string(name)] { return unsupported("mountpath " + name); });
+    // `o` is captured to keep the parsed arguments alive as long as the command.
+    on_run(cmd, context,
+           [o, name = std::string(name)] { return unsupported("mountpath " + name); });
   }
 
-  CLI::App* config = app.add_subcommand("config", "Show or change the cluster configuration (not supported yet)");
+  CLI::App* config =
+      app.add_subcommand("config", "Show or change the cluster configuration (not supported yet)");
   config->require_subcommand(1);
-  CLI::App* config_show = add_command(*config, "show", "Show the cluster configuration", "silo config show");
+  CLI::App* config_show =
+      add_command(*config, "show", "Show the cluster configuration", "silo config show");
   on_run(config_show, context, [] { return unsupported("config show (no runtime config API)"); });
   auto pairs = std::make_shared<std::vector<std::string>>();
   CLI::App* config_set = add_command(*config, "set", "Change cluster configuration values",
                                      "silo config set cluster.cache.low_wm=70");
   config_set->add_option("pairs", *pairs, "KEY=VALUE pairs")->required();
-  on_run(config_set, context, [] { return unsupported("config set (no runtime config API)"); });
+  on_run(config_set, context,
+         [pairs] { return unsupported("config set (no runtime config API)"); });
 }
 
 }  // namespace silo::cli

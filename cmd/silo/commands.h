@@ -4,7 +4,6 @@
 // its commands on `app`; a command's callback stores its action in `context`, and main()
 // runs it after parsing (so CLI11's exceptions stay in main()).
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 

@@ -1,5 +1,6 @@
 #include "context.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace silo::cli {
 namespace {
@@ -46,9 +45,10 @@ Result<client::Settings> read_settings(const std::string& path, bool must_exist)
   text << in.rdbuf();
   auto settings = client::parse_settings_json(text.str());
   if (!settings) {
-    return Status::invalid_argument("config file {}: {} (expected {{\"endpoint\": \"http://host:port\", "
-                                    "\"access_key\": \"...\", \"secret_key\": \"...\"}})",
-                                    path, settings.error().message());
+    return Status::invalid_argument(
+        "config file {}: {} (expected {{\"endpoint\": \"http://host:port\", "
+        "\"access_key\": \"...\", \"secret_key\": \"...\"}})",
+        path, settings.error().message());
   }
   return settings;
 }
@@ -62,7 +62,9 @@ std::string first_set(std::initializer_list<std::string> candidates) {
 }
 
 // Whether anything answers HTTP at `endpoint` (any status).
-bool is_answering(client::Client& c) { return c.request(http::Method::kGet, "/v1/health").has_value(); }
+bool is_answering(client::Client& c) {
+  return c.request(http::Method::kGet, "/v1/health").has_value();
+}
 
 std::string hint_for(const Context& context, const Status& status, ExitCode code) {
   switch (code) {
@@ -83,7 +85,8 @@ std::string hint_for(const Context& context, const Status& status, ExitCode code
       return status.reason().empty() ? "upgrade the server, or use the native API directly"
                                      : status.reason();
     default:
-      if (status.code() == Code::kAlreadyExists) return "pick another name, or use the existing one";
+      if (status.code() == Code::kAlreadyExists)
+        return "pick another name, or use the existing one";
       return "";
   }
 }
@@ -104,18 +107,24 @@ Result<ObjectAddress> parse_address(std::string_view text) {
   if (slash != std::string_view::npos) address.name = std::string(rest.substr(slash + 1));
   if (address.bucket.empty() || address.bucket.find(':') != std::string::npos) {
     return Status::invalid_argument(
-        "'{}' is not an object address: write BUCKET[/NAME], s3://BUCKET[/NAME] or gs://BUCKET[/NAME]", text);
+        "'{}' is not an object address: write BUCKET[/NAME], s3://BUCKET[/NAME] or "
+        "gs://BUCKET[/NAME]",
+        text);
   }
   return address;
 }
 
 Status Context::resolve() {
   const bool names_config = !options.config_path.empty();
-  ASSIGN_OR_RETURN(const client::Settings file,
-                   read_settings(names_config ? options.config_path : default_config_path(), names_config));
-  endpoint_ = first_set({options.endpoint, env_or_empty("SILO_ENDPOINT"), file.endpoint, std::string(kDefaultEndpoint)});
-  options.access_key = first_set({options.access_key, env_or_empty("SILO_ACCESS_KEY"), file.access_key});
-  options.secret_key = first_set({options.secret_key, env_or_empty("SILO_SECRET_KEY"), file.secret_key});
+  ASSIGN_OR_RETURN(
+      const client::Settings file,
+      read_settings(names_config ? options.config_path : default_config_path(), names_config));
+  endpoint_ = first_set({options.endpoint, env_or_empty("SILO_ENDPOINT"), file.endpoint,
+                         std::string(kDefaultEndpoint)});
+  options.access_key =
+      first_set({options.access_key, env_or_empty("SILO_ACCESS_KEY"), file.access_key});
+  options.secret_key =
+      first_set({options.secret_key, env_or_empty("SILO_SECRET_KEY"), file.secret_key});
   if (endpoint_.find("://") == std::string::npos) endpoint_ = "http://" + endpoint_;
   return Status::ok();
 }
@@ -130,25 +139,35 @@ Result<client::Client*> Context::client() {
   client_options.io_timeout = std::chrono::milliseconds(120000);
   auto made = client::Client::create(endpoint_, client_options);
   if (!made) {
-    return Status::invalid_argument("endpoint '{}' is not a usable URL ({}): write http://HOST:PORT", endpoint_,
-                                    made.error().message());
+    return Status::invalid_argument(
+        "endpoint '{}' is not a usable URL ({}): write http://HOST:PORT", endpoint_,
+        made.error().message());
   }
   client_ = std::move(*made);
   return client_.get();
 }
 
-bool Context::shows_progress() const { return !options.is_json && !options.is_quiet && ::isatty(STDERR_FILENO); }
+bool Context::shows_progress() const {
+  return !options.is_json && !options.is_quiet && ::isatty(STDOUT_FILENO) &&
+         ::isatty(STDERR_FILENO);
+}
 
 ExitCode exit_code_of(const Status& status) {
   switch (status.code()) {
-    case Code::kOk: return ExitCode::kOk;
+    case Code::kOk:
+      return ExitCode::kOk;
     case Code::kInvalidArgument:
-    case Code::kOutOfRange: return ExitCode::kUsage;
-    case Code::kNotFound: return ExitCode::kNotFound;
+    case Code::kOutOfRange:
+      return ExitCode::kUsage;
+    case Code::kNotFound:
+      return ExitCode::kNotFound;
     case Code::kUnauthenticated:
-    case Code::kPermissionDenied: return ExitCode::kAuth;
-    case Code::kUnimplemented: return ExitCode::kUnsupported;
-    default: return ExitCode::kError;
+    case Code::kPermissionDenied:
+      return ExitCode::kAuth;
+    case Code::kUnimplemented:
+      return ExitCode::kUnsupported;
+    default:
+      return ExitCode::kError;
   }
 }
 
@@ -166,8 +185,9 @@ int report_error(Context& context, const Status& status) {
   const std::string hint = hint_for(context, status, code);
   if (context.options.is_json) {
     std::fprintf(stderr, "{\"error\":{\"code\":%s,\"message\":%s,\"hint\":%s,\"exit_code\":%d}}\n",
-                 json_string(code_name(status.code())).c_str(), json_string(status.message()).c_str(),
-                 json_string(hint).c_str(), static_cast<int>(code));
+                 json_string(code_name(status.code())).c_str(),
+                 json_string(status.message()).c_str(), json_string(hint).c_str(),
+                 static_cast<int>(code));
   } else {
     std::fprintf(stderr, "silo: error: %s\n", status.message().c_str());
     if (!hint.empty()) std::fprintf(stderr, "  hint: %s\n", hint.c_str());
@@ -179,11 +199,21 @@ std::string json_string(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<int>(c));
@@ -222,18 +252,31 @@ Result<uint64_t> parse_size(std::string_view text) {
   double number = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
   if (ec != std::errc() || number < 0) {
-    return Status::invalid_argument("'{}' is not a size (write 1048576, 64KiB, 10MB, 1.5GiB)", text);
+    return Status::invalid_argument("'{}' is not a size (write 1048576, 64KiB, 10MB, 1.5GiB)",
+                                    text);
   }
   std::string unit(end, text.data() + text.size());
-  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
-  static const std::pair<std::string_view, double> kUnits[] = {
-      {"", 1},        {"b", 1},           {"k", 1e3},          {"kb", 1e3},      {"kib", 1024.0},
-      {"m", 1e6},     {"mb", 1e6},        {"mib", 1048576.0},  {"g", 1e9},       {"gb", 1e9},
-      {"gib", 1073741824.0}, {"t", 1e12}, {"tb", 1e12},        {"tib", 1099511627776.0}};
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  static const std::pair<std::string_view, double> kUnits[] = {{"", 1},
+                                                               {"b", 1},
+                                                               {"k", 1e3},
+                                                               {"kb", 1e3},
+                                                               {"kib", 1024.0},
+                                                               {"m", 1e6},
+                                                               {"mb", 1e6},
+                                                               {"mib", 1048576.0},
+                                                               {"g", 1e9},
+                                                               {"gb", 1e9},
+                                                               {"gib", 1073741824.0},
+                                                               {"t", 1e12},
+                                                               {"tb", 1e12},
+                                                               {"tib", 1099511627776.0}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) return static_cast<uint64_t>(std::llround(number * factor));
   }
-  return Status::invalid_argument("'{}' has an unknown size unit (write B, KB, KiB, MB, MiB, GB, GiB)", text);
+  return Status::invalid_argument(
+      "'{}' has an unknown size unit (write B, KB, KiB, MB, MiB, GB, GiB)", text);
 }
 
 void Table::print() const {

@@ -56,7 +56,8 @@ class Context {
   // The endpoint in use (after resolution).
   const std::string& endpoint() const { return endpoint_; }
 
-  // Whether stderr is a terminal that progress bars may draw on.
+  // Whether progress bars may be drawn (on stderr): stdout and stderr are terminals and
+  // neither --json nor --quiet was given.
   bool shows_progress() const;
 
   // The action of the command the user named; set by its CLI11 callback, run by main().

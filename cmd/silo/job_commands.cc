@@ -1,10 +1,10 @@
 // silo job ls|show|wait|abort, silo prefetch, silo evict, silo scrub.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "commands.h"
 #include "progress.h"
@@ -12,12 +12,13 @@
 namespace silo::cli {
 namespace {
 
-constexpr std::chrono::seconds kWaitPoll{2};         // each long-poll of /wait
-constexpr std::chrono::seconds kPlainLineEvery{5};   // progress lines when not on a terminal
+constexpr std::chrono::seconds kWaitPoll{2};        // each long-poll of /wait
+constexpr std::chrono::seconds kPlainLineEvery{5};  // progress lines when not on a terminal
 
 std::string progress_text(const client::JobEntry& j) {
-  std::string out = j.objects_total > 0 ? fmt::format("{}/{} objects", j.objects_done, j.objects_total)
-                                        : fmt::format("{} objects", j.objects_done);
+  std::string out = j.objects_total > 0
+                        ? fmt::format("{}/{} objects", j.objects_done, j.objects_total)
+                        : fmt::format("{} objects", j.objects_done);
   if (j.objects_skipped > 0) out += fmt::format(", {} skipped", j.objects_skipped);
   out += fmt::format(", {}", human_bytes(j.bytes_done));
   if (j.bytes_per_second > 0) out += fmt::format(", {}/s", human_bytes(j.bytes_per_second));
@@ -44,7 +45,8 @@ void print_job(const client::JobEntry& j) {
 }
 
 bool is_running(const client::JobEntry& j) {
-  return j.state == "running" || j.state == "pending" || j.state == "queued" || j.state == "starting";
+  return j.state == "running" || j.state == "pending" || j.state == "queued" ||
+         j.state == "starting";
 }
 
 // Reads a --list file: one object name a line; blank lines and lines starting with # skipped.
@@ -53,7 +55,8 @@ Result<std::vector<std::string>> read_names(const std::string& path) {
   if (!in) return Status::invalid_argument("--list file {} cannot be read", path);
   std::vector<std::string> names;
   for (std::string line; std::getline(in, line);) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+      line.pop_back();
     if (line.empty() || line.front() == '#') continue;
     names.push_back(line);
   }
@@ -81,12 +84,14 @@ Result<std::pair<std::string, std::string>> selection_json(const Selection& s) {
   }
   const int kinds = !prefix.empty() + !s.name_template.empty() + !names.empty() + !a.name.empty();
   if (kinds > 1) {
-    return Status::invalid_argument("choose one of BUCKET/PREFIX, --prefix, --template, --list and object names");
+    return Status::invalid_argument(
+        "choose one of BUCKET/PREFIX, --prefix, --template, --list and object names");
   }
   if (!a.name.empty()) prefix = a.name;
   std::string members;
   if (!prefix.empty()) members = fmt::format(R"("prefix":{})", json_string(prefix));
-  if (!s.name_template.empty()) members = fmt::format(R"("template":{})", json_string(s.name_template));
+  if (!s.name_template.empty())
+    members = fmt::format(R"("template":{})", json_string(s.name_template));
   if (!names.empty()) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ",") + json_string(n);
@@ -96,7 +101,8 @@ Result<std::pair<std::string, std::string>> selection_json(const Selection& s) {
 }
 
 void add_selection_flags(CLI::App* command, Selection& s) {
-  command->add_option("bucket", s.address, "BUCKET (s3://BUCKET, gs://BUCKET) or BUCKET/PREFIX")->required();
+  command->add_option("bucket", s.address, "BUCKET (s3://BUCKET, gs://BUCKET) or BUCKET/PREFIX")
+      ->required();
   command->add_option("names", s.names, "Object names");
   command->add_option("--prefix,-p", s.prefix, "Objects whose names start so");
   command->add_option("--template,-t", s.name_template, "Brace template: 'train-{0000..0999}.tar'");
@@ -110,24 +116,27 @@ struct StartOptions {
   double rate_mb_s = 0;
 };
 
-Status after_start(Context& context, client::Client& c, const client::JobEntry& job, bool is_waiting) {
+Status after_start(Context& context, client::Client& c, const client::JobEntry& job,
+                   bool is_waiting) {
   if (is_waiting) {
-    if (!context.options.is_json && !context.options.is_quiet) std::printf("started %s job %s\n", job.kind.c_str(), job.id.c_str());
+    if (!context.options.is_json && !context.options.is_quiet)
+      std::printf("started %s job %s\n", job.kind.c_str(), job.id.c_str());
     return wait_for_job(context, c, job.id);
   }
   if (context.options.is_json) {
     std::printf("%s\n", job_json(job).c_str());
   } else {
-    std::printf("started %s job %s (watch it with 'silo job wait %s')\n", job.kind.c_str(), job.id.c_str(),
-                job.id.c_str());
+    std::printf("started %s job %s (watch it with 'silo job wait %s')\n", job.kind.c_str(),
+                job.id.c_str(), job.id.c_str());
   }
   return Status::ok();
 }
 
 Status start_prefetch(Context& context, const StartOptions& o) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const auto selection, selection_json(o.selection));
-  std::string body = fmt::format(R"({{"kind":"prefetch","bucket":{})", json_string(selection.first));
+  std::string body =
+      fmt::format(R"({{"kind":"prefetch","bucket":{})", json_string(selection.first));
   if (!selection.second.empty()) body += "," + selection.second;
   if (o.workers > 0) body += fmt::format(R"(,"workers":{})", o.workers);
   body += "}";
@@ -136,7 +145,7 @@ Status start_prefetch(Context& context, const StartOptions& o) {
 }
 
 Status start_scrub(Context& context, const StartOptions& o) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   std::string body = R"({"kind":"scrub")";
   if (!o.selection.address.empty()) {
     ASSIGN_OR_RETURN(const ObjectAddress a, parse_address(o.selection.address));
@@ -154,10 +163,11 @@ struct EvictOptions {
 };
 
 Status evict(Context& context, const EvictOptions& o) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const auto selection, selection_json(o.selection));
   if (o.is_forgetting && !selection.second.empty()) {
-    return Status::invalid_argument("--forget applies to a whole bucket, not to a selection of objects");
+    return Status::invalid_argument(
+        "--forget applies to a whole bucket, not to a selection of objects");
   }
   std::string body = "{" + selection.second;
   if (o.is_forgetting) body += R"("keep_props":false)";
@@ -174,7 +184,7 @@ Status evict(Context& context, const EvictOptions& o) {
 }
 
 Status list_jobs(Context& context) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const auto jobs, c->jobs());
   if (context.options.is_json) {
     std::string list;
@@ -201,27 +211,32 @@ std::string job_json(const client::JobEntry& j) {
       R"({{"id":{},"kind":{},"state":{},"phase":{},"detail":{},"progress":{{"objects_done":{},"objects_total":{},)"
       R"("objects_remaining":{},"objects_skipped":{},"bytes_done":{},"bytes_per_second":{},"errors":{},)"
       R"("corrupt_found":{},"corrupt_repaired":{},"copies_restored":{}}},"failed_objects":[{}]}})",
-      json_string(j.id), json_string(j.kind), json_string(j.state), json_string(j.phase), json_string(j.detail),
-      j.objects_done, j.objects_total, j.objects_remaining, j.objects_skipped, j.bytes_done, j.bytes_per_second,
-      j.errors, j.corrupt_found, j.corrupt_repaired, j.copies_restored, failed);
+      json_string(j.id), json_string(j.kind), json_string(j.state), json_string(j.phase),
+      json_string(j.detail), j.objects_done, j.objects_total, j.objects_remaining,
+      j.objects_skipped, j.bytes_done, j.bytes_per_second, j.errors, j.corrupt_found,
+      j.corrupt_repaired, j.copies_restored, failed);
 }
 
 Status wait_for_job(Context& context, client::Client& c, const std::string& id) {
   ASSIGN_OR_RETURN(client::JobEntry job, c.job(id));
   Progress progress(job.kind + " " + job.id, job.objects_total, 0, context.shows_progress());
-  const bool prints_lines = !context.options.is_json && !context.options.is_quiet && !context.shows_progress();
+  const bool prints_lines =
+      !context.options.is_json && !context.options.is_quiet && !context.shows_progress();
   auto last_line = std::chrono::steady_clock::now();
   while (is_running(job)) {
-    progress.set(job.objects_done + job.objects_skipped, job.objects_total, job.bytes_done, job.bytes_per_second);
+    progress.set(job.objects_done + job.objects_skipped, job.objects_total, job.bytes_done,
+                 job.bytes_per_second);
     const auto now = std::chrono::steady_clock::now();
     if (prints_lines && now - last_line >= kPlainLineEvery) {
-      std::printf("%s %s: %s, %s\n", job.kind.c_str(), job.id.c_str(), job.state.c_str(), progress_text(job).c_str());
+      std::printf("%s %s: %s, %s\n", job.kind.c_str(), job.id.c_str(), job.state.c_str(),
+                  progress_text(job).c_str());
       std::fflush(stdout);
       last_line = now;
     }
     ASSIGN_OR_RETURN(job, c.wait_job(id, kWaitPoll));
   }
-  progress.set(job.objects_done + job.objects_skipped, job.objects_total, job.bytes_done, job.bytes_per_second);
+  progress.set(job.objects_done + job.objects_skipped, job.objects_total, job.bytes_done,
+               job.bytes_per_second);
   progress.finish();
   if (context.options.is_json) {
     std::printf("%s\n", job_json(job).c_str());
@@ -229,23 +244,27 @@ Status wait_for_job(Context& context, client::Client& c, const std::string& id) 
     print_job(job);
   }
   if (job.state != "finished") {
-    return Status::aborted("job {} ended {}{}", job.id, job.state, job.detail.empty() ? "" : ": " + job.detail);
+    return Status::aborted("job {} ended {}{}", job.id, job.state,
+                           job.detail.empty() ? "" : ": " + job.detail);
   }
   return Status::ok();
 }
 
 void add_job_commands(CLI::App& app, Context& context) {
-  CLI::App* job = app.add_subcommand("job", "List, show, wait for and abort jobs (rebalance, scrub, prefetch, ...)");
+  CLI::App* job = app.add_subcommand(
+      "job", "List, show, wait for and abort jobs (rebalance, scrub, prefetch, ...)");
   job->require_subcommand(1);
 
-  CLI::App* ls_cmd = add_command(*job, "ls", "List jobs with their state and progress", "silo job ls --json");
+  CLI::App* ls_cmd =
+      add_command(*job, "ls", "List jobs with their state and progress", "silo job ls --json");
   on_run(ls_cmd, context, [&context] { return list_jobs(context); });
 
   auto show_id = std::make_shared<std::string>();
-  CLI::App* show_cmd = add_command(*job, "show", "Show one job's state and progress", "silo job show prefetch-3");
+  CLI::App* show_cmd =
+      add_command(*job, "show", "Show one job's state and progress", "silo job show prefetch-3");
   show_cmd->add_option("id", *show_id, "Job id (see 'silo job ls')")->required();
   on_run(show_cmd, context, [&context, show_id]() -> Status {
-    ASSIGN_OR_RETURN(client::Client* c, context.client());
+    ASSIGN_OR_RETURN(client::Client * c, context.client());
     ASSIGN_OR_RETURN(const client::JobEntry j, c->job(*show_id));
     if (context.options.is_json) {
       std::printf("%s\n", job_json(j).c_str());
@@ -256,20 +275,21 @@ void add_job_commands(CLI::App& app, Context& context) {
   });
 
   auto wait_id = std::make_shared<std::string>();
-  CLI::App* wait_cmd = add_command(*job, "wait",
-                                   "Wait until a job ends, showing its progress; exit code 1 unless it finished",
-                                   "silo job wait prefetch-3");
+  CLI::App* wait_cmd = add_command(
+      *job, "wait", "Wait until a job ends, showing its progress; exit code 1 unless it finished",
+      "silo job wait prefetch-3");
   wait_cmd->add_option("id", *wait_id, "Job id")->required();
   on_run(wait_cmd, context, [&context, wait_id]() -> Status {
-    ASSIGN_OR_RETURN(client::Client* c, context.client());
+    ASSIGN_OR_RETURN(client::Client * c, context.client());
     return wait_for_job(context, *c, *wait_id);
   });
 
   auto abort_id = std::make_shared<std::string>();
-  CLI::App* abort_cmd = add_command(*job, "abort", "Abort a running job", "silo job abort prefetch-3");
+  CLI::App* abort_cmd =
+      add_command(*job, "abort", "Abort a running job", "silo job abort prefetch-3");
   abort_cmd->add_option("id", *abort_id, "Job id")->required();
   on_run(abort_cmd, context, [&context, abort_id]() -> Status {
-    ASSIGN_OR_RETURN(client::Client* c, context.client());
+    ASSIGN_OR_RETURN(client::Client * c, context.client());
     RETURN_IF_ERROR(c->abort_job(*abort_id));
     if (context.options.is_json) {
       std::printf("{\"id\":%s,\"aborted\":true}\n", json_string(*abort_id).c_str());
@@ -287,11 +307,13 @@ void add_job_commands(CLI::App& app, Context& context) {
   add_selection_flags(prefetch_cmd, prefetch->selection);
   prefetch_cmd->add_option("--workers", prefetch->workers, "Parallel fetches per target");
   prefetch_cmd->add_flag("--wait", prefetch->is_waiting, "Wait for the job, showing its progress");
-  on_run(prefetch_cmd, context, [&context, prefetch] { return start_prefetch(context, *prefetch); });
+  on_run(prefetch_cmd, context,
+         [&context, prefetch] { return start_prefetch(context, *prefetch); });
 
   auto ev = std::make_shared<EvictOptions>();
   CLI::App* evict_cmd = add_command(
-      app, "evict", "Remove cached objects of a remote bucket from the cluster (the backend keeps them)",
+      app, "evict",
+      "Remove cached objects of a remote bucket from the cluster (the backend keeps them)",
       "silo evict cache --prefix val/\n  silo evict cache              (every cached object)\n"
       "  silo evict cache --forget     (and forget the bucket)");
   add_selection_flags(evict_cmd, ev->selection);
@@ -299,9 +321,9 @@ void add_job_commands(CLI::App& app, Context& context) {
   on_run(evict_cmd, context, [&context, ev] { return evict(context, *ev); });
 
   auto scrub = std::make_shared<StartOptions>();
-  CLI::App* scrub_cmd = add_command(app, "scrub",
-                                    "Verify every object's checksums and repair from good copies (a job)",
-                                    "silo scrub photos --rate 100 --wait");
+  CLI::App* scrub_cmd = add_command(
+      app, "scrub", "Verify every object's checksums and repair from good copies (a job)",
+      "silo scrub photos --rate 100 --wait");
   scrub_cmd->add_option("bucket", scrub->selection.address, "Bucket (none: every bucket)");
   scrub_cmd->add_option("--rate", scrub->rate_mb_s, "MB/s per target (none: no bound)");
   scrub_cmd->add_flag("--wait", scrub->is_waiting, "Wait for the job, showing its progress");

@@ -45,10 +45,12 @@ int run(int argc, char** argv) {
   app.footer(kFooter);
   app.require_subcommand(1);
   app.fallthrough();  // global flags also after the command: `silo ls b --json`
-  app.add_option("--endpoint,-e", context.options.endpoint, "Cluster endpoint (http://HOST:PORT of a proxy)");
+  app.add_option("--endpoint,-e", context.options.endpoint,
+                 "Cluster endpoint (http://HOST:PORT of a proxy)");
   app.add_option("--access-key", context.options.access_key, "Access key");
   app.add_option("--secret-key", context.options.secret_key, "Secret key");
-  app.add_option("--config", context.options.config_path, "Config file (default ~/.config/silo/config.json)");
+  app.add_option("--config", context.options.config_path,
+                 "Config file (default ~/.config/silo/config.json)");
   app.add_flag("--json,-j", context.options.is_json, "Machine-readable JSON output");
   app.add_flag("--quiet,-q", context.options.is_quiet, "No progress bars or per-object lines");
   app.set_version_flag("--version", "silo 0.1");
@@ -61,13 +63,18 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+      return app.exit(e);  // --help, --version
     if (context.options.is_json) {
-      std::fprintf(stderr, "{\"error\":{\"code\":\"InvalidArgument\",\"message\":%s,\"hint\":%s,\"exit_code\":2}}\n",
-                   json_string(e.what()).c_str(),
-                   json_string("add --help to the command for its arguments and an example").c_str());
+      std::fprintf(
+          stderr,
+          "{\"error\":{\"code\":\"InvalidArgument\",\"message\":%s,\"hint\":%s,\"exit_code\":2}}\n",
+          json_string(e.what()).c_str(),
+          json_string("add --help to the command for its arguments and an example").c_str());
     } else {
-      std::fprintf(stderr, "silo: usage error: %s\n  hint: add --help to the command for its arguments and an example\n",
+      std::fprintf(stderr,
+                   "silo: usage error: %s\n  hint: add --help to the command for its arguments and "
+                   "an example\n",
                    e.what());
     }
     return static_cast<int>(ExitCode::kUsage);

@@ -1,4 +1,5 @@
 // silo put, get, rm, cat, stat.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include <iterator>
 #include <memory>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "commands.h"
 #include "placement/hrw.h"
@@ -39,7 +38,8 @@ void run_parallel(size_t count, int workers, const std::function<void(size_t)>& 
   auto loop = [&] {
     for (size_t i = next++; i < count; i = next++) work(i);
   };
-  const int threads = static_cast<int>(std::min<size_t>(count, static_cast<size_t>(std::max(1, workers))));
+  const int threads =
+      static_cast<int>(std::min<size_t>(count, static_cast<size_t>(std::max(1, workers))));
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(loop);
   loop();
@@ -65,20 +65,25 @@ Status report_transfers(Context& context, std::string_view verb, const std::stri
     std::string objects, errors;
     for (const auto& t : transfers) {
       if (t.status.is_ok()) {
-        objects += fmt::format(R"({}{{"name":{},"local":{},"size":{},"etag":{}}})", objects.empty() ? "" : ",",
-                               json_string(t.name), json_string(t.local), t.size, json_string(t.etag));
+        objects += fmt::format(R"({}{{"name":{},"local":{},"size":{},"etag":{}}})",
+                               objects.empty() ? "" : ",", json_string(t.name),
+                               json_string(t.local), t.size, json_string(t.etag));
       } else {
-        errors += fmt::format(R"({}{{"name":{},"local":{},"error":{}}})", errors.empty() ? "" : ",",
-                              json_string(t.name), json_string(t.local), json_string(t.status.message()));
+        errors +=
+            fmt::format(R"({}{{"name":{},"local":{},"error":{}}})", errors.empty() ? "" : ",",
+                        json_string(t.name), json_string(t.local), json_string(t.status.message()));
       }
     }
-    std::printf("{\"bucket\":%s,\"objects\":[%s],\"errors\":[%s],\"summary\":{\"objects\":%zu,\"bytes\":%llu,"
-                "\"failed\":%zu}}\n",
-                json_string(bucket).c_str(), objects.c_str(), errors.c_str(), transfers.size() - failed,
-                static_cast<unsigned long long>(bytes), failed);
+    std::printf(
+        "{\"bucket\":%s,\"objects\":[%s],\"errors\":[%s],\"summary\":{\"objects\":%zu,\"bytes\":%"
+        "llu,"
+        "\"failed\":%zu}}\n",
+        json_string(bucket).c_str(), objects.c_str(), errors.c_str(), transfers.size() - failed,
+        static_cast<unsigned long long>(bytes), failed);
   } else if (!context.options.is_quiet && transfers.size() > 1) {
     std::printf("%s %zu objects, %s%s\n", std::string(verb).c_str(), transfers.size() - failed,
-                human_bytes(bytes).c_str(), failed > 0 ? fmt::format(", {} failed", failed).c_str() : "");
+                human_bytes(bytes).c_str(),
+                failed > 0 ? fmt::format(", {} failed", failed).c_str() : "");
   }
   if (first_failure == nullptr) return Status::ok();
   Status s = first_failure->status;
@@ -121,14 +126,16 @@ std::string joined_name(const std::string& name, const std::string& relative) {
 }
 
 Status put_objects(Context& context, const PutOptions& o) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const ObjectAddress to, parse_address(o.destination));
   if (o.source == "-") {
     if (to.name.empty() || to.name.back() == '/') {
-      return Status::invalid_argument("reading stdin needs an object name: silo put - {}/NAME", to.bucket);
+      return Status::invalid_argument("reading stdin needs an object name: silo put - {}/NAME",
+                                      to.bucket);
     }
     std::string bytes((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    Transfer t{.local = "-", .name = to.name, .size = bytes.size(), .etag = "", .status = Status::ok()};
+    Transfer t{
+        .local = "-", .name = to.name, .size = bytes.size(), .etag = "", .status = Status::ok()};
     auto put = c->put(to.bucket, to.name, bytes);
     if (put) {
       t.etag = put->etag;
@@ -136,34 +143,44 @@ Status put_objects(Context& context, const PutOptions& o) {
       t.status = put.error();
     }
     if (t.status.is_ok() && !context.options.is_json && !context.options.is_quiet) {
-      std::printf("put - -> %s/%s (%s)\n", to.bucket.c_str(), to.name.c_str(), human_bytes(t.size).c_str());
+      std::printf("put - -> %s/%s (%s)\n", to.bucket.c_str(), to.name.c_str(),
+                  human_bytes(t.size).c_str());
     }
-    return report_transfers(context, "put", to.bucket, {t});
+    return report_transfers(context, "uploaded", to.bucket, {t});
   }
 
+  // One clear answer for a wrong bucket, before any file is opened or streamed.
+  RETURN_IF_ERROR(c->head_bucket(to.bucket));
   std::error_code ec;
   const fs::file_status source_status = fs::status(o.source, ec);
   if (ec || !fs::exists(source_status)) {
-    return Status::invalid_argument("{} does not exist (put takes a FILE, a DIRECTORY or - for stdin)", o.source);
+    return Status::invalid_argument(
+        "{} does not exist (put takes a FILE, a DIRECTORY or - for stdin)", o.source);
   }
   std::vector<Transfer> transfers;
   uint64_t total_bytes = 0;
   if (fs::is_directory(source_status)) {
-    for (auto it = fs::recursive_directory_iterator(o.source, fs::directory_options::follow_directory_symlink, ec);
+    for (auto it = fs::recursive_directory_iterator(
+             o.source, fs::directory_options::follow_directory_symlink, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (!it->is_regular_file()) continue;
       const std::string relative = fs::relative(it->path(), o.source).generic_string();
-      transfers.push_back({.local = it->path().string(), .name = joined_name(to.name, relative), .size = 0,
-                           .etag = "", .status = Status::ok()});
+      transfers.push_back({.local = it->path().string(),
+                           .name = joined_name(to.name, relative),
+                           .size = 0,
+                           .etag = "",
+                           .status = Status::ok()});
       total_bytes += it->file_size();
     }
     if (ec) return Status::invalid_argument("walking {}: {}", o.source, ec.message());
-    std::sort(transfers.begin(), transfers.end(), [](const Transfer& a, const Transfer& b) { return a.name < b.name; });
+    std::sort(transfers.begin(), transfers.end(),
+              [](const Transfer& a, const Transfer& b) { return a.name < b.name; });
     if (transfers.empty()) return Status::invalid_argument("{} holds no files", o.source);
   } else {
     const std::string base = fs::path(o.source).filename().string();
     const std::string name = to.name.empty() || to.name.back() == '/' ? to.name + base : to.name;
-    transfers.push_back({.local = o.source, .name = name, .size = 0, .etag = "", .status = Status::ok()});
+    transfers.push_back(
+        {.local = o.source, .name = name, .size = 0, .etag = "", .status = Status::ok()});
     total_bytes = fs::file_size(o.source, ec);
   }
 
@@ -174,11 +191,12 @@ Status put_objects(Context& context, const PutOptions& o) {
     t.status = put_file(*c, to.bucket, t, progress);
     progress.add(1, 0);
     if (t.status.is_ok() && prints_lines && !context.shows_progress()) {
-      progress.print_line(fmt::format("put {} -> {}/{} ({})", t.local, to.bucket, t.name, human_bytes(t.size)));
+      progress.print_line(
+          fmt::format("put {} -> {}/{} ({})", t.local, to.bucket, t.name, human_bytes(t.size)));
     }
   });
   progress.finish();
-  return report_transfers(context, "put", to.bucket, transfers);
+  return report_transfers(context, "uploaded", to.bucket, transfers);
 }
 
 // ---- get and cat ----
@@ -197,7 +215,8 @@ Result<std::optional<client::ByteRange>> range_of(const GetOptions& o) {
   if (!o.offset && !o.length) return std::optional<client::ByteRange>();
   const uint64_t first = o.offset.value_or(0);
   if (!o.length) return std::optional<client::ByteRange>(client::ByteRange::from(first));
-  return std::optional<client::ByteRange>(client::ByteRange::first_last(first, first + *o.length - 1));
+  return std::optional<client::ByteRange>(
+      client::ByteRange::first_last(first, first + *o.length - 1));
 }
 
 // Streams one object into `path` through a temporary file renamed into place at the end.
@@ -206,14 +225,17 @@ Status get_to_file(client::Client& c, const std::string& bucket, Transfer& t,
   const fs::path path(t.local);
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  if (ec) return Status::invalid_argument("cannot create directory {}: {}", path.parent_path().string(), ec.message());
+  if (ec)
+    return Status::invalid_argument("cannot create directory {}: {}", path.parent_path().string(),
+                                    ec.message());
   const std::string partial = t.local + ".silo-partial";
   std::FILE* out = std::fopen(partial.c_str(), "wb");
   if (out == nullptr) return Status::from_errno(errno, "open " + partial);
   auto got = c.get_stream(
       bucket, t.name,
       [out, &t, &progress](std::span<const char> data) -> Status {
-        if (std::fwrite(data.data(), 1, data.size(), out) != data.size()) return Status::from_errno(errno, "write");
+        if (std::fwrite(data.data(), 1, data.size(), out) != data.size())
+          return Status::from_errno(errno, "write");
         t.size += data.size();
         progress.add(0, data.size());
         return Status::ok();
@@ -236,7 +258,8 @@ Status write_to_stdout(client::Client& c, const std::string& bucket, const std::
   auto got = c.get_stream(
       bucket, name,
       [](std::span<const char> data) -> Status {
-        if (std::fwrite(data.data(), 1, data.size(), stdout) != data.size()) return Status::from_errno(errno, "stdout");
+        if (std::fwrite(data.data(), 1, data.size(), stdout) != data.size())
+          return Status::from_errno(errno, "stdout");
         return Status::ok();
       },
       range);
@@ -258,7 +281,7 @@ bool is_safe_relative(std::string_view name) {
 }
 
 Status get_objects(Context& context, const GetOptions& o) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const ObjectAddress from, parse_address(o.source));
   ASSIGN_OR_RETURN(const auto range, range_of(o));
   const bool is_many = o.is_prefix || from.name.empty() || from.name.back() == '/';
@@ -267,7 +290,8 @@ Status get_objects(Context& context, const GetOptions& o) {
     const std::string base = fs::path(from.name).filename().string();
     std::string local = o.destination.empty() ? base : o.destination;
     std::error_code ec;
-    if (!o.destination.empty() && (fs::is_directory(o.destination, ec) || o.destination.back() == '/')) {
+    if (!o.destination.empty() &&
+        (fs::is_directory(o.destination, ec) || o.destination.back() == '/')) {
       local = (fs::path(o.destination) / base).string();
     }
     Transfer t{.local = local, .name = from.name, .size = 0, .etag = "", .status = Status::ok()};
@@ -278,10 +302,12 @@ Status get_objects(Context& context, const GetOptions& o) {
       std::printf("get %s/%s -> %s (%s)\n", from.bucket.c_str(), from.name.c_str(), t.local.c_str(),
                   human_bytes(t.size).c_str());
     }
-    return report_transfers(context, "got", from.bucket, {t});
+    return report_transfers(context, "downloaded", from.bucket, {t});
   }
-  if (range) return Status::invalid_argument("--offset/--length apply to one object, not to a prefix");
-  if (o.destination == "-") return Status::invalid_argument("a prefix goes into a directory, not to stdout");
+  if (range)
+    return Status::invalid_argument("--offset/--length apply to one object, not to a prefix");
+  if (o.destination == "-")
+    return Status::invalid_argument("a prefix goes into a directory, not to stdout");
   const std::string dir = o.destination.empty() ? "." : o.destination;
   ASSIGN_OR_RETURN(const auto objects, c->list_all(from.bucket, from.name));
   // Names keep their path below the prefix's last '/': prefix "train/" puts
@@ -292,10 +318,15 @@ Status get_objects(Context& context, const GetOptions& o) {
   for (const auto& e : objects) {
     const std::string relative = e.name.substr(strip);
     if (!is_safe_relative(relative)) {
-      return Status::invalid_argument("object name '{}' is not a safe file path ('..', '.' or a leading '/'); "
-                                      "get it by name into a file instead", e.name);
+      return Status::invalid_argument(
+          "object name '{}' is not a safe file path ('..', '.' or a leading '/'); "
+          "get it by name into a file instead",
+          e.name);
     }
-    transfers.push_back({.local = (fs::path(dir) / relative).string(), .name = e.name, .size = 0, .etag = "",
+    transfers.push_back({.local = (fs::path(dir) / relative).string(),
+                         .name = e.name,
+                         .size = 0,
+                         .etag = "",
                          .status = Status::ok()});
     total_bytes += e.size;
   }
@@ -303,17 +334,19 @@ Status get_objects(Context& context, const GetOptions& o) {
     return Status::not_found("no objects in bucket {} under prefix '{}'", from.bucket, from.name);
   }
   Progress progress("get", transfers.size(), total_bytes, context.shows_progress());
-  const bool prints_lines = !context.options.is_json && !context.options.is_quiet && !context.shows_progress();
+  const bool prints_lines =
+      !context.options.is_json && !context.options.is_quiet && !context.shows_progress();
   run_parallel(transfers.size(), o.workers, [&](size_t i) {
     Transfer& t = transfers[i];
     t.status = get_to_file(*c, from.bucket, t, std::nullopt, progress);
     progress.add(1, 0);
     if (t.status.is_ok() && prints_lines) {
-      progress.print_line(fmt::format("get {}/{} -> {} ({})", from.bucket, t.name, t.local, human_bytes(t.size)));
+      progress.print_line(
+          fmt::format("get {}/{} -> {} ({})", from.bucket, t.name, t.local, human_bytes(t.size)));
     }
   });
   progress.finish();
-  return report_transfers(context, "got", from.bucket, transfers);
+  return report_transfers(context, "downloaded", from.bucket, transfers);
 }
 
 // ---- rm ----
@@ -324,7 +357,7 @@ struct RemoveOptions {
 };
 
 Status remove_objects(Context& context, const RemoveOptions& o) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   std::vector<std::pair<std::string, std::string>> targets;  // bucket, name
   for (const auto& text : o.addresses) {
     ASSIGN_OR_RETURN(const ObjectAddress a, parse_address(text));
@@ -332,8 +365,10 @@ Status remove_objects(Context& context, const RemoveOptions& o) {
       ASSIGN_OR_RETURN(const auto objects, c->list_all(a.bucket, a.name));
       for (const auto& e : objects) targets.emplace_back(a.bucket, e.name);
     } else if (a.name.empty()) {
-      return Status::invalid_argument("'{}' names no object: write BUCKET/NAME, or add --prefix to remove every "
-                                      "object under a prefix (silo bucket rm removes buckets)", text);
+      return Status::invalid_argument(
+          "'{}' names no object: write BUCKET/NAME, or add --prefix to remove every "
+          "object under a prefix (silo bucket rm removes buckets)",
+          text);
     } else {
       targets.emplace_back(a.bucket, a.name);
     }
@@ -349,7 +384,8 @@ Status remove_objects(Context& context, const RemoveOptions& o) {
   for (const auto& r : results) {
     if (r.status.is_ok()) {
       removed_json += (removed_json.empty() ? "" : ",") + json_string(r.name);
-      if (!context.options.is_json && !context.options.is_quiet) std::printf("removed %s\n", r.name.c_str());
+      if (!context.options.is_json && !context.options.is_quiet)
+        std::printf("removed %s\n", r.name.c_str());
     } else {
       ++failed;
       if (first_failure == nullptr) first_failure = &r.status;
@@ -357,7 +393,8 @@ Status remove_objects(Context& context, const RemoveOptions& o) {
                                  json_string(r.name), json_string(r.status.message()));
     }
   }
-  if (context.options.is_json) std::printf("{\"removed\":[%s],\"errors\":[%s]}\n", removed_json.c_str(), errors_json.c_str());
+  if (context.options.is_json)
+    std::printf("{\"removed\":[%s],\"errors\":[%s]}\n", removed_json.c_str(), errors_json.c_str());
   if (first_failure == nullptr) return Status::ok();
   Status s = *first_failure;
   if (failed > 1) s.annotate("{} of {} failed; the first", failed, results.size());
@@ -368,9 +405,8 @@ Status remove_objects(Context& context, const RemoveOptions& o) {
 
 // Where an object's copies or slices live by HRW over the targets that own objects
 // (docs/architecture.md): what the cluster places, not a check of each disk.
-Result<std::vector<std::pair<std::string, std::string>>> holders_of(client::Client& c,
-                                                                     const client::BucketInfo& bucket,
-                                                                     const std::string& name, uint64_t size) {
+Result<std::vector<std::pair<std::string, std::string>>> holders_of(
+    client::Client& c, const client::BucketInfo& bucket, const std::string& name, uint64_t size) {
   ASSIGN_OR_RETURN(const client::NodeMap map, c.node_map());
   std::vector<std::string> ids;
   for (const auto& n : map.nodes) {
@@ -382,7 +418,8 @@ Result<std::vector<std::pair<std::string, std::string>>> holders_of(client::Clie
   const placement::HrwCandidates candidates(ids);
   const auto& e = bucket.entry;
   const bool is_sliced = e.ec_data > 0 && size >= e.ec_min_size;
-  const size_t count = e.ec_data > 0 ? (is_sliced ? e.ec_data + e.ec_parity : e.ec_parity + 1) : e.copies;
+  const size_t count =
+      e.ec_data > 0 ? (is_sliced ? e.ec_data + e.ec_parity : e.ec_parity + 1) : e.copies;
   std::vector<std::pair<std::string, std::string>> out;
   size_t rank = 0;
   for (const size_t i : candidates.ranking(ObjectRef{BucketId(e.id), name}, count)) {
@@ -401,16 +438,18 @@ Result<std::vector<std::pair<std::string, std::string>>> holders_of(client::Clie
 }
 
 Status stat_object(Context& context, const std::string& text) {
-  ASSIGN_OR_RETURN(client::Client* c, context.client());
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const ObjectAddress a, parse_address(text));
-  if (a.name.empty()) return Status::invalid_argument("'{}' names no object: write BUCKET/NAME", text);
+  if (a.name.empty())
+    return Status::invalid_argument("'{}' names no object: write BUCKET/NAME", text);
   ASSIGN_OR_RETURN(const client::ObjectInfo info, c->head(a.bucket, a.name));
   ASSIGN_OR_RETURN(const client::BucketInfo bucket, c->bucket_info(a.bucket));
   ASSIGN_OR_RETURN(const auto holders, holders_of(*c, bucket, a.name, info.size));
   std::vector<std::pair<std::string, std::string>> checksums, metadata;
   for (const auto& [key, value] : info.headers.fields()) {
     std::string lower = key;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
     if (lower.rfind("x-amz-checksum-", 0) == 0) checksums.emplace_back(lower.substr(15), value);
     if (lower.rfind("x-amz-meta-", 0) == 0) metadata.emplace_back(lower.substr(11), value);
   }
@@ -419,19 +458,23 @@ Status stat_object(Context& context, const std::string& text) {
   if (context.options.is_json) {
     auto object_of = [](const std::vector<std::pair<std::string, std::string>>& pairs) {
       std::string out;
-      for (const auto& [k, v] : pairs) out += (out.empty() ? "" : ",") + json_string(k) + ":" + json_string(v);
+      for (const auto& [k, v] : pairs)
+        out += (out.empty() ? "" : ",") + json_string(k) + ":" + json_string(v);
       return "{" + out + "}";
     };
     std::string holders_json;
     for (const auto& [node, what] : holders) {
-      holders_json += fmt::format(R"({}{{"node":{},"holds":{}}})", holders_json.empty() ? "" : ",", json_string(node),
-                                  json_string(what));
+      holders_json += fmt::format(R"({}{{"node":{},"holds":{}}})", holders_json.empty() ? "" : ",",
+                                  json_string(node), json_string(what));
     }
-    std::printf("{\"bucket\":%s,\"name\":%s,\"size\":%llu,\"etag\":%s,\"last_modified\":%s,\"content_type\":%s,"
-                "\"checksums\":%s,\"metadata\":%s,\"holders\":[%s]}\n",
-                json_string(a.bucket).c_str(), json_string(a.name).c_str(), static_cast<unsigned long long>(info.size),
-                json_string(info.etag).c_str(), json_string(modified).c_str(), json_string(content_type).c_str(),
-                object_of(checksums).c_str(), object_of(metadata).c_str(), holders_json.c_str());
+    std::printf(
+        "{\"bucket\":%s,\"name\":%s,\"size\":%llu,\"etag\":%s,\"last_modified\":%s,\"content_"
+        "type\":%s,"
+        "\"checksums\":%s,\"metadata\":%s,\"holders\":[%s]}\n",
+        json_string(a.bucket).c_str(), json_string(a.name).c_str(),
+        static_cast<unsigned long long>(info.size), json_string(info.etag).c_str(),
+        json_string(modified).c_str(), json_string(content_type).c_str(),
+        object_of(checksums).c_str(), object_of(metadata).c_str(), holders_json.c_str());
     return Status::ok();
   }
   Table table({"PROPERTY", "VALUE"});
@@ -451,29 +494,35 @@ Status stat_object(Context& context, const std::string& text) {
 
 void add_object_commands(CLI::App& app, Context& context) {
   auto put = std::make_shared<PutOptions>();
-  CLI::App* put_cmd = add_command(app, "put",
-                                  "Upload a file, a directory (recursively, in parallel) or stdin (-)",
-                                  "silo put ./shards photos/train/    (./shards/a.tar -> photos/train/a.tar)\n"
-                                  "  silo put model.bin photos          (-> photos/model.bin)\n"
-                                  "  tar c dir | silo put - photos/dir.tar");
+  CLI::App* put_cmd =
+      add_command(app, "put", "Upload a file, a directory (recursively, in parallel) or stdin (-)",
+                  "silo put ./shards photos/train/    (./shards/a.tar -> photos/train/a.tar)\n"
+                  "  silo put model.bin photos          (-> photos/model.bin)\n"
+                  "  tar c dir | silo put - photos/dir.tar");
   put_cmd->add_option("source", put->source, "FILE, DIRECTORY or - (stdin)")->required();
-  put_cmd->add_option("destination", put->destination, "BUCKET[/NAME] or BUCKET/PREFIX/")->required();
+  put_cmd->add_option("destination", put->destination, "BUCKET[/NAME] or BUCKET/PREFIX/")
+      ->required();
   put_cmd->add_option("--workers,-w", put->workers, "Parallel uploads")->check(CLI::Range(1, 256));
   on_run(put_cmd, context, [&context, put] { return put_objects(context, *put); });
 
   auto get = std::make_shared<GetOptions>();
-  CLI::App* get_cmd = add_command(app, "get",
-                                  "Download an object (or a byte range of it) to a file or stdout, or every "
-                                  "object under a prefix into a directory (in parallel)",
-                                  "silo get photos/train/a.tar ./a.tar\n"
-                                  "  silo get photos/train/ ./train     (every object under train/)\n"
-                                  "  silo get photos/big.bin - --offset 1024 --length 100 | xxd");
-  get_cmd->add_option("source", get->source, "BUCKET/NAME, or BUCKET/PREFIX/ (or --prefix)")->required();
-  get_cmd->add_option("destination", get->destination, "FILE, DIRECTORY or - (stdout); default: ./NAME");
+  CLI::App* get_cmd =
+      add_command(app, "get",
+                  "Download an object (or a byte range of it) to a file or stdout, or every "
+                  "object under a prefix into a directory (in parallel)",
+                  "silo get photos/train/a.tar ./a.tar\n"
+                  "  silo get photos/train/ ./train     (every object under train/)\n"
+                  "  silo get photos/big.bin - --offset 1024 --length 100 | xxd");
+  get_cmd->add_option("source", get->source, "BUCKET/NAME, or BUCKET/PREFIX/ (or --prefix)")
+      ->required();
+  get_cmd->add_option("destination", get->destination,
+                      "FILE, DIRECTORY or - (stdout); default: ./NAME");
   get_cmd->add_option("--offset", get->offset, "First byte of a range");
   get_cmd->add_option("--length", get->length, "Bytes of a range");
-  get_cmd->add_flag("--prefix,-r,--recursive", get->is_prefix, "The source is a prefix: get every object under it");
-  get_cmd->add_option("--workers,-w", get->workers, "Parallel downloads")->check(CLI::Range(1, 256));
+  get_cmd->add_flag("--prefix,-r,--recursive", get->is_prefix,
+                    "The source is a prefix: get every object under it");
+  get_cmd->add_option("--workers,-w", get->workers, "Parallel downloads")
+      ->check(CLI::Range(1, 256));
   on_run(get_cmd, context, [&context, get] { return get_objects(context, *get); });
 
   auto cat = std::make_shared<GetOptions>();
@@ -483,25 +532,30 @@ void add_object_commands(CLI::App& app, Context& context) {
   cat_cmd->add_option("--offset", cat->offset, "First byte of a range");
   cat_cmd->add_option("--length", cat->length, "Bytes of a range");
   on_run(cat_cmd, context, [&context, cat]() -> Status {
-    ASSIGN_OR_RETURN(client::Client* c, context.client());
+    ASSIGN_OR_RETURN(client::Client * c, context.client());
     ASSIGN_OR_RETURN(const ObjectAddress a, parse_address(cat->source));
-    if (a.name.empty()) return Status::invalid_argument("'{}' names no object: write BUCKET/NAME", cat->source);
+    if (a.name.empty())
+      return Status::invalid_argument("'{}' names no object: write BUCKET/NAME", cat->source);
     ASSIGN_OR_RETURN(const auto range, range_of(*cat));
     return write_to_stdout(*c, a.bucket, a.name, range);
   });
 
   auto rm = std::make_shared<RemoveOptions>();
-  CLI::App* rm_cmd = add_command(app, "rm", "Remove objects (or every object under a prefix with --prefix)",
-                                 "silo rm photos/a.tar photos/b.tar\n  silo rm photos/tmp/ --prefix");
-  rm_cmd->add_option("objects", rm->addresses, "BUCKET/NAME ... (BUCKET/PREFIX with --prefix)")->required();
-  rm_cmd->add_flag("--prefix,-r,--recursive", rm->is_prefix, "Remove every object under each prefix");
+  CLI::App* rm_cmd =
+      add_command(app, "rm", "Remove objects (or every object under a prefix with --prefix)",
+                  "silo rm photos/a.tar photos/b.tar\n  silo rm photos/tmp/ --prefix");
+  rm_cmd->add_option("objects", rm->addresses, "BUCKET/NAME ... (BUCKET/PREFIX with --prefix)")
+      ->required();
+  rm_cmd->add_flag("--prefix,-r,--recursive", rm->is_prefix,
+                   "Remove every object under each prefix");
   on_run(rm_cmd, context, [&context, rm] { return remove_objects(context, *rm); });
 
   auto stat = std::make_shared<std::string>();
-  CLI::App* stat_cmd = add_command(app, "stat",
-                                   "Show an object's size, ETag, checksums, metadata and the targets that hold "
-                                   "its copies or slices",
-                                   "silo stat photos/train/a.tar --json");
+  CLI::App* stat_cmd =
+      add_command(app, "stat",
+                  "Show an object's size, ETag, checksums, metadata and the targets that hold "
+                  "its copies or slices",
+                  "silo stat photos/train/a.tar --json");
   stat_cmd->add_option("object", *stat, "BUCKET/NAME")->required();
   on_run(stat_cmd, context, [&context, stat] { return stat_object(context, *stat); });
 }

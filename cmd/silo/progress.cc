@@ -1,9 +1,9 @@
 #include "progress.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "context.h"
 
@@ -36,7 +36,8 @@ void Progress::add(uint64_t items, uint64_t bytes) {
   draw(false);
 }
 
-void Progress::set(uint64_t items, uint64_t total_items, uint64_t bytes, uint64_t bytes_per_second) {
+void Progress::set(uint64_t items, uint64_t total_items, uint64_t bytes,
+                   uint64_t bytes_per_second) {
   std::lock_guard lock(mutex_);
   items_ = items;
   total_items_ = total_items;
@@ -67,7 +68,8 @@ void Progress::draw(bool is_forced) {
   if (!is_forced && now - last_draw_ < kRedrawEvery) return;
   last_draw_ = now;
   const double elapsed = std::chrono::duration<double>(now - started_).count();
-  const double rate = rate_ != 0 ? static_cast<double>(rate_) : (elapsed > 0 ? bytes_ / elapsed : 0);
+  const double rate =
+      rate_ != 0 ? static_cast<double>(rate_) : (elapsed > 0 ? bytes_ / elapsed : 0);
   // The fraction done: by bytes when their total is known, else by items.
   double fraction = 0;
   if (total_bytes_ > 0) {
@@ -82,14 +84,15 @@ void Progress::draw(bool is_forced) {
   bar.resize(kBarWidth, ' ');
   std::string eta = "--";
   if (fraction > 0 && fraction < 1 && elapsed > 0.5) {
-    eta = human_duration(std::chrono::seconds(static_cast<int64_t>(elapsed * (1 - fraction) / fraction)));
+    eta = human_duration(
+        std::chrono::seconds(static_cast<int64_t>(elapsed * (1 - fraction) / fraction)));
   } else if (fraction >= 1) {
     eta = "0s";
   }
   const std::string items =
       total_items_ > 0 ? fmt::format("{}/{}", items_, total_items_) : fmt::format("{}", items_);
-  std::fprintf(stderr, "\r\033[K%s [%s] %3.0f%% %s objects %s %s/s ETA %s", label_.c_str(), bar.c_str(),
-               fraction * 100, items.c_str(), human_bytes(bytes_).c_str(),
+  std::fprintf(stderr, "\r\033[K%s [%s] %3.0f%% %s objects %s %s/s ETA %s", label_.c_str(),
+               bar.c_str(), fraction * 100, items.c_str(), human_bytes(bytes_).c_str(),
                human_bytes(static_cast<uint64_t>(rate)).c_str(), eta.c_str());
   std::fflush(stderr);
 }

@@ -325,8 +325,12 @@ http::Awaitable<Status> Proxy::evict(http::Exchange& exchange, const std::string
   if (!bucket) co_return Status::not_found("The specified bucket does not exist: {}", name).with_reason("NoSuchBucket");
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxEvictBody));
   CO_ASSIGN_OR_RETURN(const wire::EvictRequest request, wire::parse_evict_request_json(body));
-  CO_ASSIGN_OR_RETURN(const uint64_t evicted, co_await evict_everywhere(*bucket, request));
-  if (!request.keep_props) CO_RETURN_IF_ERROR(co_await delete_if_empty(name));
+  uint64_t evicted = 0;
+  if (request.keep_props) {
+    CO_ASSIGN_OR_RETURN(evicted, co_await evict_everywhere(*bucket, request));
+  } else {
+    CO_ASSIGN_OR_RETURN(evicted, co_await delete_if_empty(name, /*evict_first=*/true));
+  }
   co_await cluster::send_json(exchange, 200,
                               fmt::format(R"({{"evicted":{},"bucket_kept":{}}})", evicted, request.keep_props));
   co_return Status::ok();
@@ -371,17 +375,14 @@ http::Awaitable<Status> Proxy::delete_bucket(http::Exchange& exchange, const std
   // A remote bucket's objects are cached copies: deleting it evicts them (the backend
   // keeps everything) and forgets the bucket.
   const auto bucket = maps_.find_bucket(name);
-  if (bucket && wire::is_remote(bucket->props())) {
-    const wire::EvictRequest everything;  // named, not a temporary beside co_await (docs/adr/0003)
-    CO_RETURN_IF_ERROR((co_await evict_everywhere(*bucket, everything)).status());
-  }
-  CO_RETURN_IF_ERROR(co_await delete_if_empty(name));
+  const bool is_remote = bucket && wire::is_remote(bucket->props());
+  CO_RETURN_IF_ERROR((co_await delete_if_empty(name, is_remote)).status());
   http::ResponseHead head;
   head.status = 204;
   co_return co_await exchange.response().send(std::move(head), "");
 }
 
-http::Awaitable<Status> Proxy::delete_if_empty(const std::string& name) {
+http::Awaitable<Result<uint64_t>> Proxy::delete_if_empty(const std::string& name, bool evict_first) {
   // 1. Mark it deleting: from the moment a target has this bucket map it refuses to
   //    commit new objects into the bucket (Target::guard_bucket, under the object lock).
   const Status marked = co_await primary_->set_bucket_deleting(name, true);
@@ -391,6 +392,19 @@ http::Awaitable<Status> Proxy::delete_if_empty(const std::string& name) {
   CO_RETURN_IF_ERROR(marked);
   const auto bucket = maps_.find_bucket(name);
   if (!bucket) co_return Status::not_found("The specified bucket does not exist: {}", name).with_reason("NoSuchBucket");
+  // A remote bucket: its cached objects go first. No fetch or write commits into it any
+  // more (it is marked), so what the evict leaves is what the check below sees.
+  uint64_t evicted = 0;
+  if (evict_first) {
+    const wire::EvictRequest everything;  // named, not a temporary beside co_await (docs/adr/0003)
+    auto dropped = co_await evict_everywhere(*bucket, everything);
+    if (dropped) evicted = *dropped;
+    if (!dropped) {
+      const Status unmarked = co_await primary_->set_bucket_deleting(name, false);
+      if (!unmarked.is_ok()) SILO_LOG_WARN("bucket {} stays marked deleting: {}", name, unmarked);
+      co_return std::move(dropped).error();
+    }
+  }
   // 2. Check that it is empty. Each target first catches up to this bucket map version
   //    and waits for commits that passed the check before it to finish.
   auto page = co_await merged_page(*bucket, "", "", 1);
@@ -403,7 +417,7 @@ http::Awaitable<Status> Proxy::delete_if_empty(const std::string& name) {
   // 3. Delete it.
   CO_RETURN_IF_ERROR(co_await primary_->delete_bucket(name));
   SILO_LOG_INFO("bucket {} deleted", name);
-  co_return Status::ok();
+  co_return evicted;
 }
 
 http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::merged_page(

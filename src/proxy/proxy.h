@@ -82,7 +82,9 @@ class Proxy {
   http::Awaitable<Status> relay_to_primary(http::Exchange& exchange);
   // On the primary: marks the bucket deleting, checks that no target holds an object of
   // it, then deletes it, or unmarks it (BucketNotEmpty). NoSuchBucket when absent.
-  http::Awaitable<Status> delete_if_empty(const std::string& name);
+  // `evict_first` (a remote bucket): once marked, its cached objects are evicted before
+  // the check; how many.
+  http::Awaitable<Result<uint64_t>> delete_if_empty(const std::string& name, bool evict_first = false);
   // Streams the request to the object's owner target and its answer back (503 when down).
   http::Awaitable<Status> relay_to_owner(http::Exchange& exchange, const wire::NodeInfo& owner);
   // The targets to send an object request to, in order (docs/data-protection.md): the

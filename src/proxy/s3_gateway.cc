@@ -164,7 +164,7 @@ http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const cluster::S
     }
     case s3::Op::kCreateBucket: co_return co_await s3_create_bucket(exchange, request);
     case s3::Op::kDeleteBucket: {
-      CO_RETURN_IF_ERROR(co_await delete_if_empty(name));
+      CO_RETURN_IF_ERROR((co_await delete_if_empty(name)).status());
       co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
     }
     case s3::Op::kHeadBucket: {

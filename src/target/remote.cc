@@ -52,6 +52,7 @@ struct Target::Fetch {
 namespace {
 
 constexpr size_t kMaxEvictBody = 16 << 20;  // a list of names
+constexpr uint64_t kPieceMemory = 256ull << 20;  // bytes of range-GET pieces in memory at once, per target
 
 // How a cold read describes an object before its bytes are here (and what the cached
 // copy's record remembers of the backend).
@@ -276,6 +277,9 @@ http::Awaitable<Status> Target::fetch_into_store(Fetch& fetch, const Resolved& r
       ranges.push_back({at, n});
       at += n;
     }
+    co_await take_pieces(ranges.size());
+    // Given back however this batch ends (named: no temporary beside co_await).
+    const auto given_back = std::shared_ptr<void>(nullptr, [this, n = ranges.size()](void*) { give_back_pieces(n); });
     std::vector<std::string> buffers(ranges.size());
     std::vector<cluster::Task<Status>> tasks;
     for (size_t i = 0; i < ranges.size(); ++i) {
@@ -303,6 +307,31 @@ http::Awaitable<Status> Target::fetch_into_store(Fetch& fetch, const Resolved& r
     co_return Status::data_loss("fetched {} bytes of {}, the backend said {}", record.size(), r.object.name, size);
   }
   co_return Status::ok();
+}
+
+http::Awaitable<void> Target::take_pieces(size_t n) {
+  // At least one batch always fits, so a fetch never waits for memory it can not get.
+  const size_t budget = std::max<size_t>(options_.cluster.cache.range_get_streams,
+                                         kPieceMemory / options_.cluster.cache.range_get_size);
+  for (;;) {
+    const uint64_t seen = pieces_signal_.count();
+    {
+      std::lock_guard lock(pieces_mutex_);
+      if (pieces_in_use_ + n <= budget) {
+        pieces_in_use_ += n;
+        co_return;
+      }
+    }
+    co_await pieces_signal_.wait(seen);
+  }
+}
+
+void Target::give_back_pieces(size_t n) {
+  {
+    std::lock_guard lock(pieces_mutex_);
+    pieces_in_use_ -= n;
+  }
+  pieces_signal_.notify();
 }
 
 http::Awaitable<Status> Target::send_fetching(http::Exchange& exchange, Fetch& fetch, http::ResponseHead head,
@@ -386,7 +415,7 @@ http::Awaitable<void> Target::handle_evict(http::Exchange& exchange, std::string
 http::Awaitable<Result<uint64_t>> Target::evict(http::Exchange& exchange, const std::string& bucket_name) {
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxEvictBody));
   CO_ASSIGN_OR_RETURN(const wire::EvictRequest request, wire::parse_evict_request_json(body));
-  CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await find_bucket(bucket_name));
+  CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await bucket_as_sender_sees_it(exchange.request(), bucket_name));
   if (!wire::is_remote(bucket.props())) {
     co_return Status::invalid_argument("bucket {} is not a remote bucket: evicting would lose its objects",
                                        bucket.name());

@@ -350,28 +350,27 @@ http::Awaitable<Status> Target::remove(http::Exchange& exchange, const Resolved&
   co_return co_await exchange.response().send(std::move(head), "");
 }
 
-http::Awaitable<void> Target::handle_list(http::Exchange& exchange, std::string bucket_name) {
-  const http::RequestHead& request = exchange.request();
+http::Awaitable<Result<wire::Bucket>> Target::bucket_as_sender_sees_it(const http::RequestHead& request,
+                                                                      const std::string& bucket_name) {
   // The sender's bucket map is newer (a bucket being deleted): catch up first.
   const uint64_t wanted_version = header_version(request, cluster::kBucketMapVersionHeader);
   if (wanted_version > maps_.bucket_map()->version() && member_ != nullptr) {
     std::ignore = co_await member_->sync();
     if (wanted_version > maps_.bucket_map()->version()) {
-      const Status behind = Status::unavailable("could not catch up to bucket map version {}", wanted_version);
-      co_await cluster::send_error(exchange, behind);
-      co_return;
+      co_return Status::unavailable("could not catch up to bucket map version {}", wanted_version);
     }
   }
-  auto bucket = co_await find_bucket(bucket_name);
+  CO_ASSIGN_OR_RETURN(wire::Bucket bucket, co_await find_bucket(bucket_name));
+  if (bucket.is_deleting()) CO_RETURN_IF_ERROR(co_await drain_writes(bucket.id()));
+  co_return bucket;
+}
+
+http::Awaitable<void> Target::handle_list(http::Exchange& exchange, std::string bucket_name) {
+  const http::RequestHead& request = exchange.request();
+  auto bucket = co_await bucket_as_sender_sees_it(request, bucket_name);
   if (!bucket) {
     co_await cluster::send_error(exchange, bucket.error());
     co_return;
-  }
-  if (bucket->is_deleting()) {
-    if (const Status drained = co_await drain_writes(bucket->id()); !drained.is_ok()) {
-      co_await cluster::send_error(exchange, drained);
-      co_return;
-    }
   }
   store::ListOptions options;
   options.prefix = request.query_param("prefix").value_or("");

@@ -139,6 +139,10 @@ class Target {
   // Wraps options.precondition: the commit fails with NoSuchBucket when the bucket is
   // gone or being deleted by then (checked under the object lock), else counts `ticket`.
   void guard_bucket(store::PutOptions& options, const wire::Bucket& bucket, WriteTicket& ticket);
+  // The bucket as a proxy's request sees it: catches up to the request's bucket map
+  // version, and for a bucket marked deleting waits for the commits in flight.
+  http::Awaitable<Result<wire::Bucket>> bucket_as_sender_sees_it(const http::RequestHead& request,
+                                                                 const std::string& bucket_name);
   // Waits until no commit into `bucket_id` is in flight (a delete's emptiness check).
   http::Awaitable<Status> drain_writes(uint64_t bucket_id);
   // Streams `body` into `writer` in large pieces, feeding `checksums`; returns the bytes.
@@ -227,6 +231,13 @@ class Target {
   std::map<std::pair<uint64_t, std::string>, int64_t> atimes_;  // GUARDED_BY(atimes_mutex_); reads since start
   std::mutex fetches_mutex_;
   std::map<std::pair<uint64_t, std::string>, std::shared_ptr<Fetch>> fetches_;  // GUARDED_BY(fetches_mutex_)
+  // Memory for the pieces of parallel range GETs, shared by all fetches here: a fetch
+  // takes its batch's pieces before it asks for them and gives them back once written.
+  http::Awaitable<void> take_pieces(size_t n);
+  void give_back_pieces(size_t n);
+  std::mutex pieces_mutex_;
+  size_t pieces_in_use_ = 0;  // GUARDED_BY(pieces_mutex_)
+  cluster::Signal pieces_signal_;
 
   // Rebalance (rebalance.cc).
   struct Walk;

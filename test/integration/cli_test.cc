@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 using silo::testing::EnvVars;
 
 // Exit codes (docs/cli.md "Exit codes").
-constexpr int kOk = 0, kError = 1, kUsage = 2, kNotFound = 3, kAuth = 4, kUnreachable = 5, kUnsupported = 6;
+constexpr int kOk = 0, kError = 1, kUsage = 2, kNotFound = 3, kAuth = 4, kUnreachable = 5,
+              kUnsupported = 6;
 
 struct CliResult {
   int code = -1;
@@ -32,7 +33,9 @@ struct CliResult {
 };
 
 std::ostream& operator<<(std::ostream& os, const CliResult& r) {
-  return os << "exit " << r.code << "\n--- stdout:\n" << r.out.substr(0, 3000) << "\n--- stderr:\n" << r.err.substr(0, 3000);
+  return os << "exit " << r.code << "\n--- stdout:\n"
+            << r.out.substr(0, 3000) << "\n--- stderr:\n"
+            << r.err.substr(0, 3000);
 }
 
 std::string shell_quote(const std::string& s) {
@@ -53,7 +56,8 @@ std::string read_or(const std::string& path, std::string fallback) {
 }
 
 std::string cli_path() {
-  if (const char* path = std::getenv("SILO_TEST_CLI"); path != nullptr && *path != '\0') return path;
+  if (const char* path = std::getenv("SILO_TEST_CLI"); path != nullptr && *path != '\0')
+    return path;
   return SILO_CLI_PATH;
 }
 
@@ -68,7 +72,8 @@ class Cli {
   }
   const std::string& dir() const { return dir_->path(); }
 
-  CliResult run(const std::vector<std::string>& args, EnvVars env = {}, const std::string& stdin_path = "/dev/null") {
+  CliResult run(const std::vector<std::string>& args, EnvVars env = {},
+                const std::string& stdin_path = "/dev/null") {
     std::string command = "exec " + shell_quote(cli_path());
     for (const auto& a : args) command += " " + shell_quote(a);
     const std::string out = dir() + "/stdout", err = dir() + "/stderr";
@@ -98,12 +103,15 @@ class Cli {
   std::unique_ptr<silo::testing::TempDir> dir_;
 };
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // The number of times `part` occurs in `text`.
 size_t count_of(const std::string& text, const std::string& part) {
   size_t n = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size()))
+    ++n;
   return n;
 }
 
@@ -123,14 +131,20 @@ TEST(CliTest, UsageErrorsHelpUnreachableAndUnsupported) {
 
   const CliResult help = cli.run({"--help"});
   EXPECT_EQ(help.code, kOk) << help;
-  for (const char* command : {"bucket", "ls", "put", "get", "rm", "cat", "stat", "prefetch", "evict", "job",
-                              "cluster", "node", "mountpath", "Exit codes"}) {
+  for (const char* command : {"bucket", "ls", "put", "get", "rm", "cat", "stat", "prefetch",
+                              "evict", "job", "cluster", "node", "mountpath", "Exit codes"}) {
     EXPECT_TRUE(contains(help.out, command)) << command << "\n" << help;
   }
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"bucket", "create", "--help"}, {"put", "--help"}, {"get", "--help"},
-        {"prefetch", "--help"}, {"job", "wait", "--help"}, {"node", "maintenance", "start", "--help"},
-        {"mountpath", "disable", "--help"}, {"ls", "--help"}, {"stat", "--help"}}) {
+       {std::vector<std::string>{"bucket", "create", "--help"},
+        {"put", "--help"},
+        {"get", "--help"},
+        {"prefetch", "--help"},
+        {"job", "wait", "--help"},
+        {"node", "maintenance", "start", "--help"},
+        {"mountpath", "disable", "--help"},
+        {"ls", "--help"},
+        {"stat", "--help"}}) {
     const CliResult r = cli.run(args);
     EXPECT_EQ(r.code, kOk) << args[0] << " " << r;
     EXPECT_TRUE(contains(r.out, "Example")) << args[0] << " " << r;
@@ -168,9 +182,10 @@ TEST(CliTest, UsageErrorsHelpUnreachableAndUnsupported) {
   EXPECT_EQ(bad_endpoint.code, kUsage) << bad_endpoint;
 
   // Server features that do not exist yet: exit code 6 with a clear message.
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"config", "show"}, {"config", "set", "a=b"}, {"mountpath", "attach", "t1", "/d"},
-        {"mountpath", "detach", "t1", "/d"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"config", "show"},
+                                               {"config", "set", "a=b"},
+                                               {"mountpath", "attach", "t1", "/d"},
+                                               {"mountpath", "detach", "t1", "/d"}}) {
     const CliResult r = cli.run(args);
     EXPECT_EQ(r.code, kUnsupported) << args[0] << " " << args[1] << " " << r;
     EXPECT_TRUE(contains(r.err, "not supported by this server")) << r;
@@ -205,9 +220,12 @@ TEST(CliTest, BucketsObjectsListingAndFailures) {
   EXPECT_TRUE(contains(r.out, "copies") && contains(r.out, "fsync")) << r;
   r = cli.run({"bucket", "props", "show", "coded", "--json"});
   EXPECT_TRUE(contains(r.out, R"("data":2)") && contains(r.out, R"("parity":1)")) << r;
-  r = cli.run({"bucket", "props", "set", "coded", "ec.parity=2", "--json"});  // data stays 2
+  r = cli.run({"bucket", "props", "set", "coded", "ec.data=1", "--json"});  // parity stays 1
   EXPECT_EQ(r.code, kOk) << r;
-  EXPECT_TRUE(contains(r.out, R"("data":2)") && contains(r.out, R"("parity":2)")) << r;
+  EXPECT_TRUE(contains(r.out, R"("data":1)") && contains(r.out, R"("parity":1)")) << r;
+  r = cli.run({"bucket", "props", "set", "coded", "ec=2+2"});
+  EXPECT_EQ(r.code, kUsage) << "3 targets cannot hold 4 slices: " << r;
+  EXPECT_TRUE(contains(r.err, "needs 4 targets")) << r;
   EXPECT_EQ(cli.run({"bucket", "props", "set", "photos", "copies=many"}).code, kUsage);
   r = cli.run({"bucket", "props", "set", "photos", "colour=blue"});
   EXPECT_EQ(r.code, kUsage) << "the server refuses an unknown property: " << r;
@@ -220,7 +238,8 @@ TEST(CliTest, BucketsObjectsListingAndFailures) {
 
   // put DIR: every file, recursively, in parallel, under the prefix.
   std::map<std::string, std::string> files;  // relative path -> bytes
-  for (int i = 0; i < 12; ++i) files[fmt::format("shard-{:02}.tar", i)] = random.bytes(random.uniform(0, 64 * 1024));
+  for (int i = 0; i < 12; ++i)
+    files[fmt::format("shard-{:02}.tar", i)] = random.bytes(random.uniform(0, 64 * 1024));
   files["val/a.tar"] = random.bytes(3 * 1024 * 1024 + 7);  // several stream buffers
   files["val/deep/b.tar"] = random.bytes(100);
   const std::string src = cli.dir() + "/src";
@@ -264,7 +283,8 @@ TEST(CliTest, BucketsObjectsListingAndFailures) {
   EXPECT_EQ(count_of(r.out, R"("name":)"), 5u) << r;
   EXPECT_TRUE(contains(r.out, R"("truncated":true)")) << r;
   r = cli.run({"ls", "photos/train/val/", "-r", "--summary", "--json"});
-  EXPECT_TRUE(contains(r.out, fmt::format(R"("summary":{{"objects":2,"bytes":{}}})", 3 * 1024 * 1024 + 7 + 100)))
+  EXPECT_TRUE(contains(
+      r.out, fmt::format(R"("summary":{{"objects":2,"bytes":{}}})", 3 * 1024 * 1024 + 7 + 100)))
       << r;
   r = cli.run({"ls", "photos/train/", "--long"});
   EXPECT_EQ(r.code, kOk) << r;
@@ -290,7 +310,8 @@ TEST(CliTest, BucketsObjectsListingAndFailures) {
   EXPECT_EQ(r.out, files["val/a.tar"].substr(3 * 1024 * 1024));
   r = cli.run({"get", "photos/train/", out + "/tree", "--json"});
   ASSERT_EQ(r.code, kOk) << r;
-  for (const auto& [rel, bytes] : files) EXPECT_EQ(difference(bytes, read(out + "/tree/" + rel)), "") << rel;
+  for (const auto& [rel, bytes] : files)
+    EXPECT_EQ(difference(bytes, read(out + "/tree/" + rel)), "") << rel;
   r = cli.run({"get", "photos/train/val", out + "/val-dir", "--prefix"});
   ASSERT_EQ(r.code, kOk) << r;
   EXPECT_EQ(read(out + "/val-dir/val/deep/b.tar"), files["val/deep/b.tar"]);
@@ -329,10 +350,13 @@ TEST(CliTest, BucketsObjectsListingAndFailures) {
   EXPECT_TRUE(contains(r.err, "SILO_SECRET_KEY")) << r;
   r = cli.run({"ls", "photos", "--access-key", "nobody", "--json"});
   EXPECT_EQ(r.code, kAuth) << r;
-  write_file(cli.dir() + "/.config/silo/config.json",
-             fmt::format(R"({{"endpoint": "{}", "access_key": "silo-admin", "secret_key": "silo-secret-key"}})",
-                         cluster->endpoint()));
-  r = cli.run({"bucket", "ls"}, {{"SILO_ENDPOINT", ""}, {"SILO_ACCESS_KEY", ""}, {"SILO_SECRET_KEY", ""}});
+  write_file(
+      cli.dir() + "/.config/silo/config.json",
+      fmt::format(
+          R"({{"endpoint": "{}", "access_key": "silo-admin", "secret_key": "silo-secret-key"}})",
+          cluster->endpoint()));
+  r = cli.run({"bucket", "ls"},
+              {{"SILO_ENDPOINT", ""}, {"SILO_ACCESS_KEY", ""}, {"SILO_SECRET_KEY", ""}});
   EXPECT_EQ(r.code, kOk) << "the config file gives endpoint and keys: " << r;
   write_file(cli.dir() + "/bad.json", "{\"endpoint\": 7}");
   EXPECT_EQ(cli.run({"--config", cli.dir() + "/bad.json", "bucket", "ls"}).code, kUsage);
@@ -347,7 +371,8 @@ TEST(CliTest, ClusterNodesMountpathsAndJobs) {
   ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(small_cluster()));
   Cli cli(cluster->endpoint());
   ASSERT_OK(cluster->client().create_bucket("data", R"({"copies": 2})"));
-  for (int i = 0; i < 40; ++i) ASSERT_OK(cluster->client().put("data", fmt::format("o-{}", i), std::string(1000, 'x')));
+  for (int i = 0; i < 40; ++i)
+    ASSERT_OK(cluster->client().put("data", fmt::format("o-{}", i), std::string(1000, 'x')));
 
   CliResult r = cli.run({"cluster", "show", "--json"});
   ASSERT_EQ(r.code, kOk) << r;
@@ -357,13 +382,15 @@ TEST(CliTest, ClusterNodesMountpathsAndJobs) {
   EXPECT_EQ(count_of(r.out, R"("path":)"), 6u) << "2 mountpaths on each of 3 targets: " << r;
   r = cli.run({"cluster", "show"});
   ASSERT_EQ(r.code, kOk) << r;
-  EXPECT_TRUE(contains(r.out, "primary") && contains(r.out, "t1") && contains(r.out, "MOUNTPATH")) << r;
+  EXPECT_TRUE(contains(r.out, "primary") && contains(r.out, "t1") && contains(r.out, "MOUNTPATH"))
+      << r;
 
   // Mountpaths: list, disable, enable (by id or by path).
   r = cli.run({"mountpath", "ls", "t1", "--json"});
   ASSERT_EQ(r.code, kOk) << r;
   EXPECT_EQ(count_of(r.out, R"("path":)"), 2u) << r;
-  ASSERT_OK_AND_ASSIGN(const auto mountpaths, cluster->client_of("t1").value()->mountpaths(cluster->node("t1")->url));
+  ASSERT_OK_AND_ASSIGN(const auto mountpaths,
+                       cluster->client_of("t1").value()->mountpaths(cluster->node("t1")->url));
   ASSERT_EQ(mountpaths.size(), 2u);
   r = cli.run({"mountpath", "disable", "t1", mountpaths[1].id, "--json"});
   ASSERT_EQ(r.code, kOk) << r;
@@ -378,10 +405,16 @@ TEST(CliTest, ClusterNodesMountpathsAndJobs) {
   // Maintenance: the node's mode changes and the rebalance it starts is waited for.
   r = cli.run({"node", "maintenance", "start", "t3", "--wait", "--json"});
   ASSERT_EQ(r.code, kOk) << r;
-  EXPECT_TRUE(contains(r.out, R"("kind":"rebalance")") && contains(r.out, R"("state":"finished")")) << r;
+  EXPECT_TRUE(contains(r.out, R"("kind":"rebalance")") && contains(r.out, R"("state":"finished")"))
+      << r;
+  const size_t id_at = r.out.find(R"("id":")");
+  ASSERT_NE(id_at, std::string::npos) << r;
+  const std::string job_id = r.out.substr(id_at + 6, r.out.find('"', id_at + 6) - id_at - 6);
   r = cli.run({"cluster", "show", "--json"});
   EXPECT_TRUE(contains(r.out, R"("id":"t3","role":"target")")) << r;
-  EXPECT_TRUE(contains(r.out, R"("mode":"maintenance")") || contains(r.out, R"("state":"maintenance")")) << r;
+  EXPECT_TRUE(contains(r.out, R"("mode":"maintenance")") ||
+              contains(r.out, R"("state":"maintenance")"))
+      << r;
   r = cli.run({"node", "maintenance", "stop", "t3", "--json"});
   ASSERT_EQ(r.code, kOk) << r;
   EXPECT_TRUE(contains(r.out, R"("node":"t3")")) << r;
@@ -390,10 +423,7 @@ TEST(CliTest, ClusterNodesMountpathsAndJobs) {
   // Jobs: list, show, wait; unknown ids are "not found".
   r = cli.run({"job", "ls", "--json"});
   ASSERT_EQ(r.code, kOk) << r;
-  EXPECT_TRUE(contains(r.out, R"("kind":"rebalance")")) << r;
-  const size_t id_at = r.out.find(R"("id":")");
-  ASSERT_NE(id_at, std::string::npos) << r;
-  const std::string job_id = r.out.substr(id_at + 6, r.out.find('"', id_at + 6) - id_at - 6);
+  EXPECT_TRUE(contains(r.out, R"("id":")" + job_id + "\"")) << r;
   r = cli.run({"job", "wait", job_id, "--json"});
   EXPECT_EQ(r.code, kOk) << r;
   r = cli.run({"job", "show", job_id});
@@ -420,19 +450,22 @@ TEST(CliTest, RemoteBucketPrefetchAndEvictFromS3) {
   ASSERT_OK_AND_ASSIGN(auto origin, driver.make("origin", moto->url()));
   std::map<std::string, std::string> objects;
   silo::testing::Random random;
-  for (int i = 0; i < 20; ++i) objects[fmt::format("train-{:04}.tar", i)] = random.bytes(random.uniform(1, 20000));
+  for (int i = 0; i < 20; ++i)
+    objects[fmt::format("train-{:04}.tar", i)] = random.bytes(random.uniform(1, 20000));
   for (int i = 0; i < 5; ++i) objects[fmt::format("val/{}", i)] = random.bytes(500);
   for (const auto& [name, bytes] : objects) ASSERT_OK(driver.put(*origin, name, bytes).status());
 
   ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(small_cluster()));
   Cli cli(cluster->endpoint());
-  CliResult r = cli.run({"bucket", "create", "cache", "backend.url=s3://origin", "backend.endpoint=" + moto->url(),
+  CliResult r = cli.run({"bucket", "create", "cache", "backend.url=s3://origin",
+                         "backend.endpoint=" + moto->url(),
                          std::string("backend.access_key=") + MotoServer::kAccessKey,
                          std::string("backend.secret_key=") + MotoServer::kSecretKey});
   ASSERT_EQ(r.code, kOk) << r;
   r = cli.run({"bucket", "props", "show", "cache"});
   EXPECT_TRUE(contains(r.out, "s3://origin") && !contains(r.out, MotoServer::kSecretKey)) << r;
-  r = cli.run({"bucket", "create", "wrong", "backend.url=s3://no-such-origin", "backend.endpoint=" + moto->url(),
+  r = cli.run({"bucket", "create", "wrong", "backend.url=s3://no-such-origin",
+               "backend.endpoint=" + moto->url(),
                std::string("backend.access_key=") + MotoServer::kAccessKey,
                std::string("backend.secret_key=") + MotoServer::kSecretKey});
   EXPECT_NE(r.code, kOk) << r;
@@ -445,9 +478,11 @@ TEST(CliTest, RemoteBucketPrefetchAndEvictFromS3) {
   EXPECT_TRUE(contains(r.out, R"("objects":0)")) << r;
 
   // Prefetch by template, waited for: the job's final state as JSON.
-  r = cli.run({"prefetch", "s3://cache", "--template", "train-{0000..0009}.tar", "--wait", "--json"});
+  r = cli.run(
+      {"prefetch", "s3://cache", "--template", "train-{0000..0009}.tar", "--wait", "--json"});
   ASSERT_EQ(r.code, kOk) << r;
-  EXPECT_TRUE(contains(r.out, R"("kind":"prefetch")") && contains(r.out, R"("state":"finished")")) << r;
+  EXPECT_TRUE(contains(r.out, R"("kind":"prefetch")") && contains(r.out, R"("state":"finished")"))
+      << r;
   EXPECT_TRUE(contains(r.out, R"("objects_done":10)")) << r;
   // By list file, not waited for: then `job wait`.
   write_file(cli.dir() + "/names.txt", "# wanted\ntrain-0010.tar\n\ntrain-0011.tar\n");
