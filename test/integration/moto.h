@@ -13,6 +13,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -97,6 +98,73 @@ class MotoServer {
   uint16_t port_;
   pid_t pid_ = 0;
 };
+
+// A scripted fake S3 for faults a real server does not produce on demand: it answers each
+// connection's request with the next of `answers` (raw HTTP, possibly cut short) and
+// keeps the request heads it saw.
+class FakeS3 {
+ public:
+  explicit FakeS3(std::vector<std::string> answers) : answers_(std::move(answers)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    ::listen(fd_, 16);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeS3() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  std::string url() const { return fmt::format("http://127.0.0.1:{}", port_); }
+  std::vector<std::string> requests() {
+    std::lock_guard lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  void serve() {
+    for (const std::string& answer : answers_) {
+      const int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn < 0) return;
+      std::string head;
+      char c = 0;
+      while (head.find("\r\n\r\n") == std::string::npos && ::recv(conn, &c, 1, 0) == 1) head += c;
+      {
+        std::lock_guard lock(mutex_);
+        requests_.push_back(head);
+      }
+      size_t sent = 0;
+      while (sent < answer.size()) {
+        const ssize_t n = ::send(conn, answer.data() + sent, answer.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        sent += static_cast<size_t>(n);
+      }
+      ::close(conn);  // every answer ends its connection (cut ones included)
+    }
+  }
+
+  std::vector<std::string> answers_;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::vector<std::string> requests_;
+};
+
+// A raw answer; `content_length` when it announces more than `body` (a cut transfer).
+inline std::string answer(int status, std::string_view reason, std::vector<std::string> headers,
+                   std::string_view body, std::optional<size_t> content_length = std::nullopt) {
+  std::string out = fmt::format("HTTP/1.1 {} {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+                                status, reason, content_length.value_or(body.size()));
+  for (const auto& h : headers) out += h + "\r\n";
+  return out + "\r\n" + std::string(body);
+}
 
 // Runs src/backend clients on an io_context thread of its own, for the test's thread.
 class BackendDriver {

@@ -130,10 +130,7 @@ TEST_F(RemoteTest, ColdGetFetchesOnceAndTheCacheServesWithTheBackendStopped) {
 
 TEST_F(RemoteTest, PrefetchByTemplateAndPrefixCachesEverythingAndServesWithTheBackendStopped) {
   Objects objects;
-  for (int i = 0; i < 500; ++i) {
-    objects[fmt::format("train-{:04}.tar", i)] = random_.bytes(random_.uniform(1, 16 * 1024));
-    objects[fmt::format("val/{:03}", i)] = random_.bytes(random_.uniform(0, 4 * 1024));
-  }
+  for (int i = 0; i < 1000; ++i) objects[fmt::format("train-{:04}.tar", i)] = random_.bytes(random_.uniform(0, 16 * 1024));
   objects["big.tar"] = random_.bytes(40 * kMiB);  // past range_get_size: parallel range GETs
   for (const auto& [name, bytes] : objects) ASSERT_NO_FATAL_FAILURE(put_origin(name, bytes));
   ASSERT_NO_FATAL_FAILURE(start_cluster(3, "", {{"SILO_CACHE_JSON", R"({"range_get_size": 8388608})"}}));
@@ -153,14 +150,16 @@ TEST_F(RemoteTest, PrefetchByTemplateAndPrefixCachesEverythingAndServesWithTheBa
     return done ? *done : client::JobEntry{};
   };
   const client::JobEntry by_template = run_job(
-      fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "template": "train-{{0000..0499}}.tar", "workers": 8}})", kRemote));
+      fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "template": "train-{{0000..0999}}.tar", "workers": 8}})", kRemote));
   EXPECT_EQ(by_template.state, "finished") << by_template.detail;
-  EXPECT_EQ(by_template.objects_done, 500u);
+  EXPECT_EQ(by_template.objects_done, 1000u);
   EXPECT_EQ(by_template.errors, 0u);
+  ASSERT_OK_AND_ASSIGN(const uint64_t evicted, c.evict(kRemote, R"({"prefix": "train-"})"));
+  EXPECT_EQ(evicted, 1000u);
   const client::JobEntry by_prefix =
-      run_job(fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "prefix": "val/"}})", kRemote));
+      run_job(fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "prefix": "train-"}})", kRemote));
   EXPECT_EQ(by_prefix.state, "finished") << by_prefix.detail;
-  EXPECT_EQ(by_prefix.objects_done, 500u);
+  EXPECT_EQ(by_prefix.objects_done, 1000u);
   const client::JobEntry by_name =
       run_job(fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "names": ["big.tar"]}})", kRemote));
   EXPECT_EQ(by_name.state, "finished") << by_name.detail;
@@ -406,6 +405,39 @@ TEST_F(RemoteTest, CreatingARemoteBucketChecksTheBackend) {
   put_origin("still-works", "x");
   ASSERT_OK_AND_ASSIGN(const std::string got, c.get(kRemote, "still-works"));
   EXPECT_EQ(got, "x") << "the masked secret kept the real one";
+}
+
+TEST_F(RemoteTest, ABackendAnswering503FailsColdGetsAndPrefetchesClearlyAndLeavesNothing) {
+  const std::string bytes = random_.bytes(100000);
+  put_origin("x", bytes);
+  ASSERT_NO_FATAL_FAILURE(start_cluster(1));
+  client::Client& c = cluster_->client();
+  // A backend that takes the bucket check, then answers everything with 503 SlowDown.
+  std::vector<std::string> answers = {answer(200, "OK", {}, "")};
+  const std::string slow_down = answer(503, "Slow Down", {"Content-Type: application/xml"},
+                                       "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>");
+  for (int i = 0; i < 200; ++i) answers.push_back(slow_down);
+  FakeS3 failing(answers);
+  ASSERT_OK(c.set_bucket_props(kRemote, fmt::format(R"({{"backend": {{"endpoint": "{}"}}}})", failing.url())));
+
+  auto got = c.get(kRemote, "x");
+  ASSERT_FALSE(got.has_value());
+  EXPECT_EQ(got.status().code(), Code::kUnavailable) << got.status();
+  EXPECT_NE(got.status().to_string().find("SlowDown"), std::string::npos) << "the backend's answer is named: " << got.status();
+  ASSERT_OK_AND_ASSIGN(const auto started, c.start_job(fmt::format(R"({{"kind": "prefetch", "bucket": "{}", "names": ["x", "y"]}})", kRemote)));
+  ASSERT_OK_AND_ASSIGN(const auto job, c.wait_job(started.id, seconds(120)));
+  EXPECT_EQ(job.state, "failed");
+  EXPECT_EQ(job.errors, 2u);
+  ASSERT_EQ(job.failed_objects.size(), 2u);
+  EXPECT_GT(metric("silo_target_backend_errors_total"), 0u);
+  EXPECT_TRUE(work_files(*cluster_).empty());
+  ASSERT_OK_AND_ASSIGN(const auto cached, c.request(http::Method::kGet, fmt::format("/v1/buckets/{}?cached=true", kRemote)));
+  EXPECT_EQ(cached.body.find("\"x\""), std::string::npos) << cached.body;
+
+  // The backend is healthy again: the same reads succeed.
+  ASSERT_OK(c.set_bucket_props(kRemote, fmt::format(R"({{"backend": {{"endpoint": "{}"}}}})", moto_->url())));
+  ASSERT_OK_AND_ASSIGN(const std::string again, c.get(kRemote, "x"));
+  EXPECT_TRUE(again == bytes);
 }
 
 // Small real filesystems (tmpfs) in place of a target's mountpaths, unmounted at the end.
