@@ -14,7 +14,7 @@ export SILO_SECRET_KEY=${SILO_SECRET_KEY:-silo-secret-key}
 
 "$repo/tools/setup.sh"
 cmake --preset release -S "$repo" >/dev/null
-cmake --build "$repo/build/release" --target silod
+cmake --build "$repo/build/release" --target silod silo
 
 pid_file="$data_dir/silod.pid"
 if [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null; then
