@@ -42,6 +42,9 @@ struct PutOptions {
   // Evaluated in commit (and complete_upload) just before the new object is renamed into
   // place. Not used for parts.
   Precondition precondition;
+  // The bytes' MD5 is not computed and md5_hex stays empty: an object fetched from a remote
+  // bucket's backend, whose ETag is the backend's (MD5 was half of a cold GET's CPU).
+  bool skips_md5 = false;
   // A copy of an object that exists elsewhere (rebalance, get-from-neighbor): the record
   // keeps this one's times, ETag, MD5 and parts, and commit() fails with kDataLoss unless
   // the bytes have its size and XXH3. Set `attributes` to the same record.

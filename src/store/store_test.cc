@@ -66,6 +66,23 @@ TEST_F(StoreTest, Md5IsTheEtagOfTheBytes) {
   EXPECT_EQ(empty->md5_hex(), "d41d8cd98f00b204e9800998ecf8427e");
 }
 
+// A fetched object skips MD5 (its ETag is the backend's) but keeps its XXH3; a Content-MD5
+// to check still hashes it.
+TEST_F(StoreTest, SkipsMd5WhenAskedUnlessAnMd5IsToBeChecked) {
+  PutOptions skipping;
+  skipping.skips_md5 = true;
+  Result<wire::ObjectRecord> record = put(*store_, {bucket_, "fetched"}, "hello", skipping);
+  ASSERT_TRUE(record) << record.status();
+  EXPECT_EQ(record->md5_hex(), "");
+  EXPECT_EQ(record->size(), 5u);
+  EXPECT_NE(record->xxh3(), 0u);
+  PutOptions checked = skipping;
+  checked.expected_md5_hex = "5d41402abc4b2a76b9719d911017c592";
+  Result<wire::ObjectRecord> verified = put(*store_, {bucket_, "checked"}, "hello", checked);
+  ASSERT_TRUE(verified) << verified.status();
+  EXPECT_EQ(verified->md5_hex(), "5d41402abc4b2a76b9719d911017c592");
+}
+
 TEST_F(StoreTest, MissingObjectIsNotFound) {
   EXPECT_EQ(run(store_->stat({bucket_, "nope"})).status().code(), Code::kNotFound);
   EXPECT_EQ(run(store_->open({bucket_, "nope"})).status().code(), Code::kNotFound);

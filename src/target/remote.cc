@@ -237,6 +237,7 @@ http::Awaitable<Status> Target::fetch_into_store(Fetch& fetch, const Resolved& r
   CO_ASSIGN_OR_RETURN(auto backend, backend_of(r.bucket));
   store::PutOptions options;
   options.durability = durability_of(r.bucket);
+  options.skips_md5 = true;  // the ETag is the backend's; the XXH3 guards the bytes from here on
   WriteTicket ticket(*this);
   guard_bucket(options, r.bucket, ticket);
   CO_ASSIGN_OR_RETURN(std::unique_ptr<store::ObjectWriter> writer, co_await store_.create(r.object, std::move(options)));

@@ -67,7 +67,7 @@ Status WorkFileWriter::write_blocking(std::span<const char> data) {
   if (state_ != State::kWriting) return Status::failed_precondition("writer is not open");
   xxh3_.update(data);
   // A copy takes its MD5 from the original's record (its XXH3 proves the bytes equal).
-  if (!is_copy()) md5_.update(data);
+  if (computes_md5()) md5_.update(data);
   Status status = write_fully(fd_, data, work_path_);
   if (!status.is_ok()) {
     state_ = State::kFailed;
@@ -102,7 +102,9 @@ Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {
   if (state_ != State::kWriting) return Status::failed_precondition("writer is not open");
   // Failed until install() succeeds; every early return below leaves no work file.
   state_ = State::kFailed;
-  const std::string md5_hex = is_copy() ? options_.original->md5_hex() : md5_.finish_hex();
+  const std::string md5_hex = is_copy()          ? options_.original->md5_hex()
+                              : !computes_md5() ? std::string()
+                                                : md5_.finish_hex();
   Status status = check_expected(md5_hex);
   if (status.is_ok() && options_.durability == Durability::kFsync && ::fdatasync(fd_) != 0) {
     status = Status::from_errno(errno, fmt::format("fdatasync {}", work_path_));

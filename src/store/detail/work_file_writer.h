@@ -49,6 +49,12 @@ class WorkFileWriter final : public ObjectWriter {
   Status check_expected(const std::string& md5_hex) const;
   // A copy of an object that exists elsewhere (PutOptions::original) with no MD5 to check.
   bool is_copy() const { return options_.original && !part_ && !options_.expected_md5_hex; }
+  // Whether write() hashes MD5: not for a copy (its record has it) nor for a fetched object
+  // (PutOptions::skips_md5), unless a Content-MD5 is to be checked.
+  bool computes_md5() const {
+    if (options_.expected_md5_hex) return true;
+    return !is_copy() && !(options_.skips_md5 && !part_);
+  }
   void discard_blocking();
 
   StoreImpl& store_;
