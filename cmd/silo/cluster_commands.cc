@@ -330,18 +330,27 @@ void add_cluster_commands(CLI::App& app, Context& context) {
            [o, name = std::string(name)] { return unsupported("mountpath " + name); });
   }
 
-  CLI::App* config =
-      app.add_subcommand("config", "Show or change the cluster configuration (not supported yet)");
+  CLI::App* config = app.add_subcommand(
+      "config", "Show the configuration of the node at the endpoint (changing it at run time is not supported yet)");
   config->require_subcommand(1);
-  CLI::App* config_show =
-      add_command(*config, "show", "Show the cluster configuration", "silo config show");
-  on_run(config_show, context, [] { return unsupported("config show (no runtime config API)"); });
+  CLI::App* config_show = add_command(
+      *config, "show", "Show the node's configuration as JSON (node and cluster sections; secrets masked)",
+      "silo config show");
+  on_run(config_show, context, [&context] {
+    ASSIGN_OR_RETURN(client::Client * c, context.client());
+    ASSIGN_OR_RETURN(const client::Response r, c->request(http::Method::kGet, "/v1/config"));
+    RETURN_IF_ERROR(client::Client::status_of(r, "GET /v1/config"));
+    std::printf("%s\n", r.body.c_str());
+    return Status::ok();
+  });
   auto pairs = std::make_shared<std::vector<std::string>>();
   CLI::App* config_set = add_command(*config, "set", "Change cluster configuration values",
                                      "silo config set cluster.cache.low_wm=70");
   config_set->add_option("pairs", *pairs, "KEY=VALUE pairs")->required();
-  on_run(config_set, context,
-         [pairs] { return unsupported("config set (no runtime config API)"); });
+  on_run(config_set, context, [pairs] {
+    return unsupported(
+        "config set (no runtime config API: change the config file of each node and restart it, docs/configuration.md)");
+  });
 }
 
 }  // namespace silo::cli

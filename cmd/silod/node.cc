@@ -366,6 +366,13 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
   }
   if (path == "/v1/cluster/map") {
     co_await cluster::send_json(exchange, 200, wire::node_map_json(*maps_->node_map()));
+  } else if (path == "/v1/config" && request.method == http::Method::kGet) {
+    // This node's configuration, secrets masked (admins).
+    if (!is_admin) {
+      co_await cluster::send_error(exchange, Status::permission_denied("only admin users may read the configuration"));
+    } else {
+      co_await cluster::send_json(exchange, 200, config::to_json(config_));
+    }
   } else if (path == cluster::kKeepalivePath && request.method == http::Method::kPost) {
     co_await handle_keepalive(exchange);
   } else if (path == cluster::kMetasyncPath && request.method == http::Method::kPost) {

@@ -195,6 +195,75 @@ Status read_cluster(const json& j, ClusterConfig& c) {
 
 }  // namespace
 
+namespace {
+
+constexpr const char* kMasked = "********";
+
+json backend_defaults_json(const BackendDefaults& b) {
+  return {{"endpoint", b.endpoint},
+          {"region", b.region},
+          {"access_key", b.access_key},
+          {"secret_key", b.secret_key.empty() ? "" : kMasked}};
+}
+
+}  // namespace
+
+std::string to_json(const Config& config) {
+  const NodeConfig& n = config.node;
+  const ClusterConfig& c = config.cluster;
+  const json node{{"id", n.id},
+                  {"role", std::string(role_name(n.role))},
+                  {"host", n.host},
+                  {"port", n.port},
+                  {"public_url", n.public_url},
+                  {"data_dir", n.data_dir},
+                  {"mountpaths", n.mountpaths},
+                  {"primary_url", n.primary_url},
+                  {"log_level", n.log_level},
+                  {"ready_file", n.ready_file},
+                  {"io_threads", n.io_threads},
+                  {"disk_threads_per_mountpath", n.disk_threads_per_mountpath}};
+  const json cluster{
+      {"keepalive_interval_ms", c.keepalive_interval.count()},
+      {"keepalive_timeout_ms", c.keepalive_timeout.count()},
+      {"durability", c.durability == Durability::kFsync ? "fsync" : "page_cache"},
+      {"proxy_mode", c.proxy_mode == ProxyMode::kStream ? "stream" : "redirect"},
+      {"http",
+       {{"max_header_bytes", c.http.max_header_bytes},
+        {"max_connections", c.http.max_connections},
+        {"idle_timeout_s", c.http.idle_timeout.count()},
+        {"header_timeout_s", c.http.header_timeout.count()},
+        {"body_idle_timeout_s", c.http.body_idle_timeout.count()},
+        {"drain_timeout_s", c.http.drain_timeout.count()}}},
+      {"auth",
+       {{"admin_access_key", c.auth.admin_access_key},
+        {"admin_secret_key", kMasked},
+        {"cluster_secret", c.auth.cluster_secret.empty() ? "" : kMasked}}},
+      {"s3",
+       {{"domains", c.s3.domains},
+        {"region", c.s3.region},
+        {"multipart_upload_ttl_h", c.s3.multipart_upload_ttl.count()},
+        {"min_part_size", c.s3.min_part_size},
+        {"max_object_size", c.s3.max_object_size}}},
+      {"meta_store",
+       {{"kind", c.meta_store.kind == MetaStoreConfig::Kind::kLocal ? "local" : "etcd"},
+        {"etcd_endpoints", c.meta_store.etcd_endpoints},
+        {"etcd_prefix", c.meta_store.etcd_prefix},
+        {"primary_lease_s", c.meta_store.primary_lease.count()}}},
+      {"cache",
+       {{"s3", backend_defaults_json(c.cache.s3)},
+        {"gs", backend_defaults_json(c.cache.gs)},
+        {"first_access", c.cache.first_access},
+        {"low_wm", c.cache.low_wm},
+        {"high_wm", c.cache.high_wm},
+        {"oos_wm", c.cache.oos_wm},
+        {"space_check_interval_ms", c.cache.space_check_interval.count()},
+        {"prefetch_workers", c.cache.prefetch_workers},
+        {"range_get_size", c.cache.range_get_size},
+        {"range_get_streams", c.cache.range_get_streams}}}};
+  return json{{"node", node}, {"cluster", cluster}}.dump();
+}
+
 std::string_view role_name(Role role) {
   switch (role) {
     case Role::kProxy: return "proxy";

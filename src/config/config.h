@@ -137,6 +137,9 @@ struct Config {
 // Durations are given in the field's unit as named (keepalive_interval_ms, idle_timeout_s).
 // Unknown keys, wrong types and out-of-range values are kInvalidArgument naming the key.
 Result<Config> parse(std::string_view json_text);
+// The config as the JSON parse() reads (every key, defaults included), with every secret
+// shown as "********": what `GET /v1/config` answers.
+std::string to_json(const Config& config);
 Result<Config> load(const std::string& path);
 
 // Fills defaults that depend on other fields (public_url, mountpaths) and checks the

@@ -23,6 +23,25 @@ TEST(ConfigTest, ParsesBothSections) {
   EXPECT_EQ(c->cluster.http.idle_timeout, std::chrono::seconds(5));
 }
 
+// to_json() reads back as the same config, and shows no secret.
+TEST(ConfigTest, ToJsonRoundTripsAndMasksSecrets) {
+  auto c = parse(R"({"node": {"id": "t1", "role": "target", "data_dir": "/d"},
+                     "cluster": {"cache": {"s3": {"endpoint": "http://s3:9000", "access_key": "AK", "secret_key": "SK"},
+                                           "first_access": "s3", "low_wm": 60, "high_wm": 80, "oos_wm": 90},
+                                 "auth": {"admin_secret_key": "super-secret-1"}}})");
+  ASSERT_TRUE(c.has_value()) << c.status();
+  ASSERT_TRUE(finalize(*c).is_ok());
+  const std::string shown = to_json(*c);
+  EXPECT_EQ(shown.find("SK"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find("super-secret-1"), std::string::npos) << shown;
+  auto again = parse(shown);
+  ASSERT_TRUE(again.has_value()) << again.status() << "\n" << shown;
+  EXPECT_EQ(again->cluster.cache.s3.endpoint, "http://s3:9000");
+  EXPECT_EQ(again->cluster.cache.first_access, "s3");
+  EXPECT_EQ(again->cluster.cache.high_wm, 80u);
+  EXPECT_EQ(again->node.mountpaths, c->node.mountpaths);
+}
+
 TEST(ConfigTest, ErrorsNameTheProblem) {
   auto typo = parse(R"({"node": {"prot": 80}})");
   ASSERT_FALSE(typo.has_value());

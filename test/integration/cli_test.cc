@@ -182,8 +182,7 @@ TEST(CliTest, UsageErrorsHelpUnreachableAndUnsupported) {
   EXPECT_EQ(bad_endpoint.code, kUsage) << bad_endpoint;
 
   // Server features that do not exist yet: exit code 6 with a clear message.
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"config", "show"},
-                                               {"config", "set", "a=b"},
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"config", "set", "a=b"},
                                                {"mountpath", "attach", "t1", "/d"},
                                                {"mountpath", "detach", "t1", "/d"}}) {
     const CliResult r = cli.run(args);
@@ -384,6 +383,11 @@ TEST(CliTest, ClusterNodesMountpathsAndJobs) {
   ASSERT_EQ(r.code, kOk) << r;
   EXPECT_TRUE(contains(r.out, "primary") && contains(r.out, "t1") && contains(r.out, "MOUNTPATH"))
       << r;
+  // The configuration of the node at the endpoint, secrets masked.
+  r = cli.run({"config", "show"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("cluster":)") && contains(r.out, R"("low_wm":)")) << r;
+  EXPECT_FALSE(contains(r.out, "silo-secret-key")) << "the admin secret never shows: " << r;
 
   // Mountpaths: list, disable, enable (by id or by path).
   r = cli.run({"mountpath", "ls", "t1", "--json"});
