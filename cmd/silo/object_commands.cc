@@ -1,10 +1,12 @@
 // silo put, get, rm, cat, stat.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -97,12 +99,39 @@ struct PutOptions {
   std::string source;
   std::string destination;
   int workers = kDefaultWorkers;
+  // Files at least this large go up as multipart uploads, parts in parallel.
+  uint64_t multipart_threshold_mib = 256;
+  uint64_t part_size_mib = 16;
+  int part_workers = 4;
 };
 
-Status put_file(client::Client& c, const std::string& bucket, Transfer& t, Progress& progress) {
+// A large file as an S3 multipart upload: its parts read with pread and sent in parallel.
+Status put_file_in_parts(client::Client& c, const std::string& bucket, Transfer& t, Progress& progress,
+                         const PutOptions& o) {
+  const int fd = ::open(t.local.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::not_found("{} cannot be opened for reading: {}", t.local, std::strerror(errno));
+  const std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* f) {
+    ::close(*f);
+    delete f;
+  });
+  const client::ReadAtFn read_at = [fd](uint64_t offset, std::span<char> out) -> Result<size_t> {
+    const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
+    if (n < 0) return Status::unavailable("reading: {}", std::strerror(errno));
+    return static_cast<size_t>(n);
+  };
+  auto put = c.put_multipart(bucket, t.name, t.size, o.part_size_mib << 20, o.part_workers, read_at,
+                             [&progress](uint64_t bytes) { progress.add(0, bytes); });
+  if (!put) return put.error();
+  t.etag = put->etag;
+  return Status::ok();
+}
+
+Status put_file(client::Client& c, const std::string& bucket, Transfer& t, Progress& progress,
+                const PutOptions& o) {
   std::error_code ec;
   t.size = fs::file_size(t.local, ec);
   if (ec) return Status::not_found("{}: {}", t.local, ec.message());
+  if (t.size > 0 && t.size >= (o.multipart_threshold_mib << 20)) return put_file_in_parts(c, bucket, t, progress, o);
   std::ifstream in(t.local, std::ios::binary);
   if (!in) return Status::not_found("{} cannot be opened for reading", t.local);
   const client::FillFn fill = [&in, &progress](std::span<char> buffer) -> size_t {
@@ -133,10 +162,30 @@ Status put_objects(Context& context, const PutOptions& o) {
       return Status::invalid_argument("reading stdin needs an object name: silo put - {}/NAME",
                                       to.bucket);
     }
-    std::string bytes((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    Transfer t{
-        .local = "-", .name = to.name, .size = bytes.size(), .etag = "", .status = Status::ok()};
-    auto put = c->put(to.bucket, to.name, bytes);
+    // Spooled to an unnamed temporary file, not to memory: stdin may be larger than RAM,
+    // and the PUT needs its length up front.
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> spool(std::tmpfile(), &std::fclose);
+    if (!spool) {
+      return Status::unavailable("cannot make a temporary file for stdin ({}): set TMPDIR to a "
+                                 "directory with room",
+                                 std::strerror(errno));
+    }
+    std::vector<char> chunk(1 << 20);
+    uint64_t size = 0;
+    while (std::cin) {
+      std::cin.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      const auto n = static_cast<size_t>(std::cin.gcount());
+      if (n > 0 && std::fwrite(chunk.data(), 1, n, spool.get()) != n) {
+        return Status::unavailable("spooling stdin to a temporary file: {}", std::strerror(errno));
+      }
+      size += n;
+    }
+    std::rewind(spool.get());
+    Transfer t{.local = "-", .name = to.name, .size = size, .etag = "", .status = Status::ok()};
+    const client::FillFn fill = [&spool](std::span<char> buffer) -> size_t {
+      return std::fread(buffer.data(), 1, buffer.size(), spool.get());
+    };
+    auto put = size == 0 ? c->put(to.bucket, to.name, "") : c->put_stream(to.bucket, to.name, size, fill);
     if (put) {
       t.etag = put->etag;
     } else {
@@ -188,7 +237,7 @@ Status put_objects(Context& context, const PutOptions& o) {
   const bool prints_lines = !context.options.is_json && !context.options.is_quiet;
   run_parallel(transfers.size(), o.workers, [&](size_t i) {
     Transfer& t = transfers[i];
-    t.status = put_file(*c, to.bucket, t, progress);
+    t.status = put_file(*c, to.bucket, t, progress, o);
     progress.add(1, 0);
     if (t.status.is_ok() && prints_lines && !context.shows_progress()) {
       progress.print_line(
@@ -503,6 +552,16 @@ void add_object_commands(CLI::App& app, Context& context) {
   put_cmd->add_option("destination", put->destination, "BUCKET[/NAME] or BUCKET/PREFIX/")
       ->required();
   put_cmd->add_option("--workers,-w", put->workers, "Parallel uploads")->check(CLI::Range(1, 256));
+  put_cmd
+      ->add_option("--multipart-threshold-mib", put->multipart_threshold_mib,
+                   "Files at least this large (MiB) go up as multipart uploads, parts in parallel")
+      ->check(CLI::Range(5, 1 << 30));
+  put_cmd->add_option("--part-size-mib", put->part_size_mib, "Part size of multipart uploads (MiB, >= 5)")
+      ->check(CLI::Range(5, 5 * 1024));
+  put_cmd
+      ->add_option("--part-workers", put->part_workers,
+                   "Parts of one file sent at once (memory: workers x part-workers x part size)")
+      ->check(CLI::Range(1, 64));
   on_run(put_cmd, context, [&context, put] { return put_objects(context, *put); });
 
   auto get = std::make_shared<GetOptions>();

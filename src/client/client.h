@@ -189,6 +189,8 @@ std::function<void(const http::Endpoint&, http::ClientRequest&)> sigv4_signer(co
 // Fills `buffer` with the next bytes of a streamed PUT and returns how many it wrote
 // (0 ends the body early, which fails the PUT). Runs on the client's io thread.
 using FillFn = std::function<size_t(std::span<char> buffer)>;
+// Fills `out` with the bytes at `offset` of what is uploaded; how many (0: the end).
+using ReadAtFn = std::function<Result<size_t>(uint64_t offset, std::span<char> out)>;
 // Takes the next bytes of a streamed GET; a non-ok Status aborts the transfer.
 using SinkFn = std::function<Status(std::span<const char> data)>;
 
@@ -269,6 +271,14 @@ class Client {
   // Follows no redirect: the body would have to be produced twice.
   Result<PutResult> put_stream(std::string_view bucket, std::string_view name, uint64_t size, const FillFn& fill,
                                http::Headers headers = {});
+  // Uploads `size` bytes as an S3 multipart upload (the S3 API on the same endpoint and
+  // keys): parts of `part_size` bytes (>= 5 MiB, S3's least), `workers` at a time, each
+  // read whole with `read_at` (thread-safe, positional) and PUT; `on_bytes` hears of each
+  // part sent. The upload is aborted when a part or the completion fails. The ETag is
+  // S3's multipart one ("<md5 of the parts' md5s>-<parts>"). Memory: workers x part_size.
+  Result<PutResult> put_multipart(std::string_view bucket, std::string_view name, uint64_t size, uint64_t part_size,
+                                  int workers, const ReadAtFn& read_at,
+                                  const std::function<void(uint64_t)>& on_bytes = {});
   // Streams the object (or a range of it) into `sink`; follows redirects.
   Result<ObjectInfo> get_stream(std::string_view bucket, std::string_view name, const SinkFn& sink,
                                 std::optional<ByteRange> range = std::nullopt);

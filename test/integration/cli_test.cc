@@ -267,6 +267,16 @@ TEST(CliTest, BucketsObjectsListingAndFailures) {
   ASSERT_OK_AND_ASSIGN(const std::string piped, cluster->client().get("photos", "from-stdin"));
   EXPECT_EQ(piped, files["val/deep/b.tar"]);
   EXPECT_EQ(cli.run({"put", "-", "photos"}).code, kUsage) << "stdin needs a name";
+  // A large file goes up as a multipart upload, its parts in parallel: 23 MiB in 5 MiB parts.
+  const std::string large = random.bytes(23 * 1024 * 1024 + 11);
+  write_file(cli.dir() + "/large.bin", large);
+  r = cli.run({"put", cli.dir() + "/large.bin", "photos/large.bin", "--multipart-threshold-mib", "8",
+               "--part-size-mib", "5", "--part-workers", "3", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, "-5\"")) << "a multipart ETag of 5 parts: " << r;
+  ASSERT_OK_AND_ASSIGN(const std::string large_back, cluster->client().get("photos", "large.bin"));
+  EXPECT_TRUE(large_back == large) << "the parts came back in order";
+  EXPECT_EQ(cli.run({"put", cli.dir() + "/large.bin", "photos/x", "--part-size-mib", "4"}).code, kUsage);
   EXPECT_EQ(cli.run({"put", cli.dir() + "/nothing-here", "photos"}).code, kUsage);
   EXPECT_EQ(cli.run({"put", src, "nosuch/x/"}).code, kNotFound);
 
