@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "placement/hrw.h"
+#include "wire/codec.h"
 #include "progress.h"
 
 namespace silo::cli {
@@ -486,6 +487,30 @@ Result<std::vector<std::pair<std::string, std::string>>> holders_of(
   return out;
 }
 
+// What `node` holds of the object, asked of the node itself (its record, as rebalance and
+// scrub ask): "full copy", "slice 2 of 4+2", "missing"; "not checked" when the keys may not
+// read internal records (admins only) or the node does not answer.
+std::string found_on(client::Client& c, const client::NodeMap& map, uint64_t bucket_id,
+                     const std::string& name, const std::string& node_id) {
+  const auto node = std::find_if(map.nodes.begin(), map.nodes.end(),
+                                 [&](const client::NodeEntry& n) { return n.id == node_id; });
+  if (node == map.nodes.end()) return "not checked (not in the node map)";
+  const std::string target = fmt::format("{}/v1/internal/objects/{}/{}?meta=1", node->url, bucket_id,
+                                         http::percent_encode(name, true));
+  auto r = c.request(http::Method::kGet, target);
+  if (!r) return "not checked (" + r.status().message() + ")";
+  if (r->status == 404) return "missing";
+  if (r->status == 403) return "not checked (admin keys needed)";
+  if (r->status != 200) return fmt::format("not checked (HTTP {})", r->status);
+  auto record = wire::decode<wire::ObjectRecord>(r->body, wire::Source::kNetwork);
+  if (!record) return "not checked (" + record.status().message() + ")";
+  if (record->has_ec()) {
+    return fmt::format("slice {} of {}+{} ({})", record->ec().index() + 1, record->ec().data(), record->ec().parity(),
+                       human_bytes(record->size()));
+  }
+  return fmt::format("full copy ({})", human_bytes(record->size()));
+}
+
 Status stat_object(Context& context, const std::string& text) {
   ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const ObjectAddress a, parse_address(text));
@@ -494,6 +519,9 @@ Status stat_object(Context& context, const std::string& text) {
   ASSIGN_OR_RETURN(const client::ObjectInfo info, c->head(a.bucket, a.name));
   ASSIGN_OR_RETURN(const client::BucketInfo bucket, c->bucket_info(a.bucket));
   ASSIGN_OR_RETURN(const auto holders, holders_of(*c, bucket, a.name, info.size));
+  ASSIGN_OR_RETURN(const client::NodeMap map, c->node_map());
+  std::vector<std::string> found;
+  for (const auto& [node, what] : holders) found.push_back(found_on(*c, map, bucket.entry.id, a.name, node));
   std::vector<std::pair<std::string, std::string>> checksums, metadata;
   for (const auto& [key, value] : info.headers.fields()) {
     std::string lower = key;
@@ -512,9 +540,10 @@ Status stat_object(Context& context, const std::string& text) {
       return "{" + out + "}";
     };
     std::string holders_json;
-    for (const auto& [node, what] : holders) {
-      holders_json += fmt::format(R"({}{{"node":{},"holds":{}}})", holders_json.empty() ? "" : ",",
-                                  json_string(node), json_string(what));
+    for (size_t i = 0; i < holders.size(); ++i) {
+      holders_json += fmt::format(R"({}{{"node":{},"holds":{},"found":{}}})", holders_json.empty() ? "" : ",",
+                                  json_string(holders[i].first), json_string(holders[i].second),
+                                  json_string(found[i]));
     }
     std::printf(
         "{\"bucket\":%s,\"name\":%s,\"size\":%llu,\"etag\":%s,\"last_modified\":%s,\"content_"
@@ -534,7 +563,9 @@ Status stat_object(Context& context, const std::string& text) {
   table.add({"content-type", content_type});
   for (const auto& [k, v] : checksums) table.add({"checksum " + k, v});
   for (const auto& [k, v] : metadata) table.add({"meta " + k, v});
-  for (const auto& [node, what] : holders) table.add({"placed on " + node, what});
+  for (size_t i = 0; i < holders.size(); ++i) {
+    table.add({"placed on " + holders[i].first, holders[i].second + "; found: " + found[i]});
+  }
   table.print();
   return Status::ok();
 }

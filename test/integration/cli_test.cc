@@ -338,6 +338,7 @@ TEST(CliTest, BucketsObjectsListingAndFailures) {
   ASSERT_OK_AND_ASSIGN(const auto head, cluster->client().head("photos", "train/val/a.tar"));
   EXPECT_TRUE(contains(r.out, fmt::format(R"("etag":"{}")", head.etag))) << r;
   EXPECT_EQ(count_of(r.out, R"("node":)"), 2u) << "copies=2: " << r;
+  EXPECT_EQ(count_of(r.out, R"("found":"full copy)"), 2u) << "each holder asked for its copy: " << r;
   r = cli.run({"stat", "photos/train/val/a.tar"});
   EXPECT_TRUE(contains(r.out, "owner, full copy")) << r;
   EXPECT_EQ(cli.run({"stat", "photos/nope"}).code, kNotFound);
