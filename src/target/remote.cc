@@ -7,6 +7,8 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include <atomic>
+
 #include "base/clock.h"
 #include "base/log.h"
 #include "cluster/gather.h"
@@ -39,6 +41,9 @@ struct Target::Fetch {
   bool is_done = false;                      // GUARDED_BY(mutex)
   Status failure;                            // GUARDED_BY(mutex); once done
   int read_fd = -1;                          // set before `record`; read-only
+  // A DELETE of the object ran while it was being fetched: the commit is refused (checked
+  // under the object lock), so a deleted object is never cached behind the delete.
+  std::atomic<bool> is_deleted{false};
 
   void update(const std::function<void(Fetch&)>& change) {
     {
@@ -238,6 +243,10 @@ http::Awaitable<Status> Target::fetch_into_store(Fetch& fetch, const Resolved& r
   store::PutOptions options;
   options.durability = durability_of(r.bucket);
   options.skips_md5 = true;  // the ETag is the backend's; the XXH3 guards the bytes from here on
+  options.precondition = [&fetch](const wire::ObjectRecord*) {
+    if (!fetch.is_deleted) return Status::ok();
+    return Status::not_found("{} was deleted while being fetched", fetch.object.name).with_reason("NoSuchKey");
+  };
   WriteTicket ticket(*this);
   guard_bucket(options, r.bucket, ticket);
   CO_ASSIGN_OR_RETURN(std::unique_ptr<store::ObjectWriter> writer, co_await store_.create(r.object, std::move(options)));
@@ -460,6 +469,14 @@ http::Awaitable<Status> Target::remove_remote(const Resolved& r) {
   if (!removed.is_ok()) {
     backend_errors_.add();
     co_return removed;
+  }
+  // A fetch of the object in flight must not cache it behind this delete: marked before
+  // the copies here go, its commit either came first (and is removed below) or is refused.
+  {
+    std::lock_guard lock(fetches_mutex_);
+    if (auto it = fetches_.find({r.object.bucket_id.value(), r.object.name}); it != fetches_.end()) {
+      it->second->is_deleted = true;
+    }
   }
   const Status here = co_await remove_everywhere(r.object);
   if (!here.is_ok() && here.code() != Code::kNotFound) co_return here;

@@ -440,6 +440,39 @@ TEST_F(RemoteTest, ABackendAnswering503FailsColdGetsAndPrefetchesClearlyAndLeave
   EXPECT_TRUE(again == bytes);
 }
 
+// Objects of one piece (12 MiB: one backend GET) and of many (120 MiB: parallel range GETs).
+TEST_F(RemoteTest, ADeleteDuringAColdGetIsNotUndoneByTheFetch) {
+  for (const uint64_t size : {12 * kMiB, 120 * kMiB}) {
+  SCOPED_TRACE(size);
+  const std::string large = random_.bytes(size);
+  put_origin("large", large);
+  if (!cluster_) {
+    ASSERT_NO_FATAL_FAILURE(start_cluster(1));
+  }
+  client::Client& c = cluster_->client();
+  ASSERT_OK_AND_ASSIGN(auto other, client::Client::create(cluster_->endpoint()));
+  uint64_t received = 0;
+  Status deleted = Status::internal("not yet");
+  auto got = c.get_stream(kRemote, "large", [&](std::span<const char> bytes) {
+    received += bytes.size();
+    if (!deleted.is_ok() && received > 4 * kMiB) deleted = other->remove(kRemote, "large");
+    return Status::ok();
+  });
+  ASSERT_OK(deleted);
+  // The read that began before the delete is either served whole (the fetch had the
+  // bytes) or cut (its next range GET found the object gone); never wrong bytes.
+  if (got.has_value()) {
+    EXPECT_EQ(received, large.size());
+  }
+  // However the fetch ends, it must not bring the object back into the cache.
+  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_OK_AND_ASSIGN(const auto cached, c.request(http::Method::kGet, fmt::format("/v1/buckets/{}?cached=true", kRemote)));
+  EXPECT_EQ(cached.body.find("large"), std::string::npos) << cached.body;
+  EXPECT_EQ(c.get(kRemote, "large").status().code(), Code::kNotFound);
+  EXPECT_TRUE(work_files(*cluster_).empty());
+  }
+}
+
 // Small real filesystems (tmpfs) in place of a target's mountpaths, unmounted at the end.
 // Mounting needs root; without it the test that uses them is skipped, saying why.
 class SmallMountpaths {
