@@ -355,8 +355,15 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
     CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(map.whole->url()));
     co_return co_await relay_local_only(exchange, to);
   }
-  if (!opened && is_rebalancing()) {
-    // Being re-encoded: the slices found a moment ago were replaced; read again.
+  // Being re-encoded: the slices found a moment ago were replaced; read again. Also when
+  // this target does not see the rebalance (yet, or any more) but the bucket's layout no
+  // longer codes the object as these slices, or a full copy exists that a relayed read
+  // (local only) may not go to: the retry finds the whole copy or the new slices.
+  const auto now = bucket_by_id(r.object.bucket_id.value());
+  const bool is_layout_changed =
+      now && (!wire::is_erasure_coded(now->props()) || now->props().ec().data() != k ||
+              now->props().ec().parity() != n - k);
+  if (!opened && (is_rebalancing() || is_layout_changed || map.whole)) {
     co_return Status::aborted("the slices of {} changed while being read: {}", r.object.name,
                               opened.error().message());
   }
