@@ -70,7 +70,8 @@ node_role() { cat "$(node_dir "$1")/role"; }
 node_pid() { cat "$(node_dir "$1")/pid" 2>/dev/null || true; }
 # Alive: the process exists and is not a zombie (an init that does not reap orphans
 # leaves exited nodes as zombies, which kill -0 still finds).
-pid_alive() { [ -n "$1" ] && [ -r "/proc/$1/stat" ] && [ "$(cut -d')' -f2 "/proc/$1/stat" | cut -c2)" != Z ]; }
+# (A process may vanish between any two of these steps: a stat that cannot be read is gone.)
+pid_alive() { local state; [ -n "$1" ] && state=$(cut -d')' -f2 "/proc/$1/stat" 2>/dev/null | cut -c2) && [ -n "$state" ] && [ "$state" != Z ]; }
 is_alive() { pid_alive "$(node_pid "$1")"; }
 node_port() { sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$(node_dir "$1")/config.json"; }
 primary_url() { cat "$dir/primary_url"; }
@@ -108,9 +109,9 @@ start_etcd() {  # starts (or restarts) the cluster's etcd; waits until it answer
 stop_etcd() {
   local pid; pid=$(etcd_pid)
   if pid_alive "$pid"; then
-    kill -TERM "$pid"
+    kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 100); do pid_alive "$pid" || break; sleep 0.1; done
-    if pid_alive "$pid"; then kill -KILL "$pid"; fi
+    if pid_alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
   fi
 }
 
@@ -271,9 +272,9 @@ case "$cmd" in
     # After `down`, the first restart brings etcd back too.
     if [ "$cmd" = restart ] && is_ha && ! pid_alive "$(etcd_pid)"; then start_etcd; fi
     if is_alive "$node_id"; then
-      pid=$(node_pid "$node_id"); kill -TERM "$pid"
+      pid=$(node_pid "$node_id"); kill -TERM "$pid" 2>/dev/null || true
       for _ in $(seq 1 200); do pid_alive "$pid" || break; sleep 0.1; done
-      if pid_alive "$pid"; then kill -KILL "$pid"; fi
+      if pid_alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
     fi
     if [ "$cmd" = restart ]; then launch "$node_id"; wait_ready "$node_id"; wait_online; echo "node $node_id restarted"; fi
     ;;
@@ -310,12 +311,12 @@ case "$cmd" in
   down)
     [ -d "$dir/nodes" ] || { echo "no cluster in $dir"; exit 0; }
     pids=()
-    for id in $(node_ids); do if is_alive "$id"; then pid=$(node_pid "$id"); kill -TERM "$pid"; pids+=("$pid"); fi; done
+    for id in $(node_ids); do if is_alive "$id"; then pid=$(node_pid "$id"); kill -TERM "$pid" 2>/dev/null || true; pids+=("$pid"); fi; done
     for _ in $(seq 1 200); do
       left=0; for pid in "${pids[@]}"; do if pid_alive "$pid"; then left=1; fi; done
       [ $left = 0 ] && break; sleep 0.1
     done
-    for pid in "${pids[@]}"; do if pid_alive "$pid"; then kill -KILL "$pid"; fi; done
+    for pid in "${pids[@]}"; do if pid_alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi; done
     if is_ha; then stop_etcd; fi
     echo "cluster in $dir stopped (data kept; remove $dir to delete it)"
     ;;
