@@ -125,15 +125,7 @@ http::Awaitable<Status> Target::read_through(http::Exchange& exchange, const Res
     }
   }
   // Not cached (or stale): the owner fetches it, so that concurrent misses share one fetch.
-  if (!r.is_local && r.owner.state() != wire::NODE_STATE_DOWN) {
-    forwards_.add();
-    CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(r.owner.url()));
-    http::Headers extra;
-    extra.set(cluster::kForwardedHeader, options_.self.id());
-    extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
-    extra.set(cluster::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
-    co_return co_await cluster::relay(exchange, *client_, to, extra);
-  }
+  if (!r.is_local && r.owner.state() != wire::NODE_STATE_DOWN) co_return co_await relay_to(exchange, r.owner);
   if (request.method == http::Method::kHead) {
     CO_ASSIGN_OR_RETURN(auto backend, backend_of(r.bucket));
     auto remote = co_await timed(backend_requests_, backend_nanos_, backend->head(r.object.name));
@@ -352,16 +344,22 @@ http::Awaitable<Status> Target::send_fetching(http::Exchange& exchange, Fetch& f
   while (at < end) {
     const uint64_t seen = fetch.signal.count();
     uint64_t written = 0;
+    uint64_t size = 0;
     bool is_done = false;
     Status failure;
     {
       std::lock_guard lock(fetch.mutex);
       written = fetch.written;
+      size = fetch.record->size();
       is_done = fetch.is_done;
       failure = fetch.failure;
     }
-    if (written > at) {
-      const uint64_t n = std::min(written, end) - at;
+    // The object's last byte waits for the commit: once an answer that reaches the end is
+    // complete, the object is cached (a request right after finds it), and a fetch whose
+    // commit fails cuts the answer.
+    const uint64_t sendable = end == size && !(is_done && failure.is_ok()) ? std::min(written, end - 1) : written;
+    if (sendable > at) {
+      const uint64_t n = std::min(sendable, end) - at;
       CO_RETURN_IF_ERROR(co_await exchange.response().send_file(fetch.read_fd, at, n));
       bytes_sent_.add(n);
       at += n;

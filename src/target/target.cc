@@ -263,8 +263,13 @@ http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved
   if (to_node->state() == wire::NODE_STATE_DOWN) {
     co_return Status::unavailable("target {} that owns {} is down", to_node->id(), r.object.name);
   }
+  co_return co_await relay_to(exchange, *to_node);
+}
+
+http::Awaitable<Status> Target::relay_to(http::Exchange& exchange, const wire::NodeInfo& node) {
+  const http::RequestHead& request = exchange.request();
   forwards_.add();
-  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(to_node->url()));
+  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
   http::Headers extra;
   extra.set(cluster::kForwardedHeader, options_.self.id());
   // The newest versions either side has seen: the next node never finds this sender

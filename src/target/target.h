@@ -121,6 +121,9 @@ class Target {
   bool serves_here(const http::RequestHead& request, const Resolved& r, bool is_read) const;
   // Relays the request to the owner, or a read to the first holder that is up.
   http::Awaitable<Status> forward(http::Exchange& exchange, const Resolved& r);
+  // Relays the request to `node` as forwarded, with the newest map versions either side
+  // has seen.
+  http::Awaitable<Status> relay_to(http::Exchange& exchange, const wire::NodeInfo& node);
   store::Durability durability_of(const wire::Bucket& bucket) const;
   // Counts a commit into a bucket from the moment it passed guard_bucket's check until it
   // is done, so that a bucket delete can wait for those before it checks for emptiness.
