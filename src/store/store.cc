@@ -60,8 +60,8 @@ Result<std::unique_ptr<Store>> Store::open(StoreOptions options) {
                                              options.threads_per_mountpath));
     mountpaths.push_back(std::move(mountpath));
   }
-  return std::unique_ptr<Store>(
-      new detail::StoreImpl(std::move(mountpaths), options.min_part_size));
+  return std::unique_ptr<Store>(new detail::StoreImpl(std::move(mountpaths), resources,
+                                                       options.threads_per_mountpath, options.min_part_size));
 }
 
 std::string_view mountpath_state_name(MountpathState state) {
@@ -115,11 +115,24 @@ bool is_utf8(std::string_view s) {
   return true;
 }
 
-std::vector<std::string> ids_of(const std::vector<std::unique_ptr<Mountpath>>& mountpaths) {
-  std::vector<std::string> ids;
-  for (const auto& mountpath : mountpaths) ids.push_back(mountpath->id());
-  return ids;
-}
+// Refuses a second attach, detach, enable or disable while one runs.
+class LayoutChange {
+ public:
+  explicit LayoutChange(std::atomic<bool>& flag) : flag_(flag), is_owner_(!flag.exchange(true)) {}
+  ~LayoutChange() {
+    if (is_owner_) flag_ = false;
+  }
+  LayoutChange(const LayoutChange&) = delete;
+  LayoutChange& operator=(const LayoutChange&) = delete;
+  Status check() const {
+    if (is_owner_) return Status::ok();
+    return Status::unavailable("another mountpath attach, detach, enable or disable is running; retry when it ends");
+  }
+
+ private:
+  std::atomic<bool>& flag_;
+  const bool is_owner_;
+};
 
 }  // namespace
 
@@ -145,12 +158,13 @@ void copy_descriptive_fields(const wire::ObjectRecord& from, wire::ObjectRecord&
   if (from.has_remote()) *to.mutable_remote() = from.remote();
 }
 
-StoreImpl::StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths, uint64_t min_part_size)
-    : mountpaths_(std::move(mountpaths)),
-      candidates_(ids_of(mountpaths_)),
+StoreImpl::StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths, MetaDbResources resources,
+                     size_t threads_per_mountpath, uint64_t min_part_size)
+    : resources_(std::move(resources)),
+      threads_per_mountpath_(threads_per_mountpath),
       next_generation_(random_u64()),
       min_part_size_(min_part_size) {
-  for (const auto& mountpath : mountpaths_) dbs_.push_back(&mountpath->meta());
+  for (auto& mountpath : mountpaths) mountpaths_.append(std::move(mountpath));
 }
 
 uint64_t StoreImpl::next_generation() {
@@ -164,6 +178,7 @@ Awaitable<Result<std::unique_ptr<ObjectWriter>>> StoreImpl::create(const ObjectR
                                                                    PutOptions options) {
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   CO_RETURN_IF_ERROR(check_object_name(object));
+  OpGate::Ticket ticket = gate_.enter();
   const size_t owner = owner_of(object);
   Mountpath& mountpath = *mountpaths_[owner];
   if (!mountpath.is_in_service()) co_return Status::unavailable("no mountpath of this target is in service");
@@ -174,7 +189,7 @@ Awaitable<Result<std::unique_ptr<ObjectWriter>>> StoreImpl::create(const ObjectR
     co_return status.annotate("put {}/{}", object.bucket_id, object.name);
   }
   co_return std::unique_ptr<ObjectWriter>(std::make_unique<WorkFileWriter>(
-      *this, owner, mountpath, object, std::move(options), std::move(*work)));
+      *this, std::move(ticket), owner, mountpath, object, std::move(options), std::move(*work)));
 }
 
 Result<StoreImpl::Found> StoreImpl::find_record(const ObjectRef& object, size_t owner) {
@@ -316,6 +331,7 @@ std::optional<Result<OpenObject>> StoreImpl::try_open_cached(const ObjectRef& ob
 }
 
 Awaitable<Result<OpenObject>> StoreImpl::open(const ObjectRef& object) {
+  const OpGate::Ticket ticket = gate_.enter();
   const size_t owner = owner_of(object);
   // Most GETs of a warm object need no disk I/O: answer them on this thread, sparing two
   // thread hand-offs per request (docs/adr/0006).
@@ -325,6 +341,7 @@ Awaitable<Result<OpenObject>> StoreImpl::open(const ObjectRef& object) {
 }
 
 Awaitable<Result<wire::ObjectRecord>> StoreImpl::stat(const ObjectRef& object) {
+  const OpGate::Ticket ticket = gate_.enter();
   const size_t owner = owner_of(object);
   co_return co_await mountpaths_[owner]->disk().run(
       [this, &object, owner]() -> Result<wire::ObjectRecord> {
@@ -394,6 +411,7 @@ Result<wire::ObjectRecord> StoreImpl::update_blocking(
 Awaitable<Result<wire::ObjectRecord>> StoreImpl::update(
     const ObjectRef& object, std::function<Status(wire::ObjectRecord&)> mutate,
     Durability durability) {
+  const OpGate::Ticket ticket = gate_.enter();
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   const size_t owner = owner_of(object);
   Result<wire::ObjectRecord> updated = co_await mountpaths_[owner]->disk().run(
@@ -408,6 +426,7 @@ Awaitable<Result<wire::ObjectRecord>> StoreImpl::update(
 }
 
 Awaitable<Status> StoreImpl::remove(const ObjectRef& object) {
+  const OpGate::Ticket ticket = gate_.enter();
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   const size_t owner = owner_of(object);
   co_return co_await mountpaths_[owner]->disk().run(
@@ -415,6 +434,7 @@ Awaitable<Status> StoreImpl::remove(const ObjectRef& object) {
 }
 
 Awaitable<Status> StoreImpl::remove_generation(const ObjectRef& object, uint64_t generation) {
+  const OpGate::Ticket ticket = gate_.enter();
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   const size_t owner = owner_of(object);
   co_return co_await mountpaths_[owner]->disk().run(
@@ -422,23 +442,25 @@ Awaitable<Status> StoreImpl::remove_generation(const ObjectRef& object, uint64_t
 }
 
 uint64_t StoreImpl::object_count_estimate() const {
+  const OpGate::Ticket ticket = gate_.enter();
   uint64_t count = 0;
-  for (const auto& mountpath : mountpaths_) {
+  for (const auto& mountpath : mountpaths_.all()) {
     if (mountpath->is_readable()) count += mountpath->meta().estimate_object_count();
   }
   return count;
 }
 
 Awaitable<Result<ListResult>> StoreImpl::list(BucketId bucket, ListOptions options) {
+  const OpGate::Ticket ticket = gate_.enter();
   // One disk thread merges all mountpaths' iterators; spread buckets over the executors.
-  Mountpath& mountpath = *mountpaths_[bucket.value() % mountpaths_.size()];
-  co_return co_await mountpath.disk().run(
+  co_return co_await executor_for(bucket).disk().run(
       [this, bucket, &options] { return list_objects(readable_dbs(), bucket, options); });
 }
 
 Awaitable<Status> StoreImpl::remove_bucket(BucketId bucket) {
+  const OpGate::Ticket ticket = gate_.enter();
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
-  for (const auto& mountpath_ptr : mountpaths_) {
+  for (const auto& mountpath_ptr : mountpaths_.all()) {
     Mountpath& mountpath = *mountpath_ptr;
     if (!mountpath.is_readable()) continue;
     Status status = co_await mountpath.disk().run([&mountpath, bucket]() -> Status {
@@ -459,8 +481,9 @@ Awaitable<Status> StoreImpl::remove_bucket(BucketId bucket) {
 }
 
 Awaitable<Result<std::vector<BucketId>>> StoreImpl::bucket_ids() {
+  const OpGate::Ticket ticket = gate_.enter();
   std::vector<BucketId> ids;
-  for (const auto& mountpath_ptr : mountpaths_) {
+  for (const auto& mountpath_ptr : mountpaths_.all()) {
     Mountpath& mountpath = *mountpath_ptr;
     if (!mountpath.is_readable()) continue;
     CO_RETURN_IF_ERROR(co_await mountpath.disk().run(
@@ -472,34 +495,71 @@ Awaitable<Result<std::vector<BucketId>>> StoreImpl::bucket_ids() {
 }
 
 std::vector<MountpathInfo> StoreImpl::mountpaths() const {
+  const OpGate::Ticket ticket = gate_.enter();
   std::vector<MountpathInfo> infos;
-  for (const auto& mountpath : mountpaths_) infos.push_back(mountpath->info());
+  for (const auto& mountpath : mountpaths_.all()) {
+    if (!mountpath->is_detached()) infos.push_back(mountpath->info());
+  }
   return infos;
 }
 
 size_t StoreImpl::owner_of(const ObjectRef& object) const {
-  const size_t owner = candidates_.owner(object);
-  if (mountpaths_[owner]->is_in_service()) return owner;
-  for (const size_t index : candidates_.ranking(object, candidates_.size())) {
-    if (mountpaths_[index]->is_in_service()) return index;
+  // HRW over the mountpaths in service (the same ranking as placement::HrwCandidates, with
+  // the set read now: mountpaths come and go at run time).
+  const uint64_t object_hash = placement::object_hash(object);
+  std::optional<size_t> best;
+  uint64_t best_weight = 0;
+  std::optional<size_t> readable;  // with none in service, reads still find what is left
+  const size_t count = mountpaths_.size();
+  for (size_t index = 0; index < count; ++index) {
+    const Mountpath& mountpath = *mountpaths_[index];
+    if (!readable && mountpath.is_readable()) readable = index;
+    if (!mountpath.is_in_service()) continue;
+    const uint64_t w = placement::weight(mountpath.hrw_hash(), object_hash);
+    if (!best || w > best_weight) {
+      best = index;
+      best_weight = w;
+    }
   }
-  return owner;  // none in service: create() says so
+  return best.value_or(readable.value_or(0));  // none in service: create() says so
+}
+
+Mountpath& StoreImpl::executor_for(BucketId bucket) const {
+  // Spread buckets over the mountpaths' disk threads; a detached one's threads still run,
+  // but a live one is where the work belongs.
+  const size_t count = mountpaths_.size();
+  for (size_t k = 0; k < count; ++k) {
+    Mountpath& mountpath = *mountpaths_[(bucket.value() + k) % count];
+    if (mountpath.is_readable()) return mountpath;
+  }
+  return *mountpaths_[bucket.value() % count];
 }
 
 std::vector<MetaDb*> StoreImpl::readable_dbs() const {
   std::vector<MetaDb*> dbs;
-  for (size_t i = 0; i < mountpaths_.size(); ++i) {
-    if (mountpaths_[i]->is_readable()) dbs.push_back(dbs_[i]);
+  for (const auto& mountpath : mountpaths_.all()) {
+    if (mountpath->is_readable()) dbs.push_back(&mountpath->meta());
   }
   return dbs;
 }
 
+std::optional<size_t> StoreImpl::find_attached(std::string_view id) const {
+  for (size_t index = 0; index < mountpaths_.size(); ++index) {
+    if (!mountpaths_[index]->is_detached() && mountpaths_[index]->id() == id) return index;
+  }
+  return std::nullopt;
+}
+
 Result<MountpathInfo> StoreImpl::set_mountpath_enabled(std::string_view id, bool enabled) {
-  auto it = std::find_if(mountpaths_.begin(), mountpaths_.end(), [&](const auto& m) { return m->id() == id; });
-  if (it == mountpaths_.end()) return Status::not_found("no mountpath with id {} on this target", id);
-  Mountpath& mountpath = **it;
+  const LayoutChange change(is_changing_layout_);
+  RETURN_IF_ERROR(change.check());
+  const OpGate::Ticket ticket = gate_.enter();
+  const std::optional<size_t> index = find_attached(id);
+  if (!index) return Status::not_found("no mountpath with id {} on this target", id);
+  Mountpath& mountpath = *mountpaths_[*index];
   if (!enabled) {
-    const bool is_last = std::none_of(mountpaths_.begin(), mountpaths_.end(), [&](const auto& m) {
+    const auto all = mountpaths_.all();
+    const bool is_last = std::none_of(all.begin(), all.end(), [&](const auto& m) {
       return m.get() != &mountpath && m->is_in_service();
     });
     if (is_last && mountpath.is_in_service()) {
@@ -513,8 +573,9 @@ Result<MountpathInfo> StoreImpl::set_mountpath_enabled(std::string_view id, bool
 }
 
 std::vector<MountpathInfo> StoreImpl::check_mountpaths() {
+  const OpGate::Ticket ticket = gate_.enter();
   std::vector<MountpathInfo> failed;
-  for (const auto& mountpath : mountpaths_) {
+  for (const auto& mountpath : mountpaths_.all()) {
     if (!mountpath->is_readable()) continue;
     const Status probe = mountpath->probe();
     if (probe.is_ok()) continue;
@@ -582,40 +643,171 @@ Status StoreImpl::move_within(const ObjectRef& object, size_t from, size_t to, R
   return Status::ok();
 }
 
+Awaitable<Status> StoreImpl::move_off(size_t from, const std::function<bool()>& cancelled, ResilverStats& stats) {
+  Mountpath& mountpath = *mountpaths_[from];
+  std::vector<BucketId> buckets;
+  {
+    const OpGate::Ticket ticket = gate_.enter();
+    if (!mountpath.is_readable()) co_return Status::ok();
+    CO_RETURN_IF_ERROR(co_await mountpath.disk().run([&] { return mountpath.meta().append_bucket_ids(buckets); }));
+  }
+  for (const BucketId bucket : buckets) {
+    ListOptions options;
+    options.limit = 1000;
+    for (;;) {
+      if (cancelled()) co_return Status::aborted("cancelled");
+      // A ticket per page, not for the whole walk: a detach waits for tickets.
+      const OpGate::Ticket ticket = gate_.enter();
+      if (!mountpath.is_readable()) co_return Status::ok();
+      MetaDb* db = &mountpath.meta();
+      CO_ASSIGN_OR_RETURN(const ListResult page, co_await mountpath.disk().run([&] {
+        return list_objects(std::span<MetaDb* const>(&db, 1), bucket, options);
+      }));
+      for (const auto& entry : page.entries) {
+        ++stats.objects_scanned;
+        const ObjectRef object{bucket, entry.name()};
+        const size_t to = owner_of(object);
+        if (to == from) continue;
+        CO_RETURN_IF_ERROR(co_await mountpaths_[to]->disk().run([&] { return move_within(object, from, to, stats); }));
+      }
+      if (!page.is_truncated || page.entries.empty()) break;
+      options.start_after = page.entries.back().name();
+    }
+  }
+  co_return Status::ok();
+}
+
 Awaitable<Result<ResilverStats>> StoreImpl::resilver(std::function<bool()> cancelled) {
   ResilverStats stats;
   for (size_t from = 0; from < mountpaths_.size(); ++from) {
-    Mountpath& mountpath = *mountpaths_[from];
-    if (!mountpath.is_readable()) continue;
-    std::vector<BucketId> buckets;
-    CO_RETURN_IF_ERROR(co_await mountpath.disk().run([&] { return mountpath.meta().append_bucket_ids(buckets); }));
-    for (const BucketId bucket : buckets) {
-      ListOptions options;
-      options.limit = 1000;
-      for (;;) {
-        if (cancelled()) co_return stats;
-        MetaDb* db = &mountpath.meta();
-        CO_ASSIGN_OR_RETURN(const ListResult page, co_await mountpath.disk().run([&] {
-          return list_objects(std::span<MetaDb* const>(&db, 1), bucket, options);
-        }));
-        for (const auto& entry : page.entries) {
-          ++stats.objects_scanned;
-          const ObjectRef object{bucket, entry.name()};
-          const size_t to = owner_of(object);
-          if (to == from) continue;
-          CO_RETURN_IF_ERROR(co_await mountpaths_[to]->disk().run([&] { return move_within(object, from, to, stats); }));
-        }
-        if (!page.is_truncated || page.entries.empty()) break;
-        options.start_after = page.entries.back().name();
-      }
+    const Status moved = co_await move_off(from, cancelled, stats);
+    if (moved.code() == Code::kAborted) co_return stats;  // cancelled: what it did so far
+    CO_RETURN_IF_ERROR(moved);
+  }
+  co_return stats;
+}
+
+Awaitable<Result<MountpathInfo>> StoreImpl::attach_mountpath(std::string path) {
+  if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
+  const LayoutChange change(is_changing_layout_);
+  CO_RETURN_IF_ERROR(change.check());
+  if (path.empty() || path.front() != '/') {
+    co_return Status::invalid_argument("mountpath '{}' must be an absolute path", path);
+  }
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  for (const auto& mountpath : mountpaths_.all()) {
+    if (!mountpath->is_detached() && mountpath->path() == path) {
+      co_return Status::already_exists("mountpath {} is attached already (id {})", path, mountpath->id());
     }
   }
+  if (mountpaths_.size() == kMaxMountpaths) {
+    co_return Status::resource_exhausted("{} mountpaths were attached since this target started; restart it to attach more",
+                                         kMaxMountpaths);
+  }
+  // Opening may reconcile a drive that was not closed cleanly: a disk thread's work.
+  Result<std::unique_ptr<Mountpath>> opened = co_await executor_for(BucketId(0)).disk().run(
+      [this, &path]() -> Result<std::unique_ptr<Mountpath>> {
+        Result<std::string> id = Mountpath::read_or_create_id(path);
+        if (!id) {
+          Status status = std::move(id).error();
+          return status.annotate("mountpath {}", path);
+        }
+        if (const std::optional<size_t> same = find_attached(*id)) {
+          return Status::already_exists("mountpath {} has the id {} of attached mountpath {} (is one a copy of the other?)",
+                                        path, *id, mountpaths_[*same]->path());
+        }
+        return Mountpath::open(path, *id, resources_, threads_per_mountpath_);
+      });
+  if (!opened) co_return std::move(opened).error();
+  const size_t index = mountpaths_.append(std::move(*opened));
+  SILO_LOG_INFO("mountpath {} attached (id {})", path, mountpaths_[index]->id());
+  co_return mountpaths_[index]->info();
+}
+
+Awaitable<Result<ResilverStats>> StoreImpl::detach_mountpath(std::string_view id, std::function<bool()> cancelled) {
+  if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
+  const LayoutChange change(is_changing_layout_);
+  CO_RETURN_IF_ERROR(change.check());
+  const std::optional<size_t> found = find_attached(id);
+  if (!found) co_return Status::not_found("no mountpath with id {} on this target", id);
+  const size_t index = *found;
+  Mountpath& mountpath = *mountpaths_[index];
+  Mountpath& helper = executor_for(BucketId(index + 1));  // any other live one
+  ResilverStats stats;
+  if (mountpath.is_readable()) {
+    const auto all = mountpaths_.all();
+    const bool is_last = std::none_of(all.begin(), all.end(), [&](const auto& m) {
+      return m.get() != &mountpath && m->is_in_service();
+    });
+    if (is_last) {
+      co_return Status::failed_precondition("mountpath {} is the last one in service; attach another first",
+                                            mountpath.path());
+    }
+    // No new object goes there from now on; then wait for those already headed there
+    // (writers created before, which commit to it).
+    CO_RETURN_IF_ERROR(co_await mountpath.disk().run([&] { return mountpath.set_disabled(true); }));
+    SILO_LOG_INFO("mountpath {} disabled for detach; waiting for writes in flight to it", mountpath.path());
+    co_await helper.disk().run([this] {
+      gate_.wait_for_earlier();
+      return Status::ok();
+    });
+    // Uploads in progress keep their parts where they began, and complete there.
+    const Result<size_t> uploads = co_await mountpath.disk().run([&]() -> Result<size_t> {
+      rocksdb::ReadOptions options;
+      options.fill_cache = false;
+      std::unique_ptr<rocksdb::Iterator> it = mountpath.meta().new_upload_iterator(options);
+      size_t count = 0;
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        const std::optional<UploadKey> key = parse_upload_key(it->key());
+        if (key && !key->part_number) ++count;
+      }
+      RETURN_IF_ERROR(from_rocksdb(it->status(), "iterate uploads"));
+      return count;
+    });
+    if (!uploads) co_return uploads.error();
+    if (*uploads > 0) {
+      co_return Status::failed_precondition(
+          "{} multipart uploads in progress keep their parts on mountpath {}: complete or abort them (abandoned "
+          "ones are removed after s3.multipart_upload_ttl), then detach again; it stays disabled meanwhile",
+          *uploads, mountpath.path());
+    }
+    CO_RETURN_IF_ERROR(co_await move_off(index, cancelled, stats));
+  }
+  // Readers that saw it readable may still look at its metadata: mark it gone, wait for
+  // them, then check that nothing stayed (a move that failed leaves its object here).
+  mountpath.set_detached(true);
+  co_await helper.disk().run([this] {
+    gate_.wait_for_earlier();
+    return Status::ok();
+  });
+  if (mountpath.state() != MountpathState::kFailed) {
+    const Result<bool> empty = co_await mountpath.disk().run([&]() -> Result<bool> {
+      rocksdb::ReadOptions options;
+      options.fill_cache = false;
+      std::unique_ptr<rocksdb::Iterator> it = mountpath.meta().new_object_iterator(options);
+      it->SeekToFirst();
+      const bool is_empty = !it->Valid();
+      RETURN_IF_ERROR(from_rocksdb(it->status(), "iterate objects"));
+      return is_empty;
+    });
+    if (!empty || !*empty) {
+      mountpath.set_detached(false);
+      if (!empty) co_return empty.error();
+      co_return Status::failed_precondition("objects on mountpath {} did not all move (see the log); it stays "
+                                            "attached and disabled: detach again",
+                                            mountpath.path());
+    }
+  }
+  const Status closed = co_await mountpath.disk().run([&] { return mountpath.close_detached(); });
+  if (!closed.is_ok()) SILO_LOG_WARN("mountpath {} detached, but closing it: {}", mountpath.path(), closed);
+  SILO_LOG_INFO("mountpath {} detached: {} objects moved ({} bytes)", mountpath.path(), stats.objects_moved,
+                stats.bytes_moved);
   co_return stats;
 }
 
 void StoreImpl::close() {
   if (is_closed_.exchange(true)) return;
-  for (const auto& mountpath : mountpaths_) {
+  for (const auto& mountpath : mountpaths_.all()) {
     if (!mountpath->is_readable()) continue;  // failed: the next start finds out what is left
     Status status = mountpath->mark_clean();
     if (!status.is_ok()) {

@@ -127,6 +127,9 @@ struct ResilverStats {
   uint64_t stale_removed = 0;  // copies left behind where the owner already had the object
 };
 
+// Mountpaths attached in one process's life, at start and at run time together.
+inline constexpr size_t kMaxMountpaths = 128;
+
 struct StoreOptions {
   std::vector<std::string> mountpaths;  // directories, created if missing
   size_t threads_per_mountpath = 4;
@@ -270,6 +273,20 @@ class Store {
   // Probes every mountpath not failed yet (its id file reads, a file can be made in
   // work/); takes those that fail out for good (until restart) and returns them. Blocking.
   virtual std::vector<MountpathInfo> check_mountpaths() = 0;
+  // Adds a mountpath at run time: `path` (created if missing) is opened as at start, so a
+  // drive that holds objects brings them back. Run resilver afterwards: the new mountpath
+  // owns about 1/N of the objects. Errors: kAlreadyExists (the path or its id is attached),
+  // kResourceExhausted (kMaxMountpaths attached in this process's life), and those of
+  // opening it, naming the path.
+  virtual Awaitable<Result<MountpathInfo>> attach_mountpath(std::string path) = 0;
+  // Takes a mountpath out for good, so its drive can be unmounted: disables it, waits for
+  // writes already headed there, moves every object on it to the others, and closes it.
+  // A failed one is closed without moving anything (its objects are lost here anyway).
+  // Errors: kNotFound (no such id), kFailedPrecondition (the last one in service;
+  // multipart uploads in progress keep parts there; objects that did not move), kAborted
+  // (cancelled). After an error the mountpath stays attached and disabled.
+  virtual Awaitable<Result<ResilverStats>> detach_mountpath(std::string_view id,
+                                                            std::function<bool()> cancelled) = 0;
   // Moves every object that is not on the mountpath placement picks for it now (after a
   // mountpath was added, disabled or enabled), and drops copies the owner mountpath
   // already supersedes. Objects stay readable throughout. Stops early, with what it did,

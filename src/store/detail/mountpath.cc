@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "base/log.h"
+#include "placement/hrw.h"
 #include "store/detail/object_file.h"
 #include "store/detail/reconcile.h"
 
@@ -99,6 +100,7 @@ Mountpath::Mountpath(std::string path, std::string id, size_t threads)
       object_dir_(path_ + "/obj"),
       work_dir_(path_ + "/work"),
       parts_dir_(path_ + "/parts"),
+      hrw_hash_(placement::candidate_hash(id_)),
       disk_(threads) {}
 
 Result<std::unique_ptr<Mountpath>> Mountpath::open(const std::string& path, const std::string& id,
@@ -198,6 +200,18 @@ Status Mountpath::set_disabled(bool disabled) {
   return Status::ok();
 }
 
+Status Mountpath::close_detached() {
+  if (state() == MountpathState::kFailed) {
+    meta_.reset();  // its drive is gone: nothing to sync, and the next start sees it unclean
+    return Status::ok();
+  }
+  const std::string marker = path_ + "/" + kDisabledFile;
+  if (::unlink(marker.c_str()) != 0 && errno != ENOENT) return Status::from_errno(errno, "remove " + marker);
+  const Status clean = mark_clean();
+  meta_.reset();
+  return clean;
+}
+
 void Mountpath::mark_failed(std::string why) {
   {
     std::lock_guard lock(failure_mutex_);
@@ -233,7 +247,7 @@ MountpathInfo Mountpath::info() const {
     std::lock_guard lock(failure_mutex_);
     info.failure = failure_;
   }
-  if (info.state != MountpathState::kFailed) info.objects = meta_->estimate_object_count();
+  if (is_readable()) info.objects = meta_->estimate_object_count();
   struct statvfs vfs {};
   if (::statvfs(path_.c_str(), &vfs) == 0) {
     info.capacity_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;

@@ -28,8 +28,9 @@ struct WorkFile {
 //   <path>/work/             work files of PUTs, parts and completions in flight
 //   <path>/parts/            part files of multipart uploads in flight
 //   <path>/.clean            present only while cleanly closed
-// Owned by the Store for the target's lifetime. Its DiskExecutor is joined before its
-// MetaDb closes (member order), so queued work never sees a closed DB.
+// Owned by the Store for the target's lifetime (a detached one keeps its slot, its
+// MetaDb closed). Its DiskExecutor is joined before its MetaDb closes (member order), so
+// queued work never sees a closed DB.
 class Mountpath {
  public:
   // Creates the directory tree and the id file when new, and returns the id. Blocking.
@@ -59,12 +60,22 @@ class Mountpath {
   MountpathInfo info() const;
 
   MountpathState state() const { return state_.load(); }
-  bool is_in_service() const { return state() == MountpathState::kInService; }
-  bool is_readable() const { return state() != MountpathState::kFailed; }
+  bool is_in_service() const { return !is_detached() && state() == MountpathState::kInService; }
+  bool is_readable() const { return !is_detached() && state() != MountpathState::kFailed; }
+  // Detached (Store::detach_mountpath): its slot stays, nothing touches it any more.
+  bool is_detached() const { return detached_.load(); }
+  // The HRW hash of the id, computed once (placement::candidate_hash).
+  uint64_t hrw_hash() const { return hrw_hash_; }
   // Writes or removes <path>/.silo-disabled, then changes the state. Blocking.
   Status set_disabled(bool disabled);
   // Takes it out for good: nothing is read from or written to it any more.
   void mark_failed(std::string why);
+  // Detaching: store operations that start from now on skip it (a failed detach undoes it).
+  void set_detached(bool detached) { detached_ = detached; }
+  // Closes a detached mountpath: removes .silo-disabled (attached again, it is in
+  // service), marks it clean and closes its MetaDb, so nothing of it stays open.
+  // Blocking. Requires: is_detached(), and no store operation uses it any more (OpGate).
+  Status close_detached();
   // Whether the id file still reads and a file can be made in work/. Blocking.
   Status probe() const;
 
@@ -78,7 +89,9 @@ class Mountpath {
   std::string work_dir_;
   std::string parts_dir_;
   std::unique_ptr<MetaDb> meta_;
+  uint64_t hrw_hash_;
   std::atomic<MountpathState> state_{MountpathState::kInService};
+  std::atomic<bool> detached_{false};
   mutable std::mutex failure_mutex_;
   std::string failure_;  // GUARDED_BY(failure_mutex_)
   DiskExecutor disk_;

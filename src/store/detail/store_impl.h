@@ -1,19 +1,23 @@
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "base/thread_annotations.h"
 #include "base/result.h"
-#include "placement/hrw.h"
 #include "store/detail/meta_db.h"
 #include "store/detail/mountpath.h"
+#include "placement/hrw.h"
 #include "store/detail/object_locks.h"
+#include "store/detail/op_gate.h"
 #include "store/detail/work_file_writer.h"
 #include "store/store.h"
 
@@ -28,13 +32,36 @@ Status check_object_name(const ObjectRef& object);
 void copy_descriptive_fields(const wire::ObjectRecord& from, wire::ObjectRecord& to);
 UploadInfo upload_info_of(const wire::UploadRecord& record);
 
+// The store's mountpaths by slot: slots fill in order (at open, then attach) and are never
+// emptied while the store lives, so an index names one mountpath for good and readers need
+// no lock; a detached mountpath keeps its slot, closed. Appends are serialized by the
+// store.
+class MountpathSlots {
+ public:
+  size_t size() const { return size_.load(std::memory_order_acquire); }
+  const std::unique_ptr<Mountpath>& operator[](size_t index) const { return slots_[index]; }
+  std::span<const std::unique_ptr<Mountpath>> all() const { return {slots_.data(), size()}; }
+  // Requires: size() < kMaxMountpaths; one caller at a time.
+  size_t append(std::unique_ptr<Mountpath> mountpath) {
+    const size_t index = size();
+    slots_[index] = std::move(mountpath);
+    size_.store(index + 1, std::memory_order_release);
+    return index;
+  }
+
+ private:
+  std::array<std::unique_ptr<Mountpath>, kMaxMountpaths> slots_;
+  std::atomic<size_t> size_{0};
+};
+
 // The Store: mountpaths, placement of objects on them, and the per-object locks.
 // Awaitable methods hop to the owner mountpath's DiskExecutor; the *_blocking helpers run
 // there. Must outlive every ObjectWriter and request it served (its destructor joins the
 // disk threads).
 class StoreImpl final : public Store {
  public:
-  StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths, uint64_t min_part_size);
+  StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths, MetaDbResources resources,
+            size_t threads_per_mountpath, uint64_t min_part_size);
 
   Awaitable<Result<std::unique_ptr<ObjectWriter>>> create(const ObjectRef& object,
                                                           PutOptions options) override;
@@ -69,6 +96,9 @@ class StoreImpl final : public Store {
   std::vector<MountpathInfo> mountpaths() const override;
   Result<MountpathInfo> set_mountpath_enabled(std::string_view id, bool enabled) override;
   std::vector<MountpathInfo> check_mountpaths() override;
+  Awaitable<Result<MountpathInfo>> attach_mountpath(std::string path) override;
+  Awaitable<Result<ResilverStats>> detach_mountpath(std::string_view id,
+                                                    std::function<bool()> cancelled) override;
   Awaitable<Result<ResilverStats>> resilver(std::function<bool()> cancelled) override;
   void close() override;
 
@@ -115,8 +145,14 @@ class StoreImpl final : public Store {
   };
 
   // The mountpath that takes the object: the best-ranked one in service (the HRW owner
-  // unless it is disabled or failed).
+  // unless it is disabled or failed). With none in service, the best readable one.
   size_t owner_of(const ObjectRef& object) const;
+  // A readable mountpath whose disk threads run work that spans mountpaths (listing).
+  Mountpath& executor_for(BucketId bucket) const;
+  // Moves every object off mountpath `from` (the resilver of one mountpath).
+  Awaitable<Status> move_off(size_t from, const std::function<bool()>& cancelled, ResilverStats& stats);
+  // The slot holding the attached (not detached) mountpath with this id, else nullopt.
+  std::optional<size_t> find_attached(std::string_view id) const;
   // The MetaDbs of mountpaths that have not failed.
   std::vector<MetaDb*> readable_dbs() const;
   // Resilver of one object found on mountpath `from` whose owner is `to`: copies it there
@@ -153,9 +189,15 @@ class StoreImpl final : public Store {
   Status remove_blocking(const ObjectRef& object, size_t owner, std::optional<uint64_t> if_generation);
   void remove_stale_copies(const ObjectRef& object, size_t owner, Durability durability);
 
-  std::vector<std::unique_ptr<Mountpath>> mountpaths_;
-  std::vector<MetaDb*> dbs_;
-  placement::HrwCandidates candidates_;
+  MountpathSlots mountpaths_;
+  const MetaDbResources resources_;
+  const size_t threads_per_mountpath_;
+  // Every operation holds a ticket while it may touch a mountpath (writers for their
+  // lifetime), so detach knows when nothing uses the detached one any more.
+  mutable OpGate gate_;
+  // Set while an attach, detach, enable or disable runs: one at a time (the others are
+  // refused, not queued: a detach may take long).
+  std::atomic<bool> is_changing_layout_{false};
   ObjectLocks locks_;
   std::atomic<uint64_t> next_generation_;
   std::atomic<bool> is_closed_{false};

@@ -167,6 +167,7 @@ Result<StoreImpl::FoundUpload> StoreImpl::find_upload(const ObjectRef& object,
 
 Awaitable<Result<UploadInfo>> StoreImpl::create_upload(const ObjectRef& object,
                                                        wire::ObjectRecord attributes) {
+  const OpGate::Ticket ticket = gate_.enter();
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   CO_RETURN_IF_ERROR(check_object_name(object));
   const size_t owner = owner_of(object);
@@ -200,6 +201,7 @@ Awaitable<Result<std::unique_ptr<ObjectWriter>>> StoreImpl::create_part(const Ob
                                        kMaxPartNumber)
         .with_reason("InvalidArgument");
   }
+  OpGate::Ticket ticket = gate_.enter();
   const size_t owner = owner_of(object);
   // The upload is checked again when the part commits; this only fails early.
   Result<std::pair<size_t, WorkFile>> created = co_await mountpaths_[owner]->disk().run(
@@ -217,7 +219,7 @@ Awaitable<Result<std::unique_ptr<ObjectWriter>>> StoreImpl::create_part(const Ob
   }
   const size_t index = created->first;
   co_return std::unique_ptr<ObjectWriter>(std::make_unique<WorkFileWriter>(
-      *this, index, *mountpaths_[index], object, std::move(options), std::move(created->second),
+      *this, std::move(ticket), index, *mountpaths_[index], object, std::move(options), std::move(created->second),
       PartTarget{std::move(upload_id), static_cast<uint32_t>(part_number)}));
 }
 
@@ -282,6 +284,7 @@ Result<wire::ObjectRecord> StoreImpl::install_part(size_t index, const ObjectRef
 
 Awaitable<Result<UploadInfo>> StoreImpl::get_upload(const ObjectRef& object,
                                                     const std::string& upload_id) {
+  const OpGate::Ticket ticket = gate_.enter();
   const size_t owner = owner_of(object);
   co_return co_await mountpaths_[owner]->disk().run(
       [this, &object, &upload_id, owner]() -> Result<UploadInfo> {
@@ -305,6 +308,7 @@ Result<std::vector<PartInfo>> StoreImpl::list_parts_blocking(const ObjectRef& ob
 
 Awaitable<Result<std::vector<PartInfo>>> StoreImpl::list_parts(const ObjectRef& object,
                                                                const std::string& upload_id) {
+  const OpGate::Ticket ticket = gate_.enter();
   const size_t owner = owner_of(object);
   co_return co_await mountpaths_[owner]->disk().run(
       [this, &object, &upload_id, owner] { return list_parts_blocking(object, upload_id, owner); });
@@ -399,6 +403,7 @@ Awaitable<Result<wire::ObjectRecord>> StoreImpl::complete_upload(const ObjectRef
                                                                  const std::string& upload_id,
                                                                  std::vector<CompletePart> parts,
                                                                  PutOptions options) {
+  const OpGate::Ticket ticket = gate_.enter();
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   const size_t owner = owner_of(object);
   Result<wire::ObjectRecord> record = co_await mountpaths_[owner]->disk().run(
@@ -431,6 +436,7 @@ Status StoreImpl::abort_blocking(const ObjectRef& object, const std::string& upl
 }
 
 Awaitable<Status> StoreImpl::abort_upload(const ObjectRef& object, const std::string& upload_id) {
+  const OpGate::Ticket ticket = gate_.enter();
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   const size_t owner = owner_of(object);
   co_return co_await mountpaths_[owner]->disk().run(
@@ -438,15 +444,16 @@ Awaitable<Status> StoreImpl::abort_upload(const ObjectRef& object, const std::st
 }
 
 Awaitable<Result<UploadList>> StoreImpl::list_uploads(BucketId bucket, UploadListOptions options) {
-  Mountpath& mountpath = *mountpaths_[bucket.value() % mountpaths_.size()];
-  co_return co_await mountpath.disk().run(
+  const OpGate::Ticket ticket = gate_.enter();
+  co_return co_await executor_for(bucket).disk().run(
       [this, bucket, &options] { return detail::list_uploads(readable_dbs(), bucket, options); });
 }
 
 Awaitable<Result<size_t>> StoreImpl::remove_uploads_initiated_before(int64_t unix_nanos) {
+  const OpGate::Ticket ticket = gate_.enter();
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   size_t removed = 0;
-  for (const auto& mountpath_ptr : mountpaths_) {
+  for (const auto& mountpath_ptr : mountpaths_.all()) {
     Mountpath& mountpath = *mountpath_ptr;
     if (!mountpath.is_readable()) continue;
     Result<size_t> aborted = co_await mountpath.disk().run([this, &mountpath, unix_nanos]() -> Result<size_t> {

@@ -24,10 +24,11 @@ std::string lowercase(std::string_view s) {
 
 }  // namespace
 
-WorkFileWriter::WorkFileWriter(StoreImpl& store, size_t owner, Mountpath& mountpath,
+WorkFileWriter::WorkFileWriter(StoreImpl& store, OpGate::Ticket ticket, size_t owner, Mountpath& mountpath,
                                ObjectRef object, PutOptions options, WorkFile work,
                                std::optional<PartTarget> part)
     : store_(store),
+      ticket_(std::move(ticket)),
       owner_(owner),
       mountpath_(mountpath),
       object_(std::move(object)),

@@ -9,6 +9,7 @@
 #include "base/hash.h"
 #include "store/detail/mountpath.h"
 #include "store/detail/object_file.h"
+#include "store/detail/op_gate.h"
 #include "store/store.h"
 
 namespace silo::store::detail {
@@ -29,7 +30,8 @@ struct PartTarget {
 // an object; `owner` is then the mountpath holding the upload.
 class WorkFileWriter final : public ObjectWriter {
  public:
-  WorkFileWriter(StoreImpl& store, size_t owner, Mountpath& mountpath, ObjectRef object,
+  // `ticket` keeps the mountpath in the store until the writer is gone (detach waits).
+  WorkFileWriter(StoreImpl& store, OpGate::Ticket ticket, size_t owner, Mountpath& mountpath, ObjectRef object,
                  PutOptions options, WorkFile work, std::optional<PartTarget> part = std::nullopt);
   ~WorkFileWriter() override;
   WorkFileWriter(const WorkFileWriter&) = delete;
@@ -58,6 +60,7 @@ class WorkFileWriter final : public ObjectWriter {
   void discard_blocking();
 
   StoreImpl& store_;
+  OpGate::Ticket ticket_;
   size_t owner_;
   Mountpath& mountpath_;
   ObjectRef object_;

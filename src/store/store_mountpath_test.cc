@@ -1,0 +1,201 @@
+// Mountpaths attached and detached while the store runs.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+
+#include "store/store.h"
+#include "store/store_test_util.h"
+
+namespace silo::store {
+namespace {
+
+using testing::files_under;
+using testing::get;
+using testing::put;
+using testing::run;
+
+bool never() { return false; }
+
+class StoreMountpathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = testing::open_store({dir_.sub("mp1")});
+    ASSERT_TRUE(store_);
+    for (int i = 0; i < 200; ++i) {
+      names_.push_back(fmt::format("shard-{:04}.tar", i));
+      ASSERT_TRUE(put(*store_, {bucket_, names_.back()}, "v-" + names_.back()));
+    }
+  }
+  std::string id_of(const std::string& path) const {
+    for (const MountpathInfo& m : store_->mountpaths()) {
+      if (m.path == path) return m.id;
+    }
+    return "";
+  }
+  void expect_all_readable() {
+    for (const std::string& name : names_) {
+      Result<std::string> data = get(*store_, {bucket_, name});
+      ASSERT_TRUE(data) << name << ": " << data.status();
+      EXPECT_EQ(*data, "v-" + name);
+    }
+    Result<ListResult> listed = run(store_->list(bucket_, {}));
+    ASSERT_TRUE(listed);
+    EXPECT_EQ(listed->entries.size(), names_.size());
+  }
+
+  testing::TempDir dir_;
+  const BucketId bucket_{7};
+  std::unique_ptr<Store> store_;
+  std::vector<std::string> names_;
+};
+
+TEST_F(StoreMountpathTest, AttachTakesItsShareAndDetachMovesEverythingOff) {
+  Result<MountpathInfo> attached = run(store_->attach_mountpath(dir_.sub("mp2") + "/"));
+  ASSERT_TRUE(attached) << attached.status();
+  EXPECT_EQ(attached->path, dir_.sub("mp2"));
+  EXPECT_EQ(attached->state, MountpathState::kInService);
+  ASSERT_EQ(store_->mountpaths().size(), 2u);
+  expect_all_readable();  // before resilver: found on the old mountpath
+
+  Result<ResilverStats> moved = run(store_->resilver(never));
+  ASSERT_TRUE(moved) << moved.status();
+  EXPECT_GT(moved->objects_moved, 0u);
+  EXPECT_LT(moved->objects_moved, names_.size());
+  expect_all_readable();
+  EXPECT_EQ(files_under(dir_.sub("mp1/obj")).size() + files_under(dir_.sub("mp2/obj")).size(), names_.size());
+
+  Result<ResilverStats> detached = run(store_->detach_mountpath(id_of(dir_.sub("mp1")), never));
+  ASSERT_TRUE(detached) << detached.status();
+  EXPECT_EQ(detached->objects_moved, names_.size() - moved->objects_moved);
+  ASSERT_EQ(store_->mountpaths().size(), 1u);
+  EXPECT_EQ(store_->mountpaths()[0].path, dir_.sub("mp2"));
+  EXPECT_TRUE(files_under(dir_.sub("mp1/obj")).empty());
+  EXPECT_EQ(files_under(dir_.sub("mp2/obj")).size(), names_.size());
+  EXPECT_TRUE(std::filesystem::exists(dir_.sub("mp1/.clean")));  // closed cleanly
+  expect_all_readable();
+  names_.push_back("after-detach");
+  ASSERT_TRUE(put(*store_, {bucket_, names_.back()}, "v-after-detach"));
+
+  // Attached again, the old drive is an ordinary empty mountpath in service.
+  attached = run(store_->attach_mountpath(dir_.sub("mp1")));
+  ASSERT_TRUE(attached) << attached.status();
+  EXPECT_EQ(attached->state, MountpathState::kInService);
+  ASSERT_TRUE(run(store_->resilver(never)));
+  EXPECT_GT(files_under(dir_.sub("mp1/obj")).size(), 0u);
+  expect_all_readable();
+  store_->close();
+  store_.reset();
+  store_ = testing::open_store({dir_.sub("mp1"), dir_.sub("mp2")});
+  ASSERT_TRUE(store_);
+  expect_all_readable();
+}
+
+TEST_F(StoreMountpathTest, AttachRefusesWhatIsAttachedOrACopy) {
+  Result<MountpathInfo> again = run(store_->attach_mountpath(dir_.sub("mp1")));
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.status().code(), Code::kAlreadyExists);
+  std::filesystem::create_directories(dir_.sub("copy"));
+  std::filesystem::copy_file(dir_.sub("mp1/.silo-mountpath"), dir_.sub("copy/.silo-mountpath"));
+  Result<MountpathInfo> copy = run(store_->attach_mountpath(dir_.sub("copy")));
+  ASSERT_FALSE(copy);
+  EXPECT_EQ(copy.status().code(), Code::kAlreadyExists);
+  EXPECT_NE(copy.status().message().find("copy"), std::string::npos) << copy.status();
+  Result<MountpathInfo> relative = run(store_->attach_mountpath("relative/dir"));
+  ASSERT_FALSE(relative);
+  EXPECT_EQ(relative.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(store_->mountpaths().size(), 1u);
+  expect_all_readable();
+}
+
+TEST_F(StoreMountpathTest, DetachRefusesTheLastOneAnUnknownIdAndUploadsInProgress) {
+  Result<ResilverStats> last = run(store_->detach_mountpath(id_of(dir_.sub("mp1")), never));
+  ASSERT_FALSE(last);
+  EXPECT_EQ(last.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(store_->mountpaths()[0].state, MountpathState::kInService);
+  Result<ResilverStats> unknown = run(store_->detach_mountpath("0123456789abcdef", never));
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.status().code(), Code::kNotFound);
+
+  ASSERT_TRUE(run(store_->attach_mountpath(dir_.sub("mp2"))));
+  // An upload whose parts live on mp1 (created while mp1 was the only one).
+  for (int i = 0; i < 50; ++i) {
+    const ObjectRef object{bucket_, fmt::format("big-{}.tar", i)};
+    Result<UploadInfo> upload = run(store_->create_upload(object, {}));
+    ASSERT_TRUE(upload);
+    // Keep one that sits on mp1: its part files go there.
+    Result<std::unique_ptr<ObjectWriter>> part = run(store_->create_part(object, upload->upload_id, 1, testing::fast()));
+    ASSERT_TRUE(part);
+    ASSERT_TRUE(run((*part)->write(std::span<const char>("part", 4))).is_ok());
+    ASSERT_TRUE(run((*part)->commit()));
+    if (!files_under(dir_.sub("mp1/parts")).empty()) break;
+    ASSERT_TRUE(run(store_->abort_upload(object, upload->upload_id)).is_ok());
+  }
+  ASSERT_FALSE(files_under(dir_.sub("mp1/parts")).empty());
+  Result<ResilverStats> busy = run(store_->detach_mountpath(id_of(dir_.sub("mp1")), never));
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(busy.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(busy.status().message().find("multipart uploads"), std::string::npos) << busy.status();
+  // It stays attached and disabled: nothing new goes there, everything still reads.
+  ASSERT_EQ(store_->mountpaths().size(), 2u);
+  EXPECT_EQ(store_->mountpaths()[0].state, MountpathState::kDisabled);
+  expect_all_readable();
+}
+
+TEST_F(StoreMountpathTest, DetachWaitsForWritesHeadedThereAndLosesNone) {
+  ASSERT_TRUE(run(store_->attach_mountpath(dir_.sub("mp2"))));
+  // Writers opened before the detach: about half of them write to mp1.
+  std::vector<std::unique_ptr<ObjectWriter>> writers;
+  std::vector<std::string> late;
+  for (int i = 0; i < 20; ++i) {
+    late.push_back(fmt::format("late-{}", i));
+    Result<std::unique_ptr<ObjectWriter>> writer = run(store_->create({bucket_, late.back()}, testing::fast()));
+    ASSERT_TRUE(writer);
+    writers.push_back(std::move(*writer));
+  }
+  ASSERT_GT(files_under(dir_.sub("mp1/work")).size(), 0u);
+  boost::asio::io_context io;
+  std::optional<Result<ResilverStats>> detached;
+  bool writers_done = false;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> Awaitable<void> {
+        detached.emplace(co_await store_->detach_mountpath(id_of(dir_.sub("mp1")), never));
+        // The detach must not have finished before the last writer committed.
+        EXPECT_TRUE(writers_done);
+      },
+      boost::asio::detached);
+  boost::asio::co_spawn(
+      io,
+      [&]() -> Awaitable<void> {
+        for (size_t i = 0; i < writers.size(); ++i) {
+          const std::string data = "v-" + late[i];
+          Status written = co_await writers[i]->write(std::span<const char>(data.data(), data.size()));
+          EXPECT_TRUE(written.is_ok()) << written;
+          Result<wire::ObjectRecord> committed = co_await writers[i]->commit();
+          EXPECT_TRUE(committed) << committed.status();
+        }
+        // Also reads and new writes while the detach runs.
+        for (int i = 0; i < 20; ++i) {
+          const ObjectRef object{bucket_, names_[static_cast<size_t>(i)]};  // no temporary beside co_await (ADR 0003)
+          Result<OpenObject> open = co_await store_->open(object);
+          EXPECT_TRUE(open) << open.status();
+        }
+        writers.clear();
+        writers_done = true;
+      },
+      boost::asio::detached);
+  io.run();
+  ASSERT_TRUE(detached);
+  ASSERT_TRUE(*detached) << detached->status();
+  names_.insert(names_.end(), late.begin(), late.end());
+  expect_all_readable();
+  EXPECT_TRUE(files_under(dir_.sub("mp1/obj")).empty());
+  EXPECT_EQ(files_under(dir_.sub("mp2/obj")).size(), names_.size());
+}
+
+}  // namespace
+}  // namespace silo::store
