@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "commands.h"
 
@@ -221,22 +223,31 @@ Status list_mountpaths(Context& context, const std::string& node_id) {
   return Status::ok();
 }
 
-Status set_mountpath(Context& context, const MountpathOptions& o, bool is_enabling) {
-  ASSIGN_OR_RETURN(client::Client * c, context.client());
-  ASSIGN_OR_RETURN(const client::NodeEntry node, find_node(*c, o.node));
+// The target named by `node_id`; kInvalidArgument when it stores no objects.
+Result<client::NodeEntry> find_target(client::Client& c, const std::string& node_id) {
+  ASSIGN_OR_RETURN(const client::NodeEntry node, find_node(c, node_id));
   if (!stores_objects(node))
     return Status::invalid_argument("node {} is a {}, which has no mountpaths", node.id, node.role);
-  // Accept the mountpath's id or its path.
-  ASSIGN_OR_RETURN(const auto mountpaths, c->mountpaths(node.url));
-  std::string id;
+  return node;
+}
+
+// The mountpath of `node` named by its id or its path.
+Result<client::MountpathEntry> find_mountpath(client::Client& c, const client::NodeEntry& node,
+                                              const std::string& id_or_path) {
+  ASSIGN_OR_RETURN(const auto mountpaths, c.mountpaths(node.url));
   std::string known;
   for (const auto& m : mountpaths) {
-    if (m.id == o.mountpath || m.path == o.mountpath) id = m.id;
+    if (m.id == id_or_path || m.path == id_or_path) return m;
     known += (known.empty() ? "" : ", ") + m.id + " (" + m.path + ")";
   }
-  if (id.empty())
-    return Status::not_found("node {} has no mountpath '{}' (it has: {})", node.id, o.mountpath,
-                             known);
+  return Status::not_found("node {} has no mountpath '{}' (it has: {})", node.id, id_or_path, known);
+}
+
+Status set_mountpath(Context& context, const MountpathOptions& o, bool is_enabling) {
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
+  ASSIGN_OR_RETURN(const client::NodeEntry node, find_target(*c, o.node));
+  ASSIGN_OR_RETURN(const client::MountpathEntry found, find_mountpath(*c, node, o.mountpath));
+  const std::string& id = found.id;
   ASSIGN_OR_RETURN(const client::MountpathEntry changed, is_enabling
                                                              ? c->enable_mountpath(node.url, id)
                                                              : c->disable_mountpath(node.url, id));
@@ -248,6 +259,70 @@ Status set_mountpath(Context& context, const MountpathOptions& o, bool is_enabli
                 changed.id.c_str(), node.id.c_str(), changed.state.c_str());
   }
   return Status::ok();
+}
+
+Status attach_mountpath(Context& context, const MountpathOptions& o) {
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
+  ASSIGN_OR_RETURN(const client::NodeEntry node, find_target(*c, o.node));
+  ASSIGN_OR_RETURN(const client::MountpathEntry m, c->attach_mountpath(node.url, o.mountpath));
+  if (context.options.is_json) {
+    std::printf("{\"node\":%s,\"mountpath\":%s,\"path\":%s,\"state\":%s}\n", json_string(node.id).c_str(),
+                json_string(m.id).c_str(), json_string(m.path).c_str(), json_string(m.state).c_str());
+  } else {
+    std::printf("mountpath %s (%s) attached to node %s; the target resilvers its share of the objects onto it\n",
+                m.id.c_str(), m.path.c_str(), node.id.c_str());
+  }
+  return Status::ok();
+}
+
+struct DetachOptions : MountpathOptions {
+  bool is_waiting = false;
+};
+
+Status detach_mountpath(Context& context, const DetachOptions& o) {
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
+  ASSIGN_OR_RETURN(const client::NodeEntry node, find_target(*c, o.node));
+  ASSIGN_OR_RETURN(const client::MountpathEntry m, find_mountpath(*c, node, o.mountpath));
+  ASSIGN_OR_RETURN(const client::MountpathWork before, c->mountpath_work(node.url));
+  RETURN_IF_ERROR(c->detach_mountpath(node.url, m.id));
+  if (!o.is_waiting) {
+    if (context.options.is_json) {
+      std::printf("{\"node\":%s,\"mountpath\":%s,\"path\":%s,\"state\":\"detaching\"}\n",
+                  json_string(node.id).c_str(), json_string(m.id).c_str(), json_string(m.path).c_str());
+    } else {
+      std::printf("mountpath %s (%s) of node %s is being detached; 'silo mountpath ls %s' shows when it is gone\n",
+                  m.id.c_str(), m.path.c_str(), node.id.c_str(), node.id.c_str());
+    }
+    return Status::ok();
+  }
+  if (!context.options.is_json && !context.options.is_quiet) {
+    std::printf("detaching mountpath %s (%s) of node %s: moving its objects to the other mountpaths...\n",
+                m.id.c_str(), m.path.c_str(), node.id.c_str());
+    std::fflush(stdout);
+  }
+  for (;;) {
+    ASSIGN_OR_RETURN(const client::MountpathWork work, c->mountpath_work(node.url));
+    const bool is_ours = work.detach_id == m.id && work.started_unix_nanos != before.started_unix_nanos;
+    if (is_ours && work.state != "running") {
+      if (work.state == "failed") {
+        return Status::failed_precondition("detach of mountpath {} ({}) of node {} failed: {}", m.id, m.path, node.id,
+                                           work.error);
+      }
+      if (context.options.is_json) {
+        std::printf("{\"node\":%s,\"mountpath\":%s,\"path\":%s,\"state\":\"detached\",\"objects_moved\":%llu,"
+                    "\"bytes_moved\":%llu}\n",
+                    json_string(node.id).c_str(), json_string(m.id).c_str(), json_string(m.path).c_str(),
+                    static_cast<unsigned long long>(work.objects_moved),
+                    static_cast<unsigned long long>(work.bytes_moved));
+      } else {
+        std::printf("mountpath %s (%s) detached from node %s: %llu objects moved (%s); its drive can be unmounted\n",
+                    m.id.c_str(), m.path.c_str(), node.id.c_str(), static_cast<unsigned long long>(work.objects_moved),
+                    human_bytes(work.bytes_moved).c_str());
+      }
+      return Status::ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
 }
 
 }  // namespace
@@ -294,7 +369,7 @@ void add_cluster_commands(CLI::App& app, Context& context) {
   });
 
   CLI::App* mountpath =
-      app.add_subcommand("mountpath", "List, enable and disable the mountpaths (disks) of targets");
+      app.add_subcommand("mountpath", "List, attach, detach, enable and disable the mountpaths (disks) of targets");
   mountpath->require_subcommand(1);
   auto ls_node = std::make_shared<std::string>();
   CLI::App* ls_cmd =
@@ -316,19 +391,25 @@ void add_cluster_commands(CLI::App& app, Context& context) {
     on_run(cmd, context,
            [&context, o, is_enabling] { return set_mountpath(context, *o, is_enabling); });
   }
-  for (const char* name : {"attach", "detach"}) {
-    auto o = std::make_shared<MountpathOptions>();
-    CLI::App* cmd =
-        add_command(*mountpath, name,
-                    fmt::format("{} a mountpath at run time (not supported by the server yet)",
-                                std::string(name) == "attach" ? "Add" : "Remove"),
-                    fmt::format("silo mountpath {} t1 /data/disk3", name));
-    cmd->add_option("node", o->node, "Target id")->required();
-    cmd->add_option("path", o->mountpath, "Mountpath directory")->required();
-    // `o` is captured to keep the parsed arguments alive as long as the command.
-    on_run(cmd, context,
-           [o, name = std::string(name)] { return unsupported("mountpath " + name); });
-  }
+  auto attach = std::make_shared<MountpathOptions>();
+  CLI::App* attach_cmd = add_command(
+      *mountpath, "attach",
+      "Add a directory (a drive) to a target as a mountpath while it runs; the target resilvers its share of "
+      "the objects onto it, and opens it again after a restart",
+      "silo mountpath attach t1 /data/disk3");
+  attach_cmd->add_option("node", attach->node, "Target id")->required();
+  attach_cmd->add_option("path", attach->mountpath, "Absolute directory on the target's machine")->required();
+  on_run(attach_cmd, context, [&context, attach] { return attach_mountpath(context, *attach); });
+  auto detach = std::make_shared<DetachOptions>();
+  CLI::App* detach_cmd = add_command(
+      *mountpath, "detach",
+      "Take a mountpath out of a target for good: its objects move to the other mountpaths, then it is closed "
+      "(its drive can be unmounted) and not opened again after a restart",
+      "silo mountpath detach t1 /data/disk3 --wait");
+  detach_cmd->add_option("node", detach->node, "Target id")->required();
+  detach_cmd->add_option("mountpath", detach->mountpath, "Mountpath id or path (see 'silo mountpath ls')")->required();
+  detach_cmd->add_flag("--wait", detach->is_waiting, "Wait until it is detached (its objects moved)");
+  on_run(detach_cmd, context, [&context, detach] { return detach_mountpath(context, *detach); });
 
   CLI::App* config = app.add_subcommand(
       "config", "Show the configuration of the node at the endpoint (changing it at run time is not supported yet)");

@@ -77,7 +77,7 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
   ASSIGN_OR_RETURN(node->maps_, cluster::ClusterMaps::open(nc.data_dir + "/state"));
   if (config::is_target(nc.role)) {
     store::StoreOptions options;
-    options.mountpaths = nc.mountpaths;
+    options.mountpaths = target::mountpaths_to_open(nc.mountpaths, nc.data_dir + "/state");
     options.threads_per_mountpath = nc.disk_threads_per_mountpath;
     options.min_part_size = node->config_.cluster.s3.min_part_size;
     ASSIGN_OR_RETURN(node->store_, store::Store::open(std::move(options)));

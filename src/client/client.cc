@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "client/detail/json_reader.h"
+#include "wire/json.h"
 
 namespace silo::client {
 namespace {
@@ -317,12 +318,7 @@ Result<MembershipChange> Client::decommission(std::string_view node_id) {
 Result<MembershipChange> Client::add_node(std::string_view url) {
   http::Headers headers;
   headers.set("Content-Type", "application/json");
-  std::string body = R"({"url":")";
-  for (const char c : url) {
-    if (c == '"' || c == '\\') body += '\\';
-    body += c;
-  }
-  body += "\"}";
+  std::string body = fmt::format(R"({{"url":{}}})", wire::json_string(url));
   return membership_call(http::Method::kPost, "/v1/cluster/nodes", std::move(body), std::move(headers));
 }
 
@@ -729,6 +725,38 @@ Result<MountpathEntry> Client::mountpath_call(std::string_view node_url, std::st
   RETURN_IF_ERROR(status_of(r, "POST " + target));
   ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "POST " + target));
   return mountpath_of(doc);
+}
+
+Result<MountpathEntry> Client::attach_mountpath(std::string_view node_url, std::string_view path) {
+  const std::string target = node_base(node_url) + "/v1/mountpaths";
+  ASSIGN_OR_RETURN(const Response r,
+                   request(http::Method::kPost, target, fmt::format(R"({{"path":{}}})", wire::json_string(path))));
+  RETURN_IF_ERROR(status_of(r, "POST " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "POST " + target));
+  return mountpath_of(doc);
+}
+
+Status Client::detach_mountpath(std::string_view node_url, std::string_view id) {
+  const std::string target = fmt::format("{}/v1/mountpaths/{}", node_base(node_url), http::percent_encode(id, false));
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kDelete, target));
+  return status_of(r, "DELETE " + target);
+}
+
+Result<MountpathWork> Client::mountpath_work(std::string_view node_url) {
+  const std::string target = node_base(node_url) + "/v1/mountpaths";
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
+  RETURN_IF_ERROR(status_of(r, "GET " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
+  const JsonValue& w = doc["resilver"];
+  MountpathWork work;
+  work.state = w["state"].str();
+  work.reason = w["reason"].str();
+  work.detach_id = w["detach"].str();
+  work.error = w["error"].str();
+  if (auto n = w["started"].to_u64()) work.started_unix_nanos = static_cast<int64_t>(*n);
+  if (auto n = w["objects_moved"].to_u64()) work.objects_moved = *n;
+  if (auto n = w["bytes_moved"].to_u64()) work.bytes_moved = *n;
+  return work;
 }
 
 Result<MountpathEntry> Client::enable_mountpath(std::string_view node_url, std::string_view id) {

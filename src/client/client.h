@@ -157,6 +157,17 @@ struct MountpathEntry {
   uint64_t objects = 0;
 };
 
+// The last resilver or detach of a target's mountpaths ("resilver" in GET /v1/mountpaths).
+struct MountpathWork {
+  std::string state;   // "running" | "finished" | "failed"; "" when there was none
+  std::string reason;  // "mountpath /x attached", ...
+  std::string detach_id;  // the mountpath a detach takes out, "" for a resilver
+  std::string error;
+  int64_t started_unix_nanos = 0;
+  uint64_t objects_moved = 0;
+  uint64_t bytes_moved = 0;
+};
+
 // A client settings file: {"endpoint", "access_key", "secret_key"} (each optional; the
 // CLI reads ~/.config/silo/config.json). Unknown keys are ignored.
 struct Settings {
@@ -304,6 +315,13 @@ class Client {
   // mountpath's new state.
   Result<MountpathEntry> enable_mountpath(std::string_view node_url, std::string_view id);
   Result<MountpathEntry> disable_mountpath(std::string_view node_url, std::string_view id);
+  // POST /v1/mountpaths {"path"} on the target (admins): the attached mountpath.
+  Result<MountpathEntry> attach_mountpath(std::string_view node_url, std::string_view path);
+  // DELETE /v1/mountpaths/{id} on the target (admins): starts the detach, which
+  // mountpath_work() then shows.
+  Status detach_mountpath(std::string_view node_url, std::string_view id);
+  // The target's current or last resilver or detach.
+  Result<MountpathWork> mountpath_work(std::string_view node_url);
 
  private:
   Result<MountpathEntry> mountpath_call(std::string_view node_url, std::string_view id,

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "base/clock.h"
@@ -21,6 +23,8 @@ namespace {
 namespace asio = boost::asio;
 
 constexpr const char* kMountpathSetFile = "mountpaths";
+constexpr const char* kMountpathChangesFile = "mountpath_changes";
+constexpr size_t kMaxAttachBody = 64 * 1024;
 
 // The ids of the mountpaths, sorted, one per line: what the last run used.
 std::string mountpath_set(const std::vector<store::MountpathInfo>& mountpaths) {
@@ -39,10 +43,66 @@ std::string read_text(const std::string& path) {
   return buffer.str();
 }
 
+std::string without_trailing_slash(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// <state_dir>/mountpath_changes, one line per path: "attached <path>" or "detached <path>"
+// (the last change of each path made at run time). Path -> attached.
+std::map<std::string, bool> read_mountpath_changes(const std::string& state_dir) {
+  std::map<std::string, bool> changes;
+  std::istringstream in(read_text(state_dir + "/" + kMountpathChangesFile));
+  std::string line;
+  while (std::getline(in, line)) {
+    for (const auto& [prefix, attached] : {std::pair{"attached ", true}, std::pair{"detached ", false}}) {
+      if (line.starts_with(prefix)) changes[line.substr(std::string_view(prefix).size())] = attached;
+    }
+  }
+  return changes;
+}
+
+std::string mountpath_json(const store::MountpathInfo& m) {
+  return fmt::format(R"({{"id":{},"path":{},"state":"{}","failure":{},"capacity":{},"available":{},"objects":{}}})",
+                     wire::json_string(m.id), wire::json_string(m.path), store::mountpath_state_name(m.state),
+                     wire::json_string(m.failure), m.capacity_bytes, m.available_bytes, m.objects);
+}
+
 }  // namespace
+
+std::vector<std::string> mountpaths_to_open(const std::vector<std::string>& configured, const std::string& state_dir) {
+  const std::map<std::string, bool> changes = read_mountpath_changes(state_dir);
+  std::vector<std::string> paths;
+  for (const std::string& path : configured) {
+    const auto it = changes.find(without_trailing_slash(path));
+    if (it != changes.end() && !it->second) {
+      SILO_LOG_WARN("mountpath {} is in the config but was detached at run time: not used ('silo mountpath attach' "
+                    "brings it back)", path);
+      continue;
+    }
+    paths.push_back(path);
+  }
+  for (const auto& [path, attached] : changes) {
+    const bool is_listed = std::any_of(paths.begin(), paths.end(), [&](const std::string& p) {
+      return without_trailing_slash(p) == path;
+    });
+    if (attached && !is_listed) paths.push_back(path);
+  }
+  return paths;
+}
+
+Status remember_mountpath_change(const std::string& state_dir, const std::string& path, bool attached) {
+  std::map<std::string, bool> changes = read_mountpath_changes(state_dir);
+  changes[without_trailing_slash(path)] = attached;
+  std::string text;
+  for (const auto& [p, a] : changes) text += fmt::format("{} {}\n", a ? "attached" : "detached", p);
+  return cluster::write_file_atomically(state_dir + "/" + kMountpathChangesFile, text);
+}
 
 struct Target::Resilver {
   std::string reason;
+  std::string detach_id;  // a detach of this mountpath, not a resilver
+  std::string detach_path;
   std::atomic<bool> cancelled{false};
   std::atomic<bool> running{true};
   int64_t started_unix_nanos = 0;
@@ -51,9 +111,13 @@ struct Target::Resilver {
   std::string error;
 };
 
-void Target::start_resilver(asio::any_io_executor executor, std::string reason) {
+void Target::start_resilver(asio::any_io_executor executor, std::string reason, std::string detach_id) {
   auto resilver = std::make_shared<Resilver>();
   resilver->reason = std::move(reason);
+  resilver->detach_id = std::move(detach_id);
+  for (const auto& m : store_.mountpaths()) {
+    if (m.id == resilver->detach_id) resilver->detach_path = m.path;
+  }
   resilver->started_unix_nanos = Clock::real().unix_nanos();
   {
     std::lock_guard lock(resilver_mutex_);
@@ -65,7 +129,28 @@ void Target::start_resilver(asio::any_io_executor executor, std::string reason) 
 
 http::Awaitable<void> Target::run_resilver(std::shared_ptr<Resilver> resilver) {
   SILO_LOG_INFO("resilver starts: {}", resilver->reason);
-  auto done = co_await store_.resilver([r = resilver.get(), this] { return r->cancelled.load() || is_stopping_.load(); });
+  std::function<bool()> cancelled = [r = resilver.get(), this] { return r->cancelled.load() || is_stopping_.load(); };
+  std::optional<Result<store::ResilverStats>> result;
+  if (resilver->detach_id.empty()) {
+    Result<store::ResilverStats> moved = co_await store_.resilver(std::move(cancelled));
+    result.emplace(std::move(moved));
+  } else {
+    Result<store::ResilverStats> moved = co_await store_.detach_mountpath(resilver->detach_id, std::move(cancelled));
+    if (moved) {
+      // By reference: a string copied into a lambda beside co_await is freed twice (ADR 0003).
+      const std::string& path = resilver->detach_path;
+      const Status remembered = co_await reader_.run([this, &path] {
+        return remember_mountpath_change(options_.state_dir, path, /*attached=*/false);
+      });
+      if (!remembered.is_ok()) {
+        SILO_LOG_ERROR("mountpath {} is detached, but a restart will open it again: {}", resilver->detach_path,
+                       remembered);
+      }
+      remember_mountpath_set();
+    }
+    result.emplace(std::move(moved));
+  }
+  const Result<store::ResilverStats>& done = *result;
   if (done) {
     resilver->stats = *done;
     SILO_LOG_INFO("resilver {}: {} objects scanned, {} moved ({} bytes), {} stale copies removed",
@@ -84,15 +169,13 @@ http::Awaitable<void> Target::watch_mountpaths(std::chrono::milliseconds period)
   // A mountpath added, removed or disabled since the last run: objects may sit on the
   // wrong one.
   const std::vector<store::MountpathInfo> now = store_.mountpaths();
-  const std::string set_path = options_.state_dir + "/" + kMountpathSetFile;
-  const std::string previous = read_text(set_path);
+  const std::string previous = read_text(options_.state_dir + "/" + kMountpathSetFile);
   const bool any_disabled = std::any_of(now.begin(), now.end(), [](const auto& m) {
     return m.state != store::MountpathState::kInService;
   });
   if (previous != mountpath_set(now) || any_disabled) {
     start_resilver(executor, previous.empty() ? "first start" : "the set of mountpaths changed");
-    const Status saved = cluster::write_file_atomically(set_path, mountpath_set(now));
-    if (!saved.is_ok()) SILO_LOG_WARN("remembering the mountpaths: {}", saved);
+    remember_mountpath_set();
   }
   std::unique_ptr<asio::steady_timer> timer;
   while (!is_stopping_) {
@@ -105,56 +188,98 @@ http::Awaitable<void> Target::watch_mountpaths(std::chrono::milliseconds period)
   }
 }
 
+void Target::remember_mountpath_set() {
+  const Status saved =
+      cluster::write_file_atomically(options_.state_dir + "/" + kMountpathSetFile, mountpath_set(store_.mountpaths()));
+  if (!saved.is_ok()) SILO_LOG_WARN("remembering the mountpaths: {}", saved);
+}
+
+http::Awaitable<void> Target::attach_mountpath(http::Exchange& exchange) {
+  Result<store::MountpathInfo> attached = Status::internal("unset");
+  Result<std::string> body = co_await http::read_all(exchange.body(), kMaxAttachBody);
+  Result<std::string> requested = body ? wire::parse_string_field_json(
+                                             *body, "path", R"("path": "/absolute/dir" of the mountpath to attach)")
+                                       : Result<std::string>(body.error());
+  if (requested) {
+    attached = co_await store_.attach_mountpath(*requested);
+  } else {
+    attached = std::move(requested).error();
+  }
+  if (!attached) {
+    co_await cluster::send_error(exchange, attached.error());
+    co_return;
+  }
+  const std::string& path = attached->path;  // by reference beside co_await (ADR 0003)
+  const Status remembered = co_await reader_.run([this, &path] {
+    return remember_mountpath_change(options_.state_dir, path, /*attached=*/true);
+  });
+  if (!remembered.is_ok()) {
+    SILO_LOG_ERROR("mountpath {} is attached, but a restart will not open it: {}", attached->path, remembered);
+  }
+  start_resilver(exchange.executor(), fmt::format("mountpath {} attached", attached->path));
+  remember_mountpath_set();
+  co_await cluster::send_json(exchange, 200, mountpath_json(*attached));
+}
+
 http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::string_view rest, bool is_admin) {
   const http::RequestHead& request = exchange.request();
+  const bool is_root = rest.empty() || rest == "/";
   Status s;
-  if (rest.empty() || rest == "/") {
-    if (request.method != http::Method::kGet) {
-      s = Status::invalid_argument("{} /v1/mountpaths is not supported (use GET)", request.method_text);
-    } else {
-      std::string body = R"({"mountpaths":[)";
-      bool first = true;
-      for (const auto& m : store_.mountpaths()) {
-        if (!first) body += ",";
-        first = false;
-        body += fmt::format(
-            R"({{"id":{},"path":{},"state":"{}","failure":{},"capacity":{},"available":{},"objects":{}}})",
-            wire::json_string(m.id), wire::json_string(m.path), store::mountpath_state_name(m.state),
-            wire::json_string(m.failure), m.capacity_bytes, m.available_bytes, m.objects);
-      }
-      body += "]";
-      std::shared_ptr<Resilver> last;
-      {
-        std::lock_guard lock(resilver_mutex_);
-        last = resilver_;
-      }
-      if (last) {
-        const bool running = last->running;
-        body += fmt::format(R"(,"resilver":{{"state":"{}","reason":{},"started":{},"finished":{})",
-                            running ? "running" : (last->error.empty() ? "finished" : "failed"),
-                            wire::json_string(last->reason), last->started_unix_nanos,
-                            running ? 0 : last->finished_unix_nanos);
-        if (!running) {
-          body += fmt::format(R"(,"objects_scanned":{},"objects_moved":{},"bytes_moved":{},"stale_removed":{},"error":{})",
-                              last->stats.objects_scanned, last->stats.objects_moved, last->stats.bytes_moved,
-                              last->stats.stale_removed, wire::json_string(last->error));
-        }
-        body += "}";
+  if (is_root && request.method == http::Method::kGet) {
+    std::string body = R"({"mountpaths":[)";
+    bool first = true;
+    for (const auto& m : store_.mountpaths()) {
+      if (!first) body += ",";
+      first = false;
+      body += mountpath_json(m);
+    }
+    body += "]";
+    std::shared_ptr<Resilver> last;
+    {
+      std::lock_guard lock(resilver_mutex_);
+      last = resilver_;
+    }
+    if (last) {
+      const bool running = last->running;
+      body += fmt::format(R"(,"resilver":{{"state":"{}","reason":{},"detach":{},"detach_path":{},"started":{},"finished":{})",
+                          running ? "running" : (last->error.empty() ? "finished" : "failed"),
+                          wire::json_string(last->reason), wire::json_string(last->detach_id),
+                          wire::json_string(last->detach_path), last->started_unix_nanos,
+                          running ? 0 : last->finished_unix_nanos);
+      if (!running) {
+        body += fmt::format(R"(,"objects_scanned":{},"objects_moved":{},"bytes_moved":{},"stale_removed":{},"error":{})",
+                            last->stats.objects_scanned, last->stats.objects_moved, last->stats.bytes_moved,
+                            last->stats.stale_removed, wire::json_string(last->error));
       }
       body += "}";
-      co_await cluster::send_json(exchange, 200, body);
-      co_return;
     }
-  } else if (!is_admin) {
+    body += "}";
+    co_await cluster::send_json(exchange, 200, body);
+    co_return;
+  }
+  if (!is_admin) {
     s = Status::permission_denied("only admin users may change mountpaths");
-  } else if (request.method != http::Method::kPost) {
-    s = Status::invalid_argument("use POST /v1/mountpaths/{{id}}/enable or /disable");
+  } else if (is_root && request.method == http::Method::kPost) {
+    co_await attach_mountpath(exchange);
+    co_return;
+  } else if (is_root) {
+    s = Status::invalid_argument("{} /v1/mountpaths is not supported (use GET, or POST {{\"path\"}} to attach)",
+                                 request.method_text);
   } else {
     const std::string_view path = rest.substr(1);
     const size_t slash = path.find('/');
     const std::string_view id = path.substr(0, slash);
     const std::string_view action = slash == std::string_view::npos ? "" : path.substr(slash + 1);
-    if (action != "enable" && action != "disable") {
+    if (request.method == http::Method::kDelete && action.empty()) {
+      s = start_detach(exchange.executor(), std::string(id));
+      if (s.is_ok()) {
+        co_await cluster::send_json(exchange, 202,
+                                    fmt::format(R"({{"id":{},"state":"detaching"}})", wire::json_string(id)));
+        co_return;
+      }
+    } else if (request.method != http::Method::kPost) {
+      s = Status::invalid_argument("use POST /v1/mountpaths/{{id}}/enable or /disable, or DELETE /v1/mountpaths/{{id}}");
+    } else if (action != "enable" && action != "disable") {
       s = Status::not_found("no such endpoint /v1/mountpaths{} (use .../enable or .../disable)", rest);
     } else {
       const bool enable = action == "enable";
@@ -171,6 +296,27 @@ http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::s
     }
   }
   co_await cluster::send_error(exchange, s);
+}
+
+Status Target::start_detach(asio::any_io_executor executor, std::string id) {
+  // What the store would refuse at once is refused here, before the 202; the rest (uploads
+  // in progress, objects that do not move) shows in GET /v1/mountpaths when it ends.
+  const std::vector<store::MountpathInfo> mountpaths = store_.mountpaths();
+  const auto it = std::find_if(mountpaths.begin(), mountpaths.end(), [&](const auto& m) { return m.id == id; });
+  if (it == mountpaths.end()) return Status::not_found("no mountpath with id {} on this target", id);
+  const bool is_last = it->state == store::MountpathState::kInService &&
+                       std::none_of(mountpaths.begin(), mountpaths.end(), [&](const auto& m) {
+                         return m.id != id && m.state == store::MountpathState::kInService;
+                       });
+  if (is_last) return Status::failed_precondition("mountpath {} is the last one in service; attach another first", it->path);
+  {
+    std::lock_guard lock(resilver_mutex_);
+    if (resilver_ && resilver_->running && !resilver_->detach_id.empty()) {
+      return Status::unavailable("mountpath {} is being detached; retry when that ends", resilver_->detach_path);
+    }
+  }
+  start_resilver(std::move(executor), fmt::format("mountpath {} detached", it->path), std::move(id));
+  return Status::ok();
 }
 
 }  // namespace silo::target

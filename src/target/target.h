@@ -31,6 +31,13 @@ struct TargetOptions {
   std::shared_ptr<backend::BackendPool> backends;
 };
 
+// The mountpaths a target opens at start: the configured ones, less those detached at run
+// time, plus those attached at run time (<state_dir>/mountpath_changes, written by
+// remember_mountpath_change). Blocking.
+std::vector<std::string> mountpaths_to_open(const std::vector<std::string>& configured, const std::string& state_dir);
+// Records that `path` was attached (or detached) at run time. Blocking.
+Status remember_mountpath_change(const std::string& state_dir, const std::string& path, bool attached);
+
 // The storage role: serves the objects this node owns from its Store, forwards requests
 // for objects it does not own to their owner, answers the proxies' listing requests, and
 // removes the data of deleted buckets. Lives as long as the node; its coroutines run on the
@@ -80,9 +87,12 @@ class Target {
   http::Awaitable<void> handle_task(http::Exchange& exchange, std::string id);
 
   // Mountpaths and resilver (mountpaths.cc).
-  // /v1/mountpaths: GET lists them with their state and the last resilver;
+  // /v1/mountpaths: GET lists them with their state and the last resilver (or detach);
   // POST /v1/mountpaths/{id}/disable|enable (admins) takes one out of service or puts it
-  // back, then resilvers. `rest` is the path after /v1/mountpaths.
+  // back, then resilvers; POST /v1/mountpaths {"path"} (admins) attaches one, then
+  // resilvers; DELETE /v1/mountpaths/{id} (admins) starts its detach (202; GET shows how
+  // it ends). Attach and detach are remembered across restarts (mountpaths_to_open).
+  // `rest` is the path after /v1/mountpaths.
   http::Awaitable<void> handle_mountpaths(http::Exchange& exchange, std::string_view rest, bool is_admin);
   // Probes the mountpaths every `period` and takes failed ones out; resilvers at start
   // when the set of mountpaths changed since the last run. Runs until stop_rebalance().
@@ -410,8 +420,15 @@ class Target {
   std::map<std::string, std::shared_ptr<Task>> tasks_;  // GUARDED_BY(tasks_mutex_); by job id
 
   struct Resilver;
-  // Starts a resilver, preempting one that runs.
-  void start_resilver(boost::asio::any_io_executor executor, std::string reason);
+  // Starts a resilver, preempting one that runs; with `detach_id`, the detach of that
+  // mountpath instead (which moves only what is on it).
+  void start_resilver(boost::asio::any_io_executor executor, std::string reason, std::string detach_id = {});
+  // Remembers the mountpaths in use now (so a restart resilvers only when they changed).
+  void remember_mountpath_set();
+  http::Awaitable<void> attach_mountpath(http::Exchange& exchange);
+  // Checks a detach and starts it in the background (errors: kNotFound, the last one in
+  // service, a detach already running).
+  Status start_detach(boost::asio::any_io_executor executor, std::string id);
   http::Awaitable<void> run_resilver(std::shared_ptr<Resilver> resilver);
   std::mutex resilver_mutex_;
   std::shared_ptr<Resilver> resilver_;  // GUARDED_BY(resilver_mutex_); the current or last one

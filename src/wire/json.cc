@@ -150,14 +150,18 @@ json job_to_json(const JobInfo& job) {
 
 }  // namespace
 
-Result<std::string> parse_url_json(std::string_view text) {
+Result<std::string> parse_string_field_json(std::string_view text, const char* key, std::string_view hint) {
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return Status::invalid_argument("the body must be a JSON object");
-  const auto it = doc.find("url");
+  const auto it = doc.find(key);
   if (it == doc.end() || !it->is_string() || it->get<std::string>().empty()) {
-    return Status::invalid_argument("the body needs \"url\": \"http://host:port\" of the node to add");
+    return Status::invalid_argument("the body needs {}", hint);
   }
   return it->get<std::string>();
+}
+
+Result<std::string> parse_url_json(std::string_view text) {
+  return parse_string_field_json(text, "url", "\"url\": \"http://host:port\" of the node to add");
 }
 
 namespace {

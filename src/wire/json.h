@@ -101,6 +101,9 @@ std::string object_list_json(std::span<const ListEntry> entries, std::string_vie
                              bool shows_cached = false);
 // {"name", "size", "etag"}: the answer to an object PUT.
 std::string object_put_json(const ObjectRecord& record);
+// {"<key>": "non-empty string"} -> the string; kInvalidArgument with `hint` (what the body
+// needs) when it is not there.
+Result<std::string> parse_string_field_json(std::string_view json, const char* key, std::string_view hint);
 // {"url": "http://host:port"} -> the URL. kInvalidArgument naming what is wrong.
 Result<std::string> parse_url_json(std::string_view json);
 // `text` as a JSON string literal, quoted and escaped.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "moto.h"
 #include "objects_util.h"
@@ -182,9 +183,7 @@ TEST(CliTest, UsageErrorsHelpUnreachableAndUnsupported) {
   EXPECT_EQ(bad_endpoint.code, kUsage) << bad_endpoint;
 
   // Server features that do not exist yet: exit code 6 with a clear message.
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"config", "set", "a=b"},
-                                               {"mountpath", "attach", "t1", "/d"},
-                                               {"mountpath", "detach", "t1", "/d"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"config", "set", "a=b"}}) {
     const CliResult r = cli.run(args);
     EXPECT_EQ(r.code, kUnsupported) << args[0] << " " << args[1] << " " << r;
     EXPECT_TRUE(contains(r.err, "not supported by this server")) << r;
@@ -456,6 +455,97 @@ TEST(CliTest, ClusterNodesMountpathsAndJobs) {
   // Decommission needs an admin; non-admin keys are refused with exit code 4.
   r = cli.run({"node", "decommission", "t2", "--access-key", "someone", "--secret-key", "x"});
   EXPECT_EQ(r.code, kAuth) << r;
+}
+
+// Waits until the target's last resilver or detach has ended.
+void wait_for_mountpath_work(silo::client::Client& c, const std::string& url) {
+  for (int i = 0; i < 600; ++i) {
+    auto work = c.mountpath_work(url);
+    ASSERT_TRUE(work.has_value()) << work.status();
+    if (work->state != "running") return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  FAIL() << "the resilver on " << url << " did not end in 60 s";
+}
+
+TEST(CliTest, MountpathsAttachAndDetachAtRunTime) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 2, .mountpaths = 1,
+                                                          .env = {{"SILO_DURABILITY", "page_cache"}}}));
+  Cli cli(cluster->endpoint());
+  ASSERT_OK(cluster->client().create_bucket("data"));
+  std::vector<std::string> names;
+  for (int i = 0; i < 80; ++i) {
+    names.push_back(fmt::format("shard-{:03}.tar", i));
+    ASSERT_OK(cluster->client().put("data", names.back(), "bytes of " + names.back()));
+  }
+  const auto expect_all_readable = [&](const std::string& when) {
+    for (const std::string& name : names) {
+      auto data = cluster->client().get("data", name);
+      ASSERT_TRUE(data.has_value()) << when << ": " << name << ": " << data.status();
+      EXPECT_EQ(*data, "bytes of " + name) << when;
+    }
+  };
+  const std::string url = cluster->node("t1")->url;
+  ASSERT_OK_AND_ASSIGN(const auto admin_client, cluster->client_of("t1"));
+  silo::client::Client& admin = *admin_client;
+  wait_for_mountpath_work(admin, url);  // the first start's resilver
+  ASSERT_OK_AND_ASSIGN(const auto before, admin.mountpaths(url));
+  ASSERT_EQ(before.size(), 1u);
+  const std::string original = before[0].path;
+  const std::string extra = cli.dir() + "/t1-disk2";
+
+  // Attach: a new, empty directory becomes a mountpath in service and takes its share.
+  CliResult r = cli.run({"mountpath", "attach", "t1", extra, "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("path":")" + extra + "\"") && contains(r.out, R"("state":"in_service")")) << r;
+  wait_for_mountpath_work(admin, url);
+  r = cli.run({"mountpath", "ls", "t1", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(count_of(r.out, R"("path":)"), 2u) << r;
+  EXPECT_FALSE(fs::is_empty(extra + "/obj")) << "the resilver moved objects onto the attached mountpath";
+  expect_all_readable("after attach");
+  // Attaching it twice, a relative path, or on a proxy is refused.
+  r = cli.run({"mountpath", "attach", "t1", extra});
+  EXPECT_EQ(r.code, kError) << r;
+  EXPECT_TRUE(contains(r.err, "attached already")) << r;
+  r = cli.run({"mountpath", "attach", "t1", "relative/dir"});
+  EXPECT_EQ(r.code, kUsage) << r;
+  EXPECT_TRUE(contains(r.err, "absolute")) << r;
+  EXPECT_EQ(cli.run({"mountpath", "attach", "p1", extra}).code, kUsage);
+  EXPECT_EQ(cli.run({"mountpath", "attach", "t1", "/x", "--access-key", "someone", "--secret-key", "x"}).code, kAuth);
+
+  // Detach the original one: everything moves to the attached one, which is then the
+  // last one in service and cannot be detached.
+  r = cli.run({"mountpath", "detach", "t1", original, "--wait", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("state":"detached")")) << r;
+  EXPECT_FALSE(contains(r.out, R"("objects_moved":0,)")) << r;
+  r = cli.run({"mountpath", "ls", "t1", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(count_of(r.out, R"("path":)"), 1u) << r;
+  EXPECT_TRUE(contains(r.out, extra)) << r;
+  size_t files_left = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(original + "/obj")) files_left += entry.is_regular_file();
+  EXPECT_EQ(files_left, 0u) << "no object file stays on the detached mountpath";
+  expect_all_readable("after detach");
+  r = cli.run({"mountpath", "detach", "t1", extra, "--wait"});
+  EXPECT_EQ(r.code, kError) << r;
+  EXPECT_TRUE(contains(r.err, "last one in service")) << r;
+  EXPECT_EQ(cli.run({"mountpath", "detach", "t1", "no-such-mountpath"}).code, kNotFound);
+
+  // A restart opens what is attached now, not what the config file lists.
+  ASSERT_OK(cluster->restart("t1"));
+  r = cli.run({"mountpath", "ls", "t1", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(count_of(r.out, R"("path":)"), 1u) << r;
+  EXPECT_TRUE(contains(r.out, extra)) << r;
+  expect_all_readable("after restart");
+  // Attached again, the old directory is an empty mountpath in service.
+  r = cli.run({"mountpath", "attach", "t1", original, "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("state":"in_service")")) << r;
+  wait_for_mountpath_work(admin, url);
+  expect_all_readable("after attaching the old one again");
 }
 
 TEST(CliTest, RemoteBucketPrefetchAndEvictFromS3) {
