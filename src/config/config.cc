@@ -411,7 +411,8 @@ Status check_patch_keys(const json& patch, const json& known, const std::string&
     const auto it = known.find(key);
     if (it == known.end()) return Status::invalid_argument("config: unknown key cluster.{}", path);
     if (it->is_object()) {  // a section
-      if (!has_settable_below(path)) {
+      // A section with nothing settable: name the key inside it the patch gives.
+      if (!has_settable_below(path) && (!value.is_object() || value.empty())) {
         return Status::invalid_argument(
             "config: cluster.{} is read at start only; set it in each node's config file and restart the nodes", path);
       }

@@ -154,7 +154,10 @@ TEST(ConfigOverridesTest, OnlyRuntimeSettableKeysMayBeSet) {
   EXPECT_TRUE(mentions(start_only.error(), "cluster.s3.min_part_size is read at start")) << start_only.error();
   const auto section = merge_overrides("", R"({"auth":{"admin_secret_key":"x"}})");
   ASSERT_FALSE(section.has_value());
-  EXPECT_TRUE(mentions(section.error(), "cluster.auth is read at start")) << section.error();
+  EXPECT_TRUE(mentions(section.error(), "cluster.auth.admin_secret_key is read at start")) << section.error();
+  const auto whole_section = merge_overrides("", R"({"http":null})");
+  ASSERT_FALSE(whole_section.has_value());
+  EXPECT_TRUE(mentions(whole_section.error(), "cluster.http is read at start")) << whole_section.error();
   const auto keepalive = merge_overrides("", R"({"keepalive_interval_ms":100})");
   ASSERT_FALSE(keepalive.has_value());
   EXPECT_TRUE(mentions(keepalive.error(), "cluster.keepalive_interval_ms is read at start"));
