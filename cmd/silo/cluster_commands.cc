@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -48,6 +49,78 @@ std::vector<NodeStorage> storage_of(client::Client& c, const client::NodeMap& ma
     out.push_back(std::move(s));
   }
   return out;
+}
+
+// A JSON merge-patch of the cluster section built from dotted keys; leaves hold JSON text.
+struct PatchNode {
+  std::string value;  // a leaf's JSON text; "" for an object
+  std::map<std::string, PatchNode> members;
+
+  std::string render() const {
+    if (!value.empty()) return value;
+    std::string out;
+    for (const auto& [key, member] : members) out += (out.empty() ? "" : ",") + json_string(key) + ":" + member.render();
+    return "{" + out + "}";
+  }
+};
+
+// `key` without a leading "cluster.", checked: dotted names of the cluster section.
+Result<std::string> cluster_key(std::string_view key) {
+  if (key.starts_with("cluster.")) key.remove_prefix(8);
+  if (key.starts_with("node.") || key == "node") {
+    return Status::invalid_argument("{}: node settings are per node and read at start; set them in the node's config file",
+                                    key);
+  }
+  if (key.empty() || key.front() == '.' || key.back() == '.' || key.find("..") != std::string_view::npos) {
+    return Status::invalid_argument("'{}' is not a dotted key of the cluster section (e.g. cache.high_wm)", key);
+  }
+  return std::string(key);
+}
+
+Status add_to_patch(PatchNode& root, const std::string& key, std::string value) {
+  PatchNode* at = &root;
+  std::string_view rest = key;
+  while (!rest.empty()) {
+    const size_t dot = rest.find('.');
+    if (!at->value.empty()) return Status::invalid_argument("{} is given twice (or inside another key's value)", key);
+    at = &at->members[std::string(rest.substr(0, dot))];
+    rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
+  }
+  if (!at->value.empty() || !at->members.empty()) return Status::invalid_argument("{} is given twice", key);
+  at->value = std::move(value);
+  return Status::ok();
+}
+
+// Sends the changes (key, JSON value; null resets) as one merge-patch and prints each key
+// with its value before and after.
+Status change_config(Context& context, const std::vector<std::pair<std::string, std::string>>& changes) {
+  PatchNode patch;
+  std::vector<std::string> keys;
+  for (const auto& [raw_key, value] : changes) {
+    ASSIGN_OR_RETURN(std::string key, cluster_key(raw_key));
+    RETURN_IF_ERROR(add_to_patch(patch, key, value));
+    keys.push_back(std::move(key));
+  }
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
+  ASSIGN_OR_RETURN(const std::string before, c->config());
+  ASSIGN_OR_RETURN(const std::string after, c->set_config(patch.render()));
+  std::string list;
+  std::string lines;
+  for (const std::string& key : keys) {
+    ASSIGN_OR_RETURN(std::string old_value, client::json_value_at(before, "cluster." + key));
+    ASSIGN_OR_RETURN(std::string new_value, client::json_value_at(after, "cluster." + key));
+    if (old_value.empty()) old_value = "null";
+    if (new_value.empty()) new_value = "null";
+    list += fmt::format(R"({}{{"key":{},"old":{},"new":{}}})", list.empty() ? "" : ",", json_string(key), old_value,
+                        new_value);
+    lines += fmt::format("{}: {} -> {}\n", key, old_value, new_value);
+  }
+  if (context.options.is_json) {
+    std::printf("{\"changed\":[%s]}\n", list.c_str());
+  } else if (!context.options.is_quiet) {
+    std::fputs(lines.c_str(), stdout);
+  }
+  return Status::ok();
 }
 
 Status show_cluster(Context& context) {
@@ -412,25 +485,52 @@ void add_cluster_commands(CLI::App& app, Context& context) {
   on_run(detach_cmd, context, [&context, detach] { return detach_mountpath(context, *detach); });
 
   CLI::App* config = app.add_subcommand(
-      "config", "Show the configuration of the node at the endpoint (changing it at run time is not supported yet)");
+      "config", "Show the configuration, or change cluster settings at run time (docs/configuration.md)");
   config->require_subcommand(1);
+  auto only_overrides = std::make_shared<bool>(false);
   CLI::App* config_show = add_command(
-      *config, "show", "Show the node's configuration as JSON (node and cluster sections; secrets masked)",
-      "silo config show");
-  on_run(config_show, context, [&context] {
+      *config, "show",
+      "Show the node's configuration as JSON: its node section and the cluster settings in effect (the config "
+      "file's with the run-time overrides); secrets masked. --overrides: only what `config set` changed",
+      "silo config show --overrides");
+  config_show->add_flag("--overrides", *only_overrides, "Only the run-time overrides (what `config set` changed)");
+  on_run(config_show, context, [&context, only_overrides] {
     ASSIGN_OR_RETURN(client::Client * c, context.client());
-    ASSIGN_OR_RETURN(const client::Response r, c->request(http::Method::kGet, "/v1/config"));
-    RETURN_IF_ERROR(client::Client::status_of(r, "GET /v1/config"));
-    std::printf("%s\n", r.body.c_str());
+    ASSIGN_OR_RETURN(const std::string body, c->config(*only_overrides));
+    std::printf("%s\n", body.c_str());
     return Status::ok();
   });
   auto pairs = std::make_shared<std::vector<std::string>>();
-  CLI::App* config_set = add_command(*config, "set", "Change cluster configuration values",
-                                     "silo config set cluster.cache.low_wm=70");
+  CLI::App* config_set = add_command(
+      *config, "set",
+      "Change cluster settings on every node at run time, kept across restarts (KEY is dotted, with or without "
+      "'cluster.'; VALUE is JSON when it parses as JSON, else a string). Only some keys may change at run time "
+      "(docs/configuration.md); the others are read at start",
+      "silo config set cache.high_wm=85 cache.low_wm=70 cluster.proxy_mode=redirect");
   config_set->add_option("pairs", *pairs, "KEY=VALUE pairs")->required();
-  on_run(config_set, context, [pairs] {
-    return unsupported(
-        "config set (no runtime config API: change the config file of each node and restart it, docs/configuration.md)");
+  on_run(config_set, context, [&context, pairs] {
+    std::vector<std::pair<std::string, std::string>> changes;
+    for (const std::string& pair : *pairs) {
+      const size_t eq = pair.find('=');
+      if (eq == std::string::npos) {
+        return Status::invalid_argument("'{}' is not KEY=VALUE (e.g. cache.high_wm=85)", pair);
+      }
+      const std::string value = pair.substr(eq + 1);
+      changes.emplace_back(pair.substr(0, eq), client::is_json(value) ? value : json_string(value));
+    }
+    return change_config(context, changes);
+  });
+  auto keys = std::make_shared<std::vector<std::string>>();
+  CLI::App* config_reset = add_command(
+      *config, "reset",
+      "Undo `config set` for these keys: each takes the value of each node's config file again (a section, "
+      "e.g. cache, resets every key in it)",
+      "silo config reset cache.high_wm proxy_mode");
+  config_reset->add_option("keys", *keys, "Dotted keys (or sections)")->required();
+  on_run(config_reset, context, [&context, keys] {
+    std::vector<std::pair<std::string, std::string>> changes;
+    for (const std::string& key : *keys) changes.emplace_back(key, "null");
+    return change_config(context, changes);
   });
 }
 

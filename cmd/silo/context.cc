@@ -171,11 +171,6 @@ ExitCode exit_code_of(const Status& status) {
   }
 }
 
-Status unsupported(std::string_view what) {
-  return Status::unimplemented("{} is not supported by this server yet", what)
-      .with_reason("the server has no API for this yet; see docs/cli.md \"Not supported yet\"");
-}
-
 int report_error(Context& context, const Status& status) {
   ExitCode code = exit_code_of(status);
   if (status.code() == Code::kUnavailable || status.code() == Code::kDeadlineExceeded) {

@@ -76,9 +76,6 @@ ExitCode exit_code_of(const Status& status);
 // endpoint to tell "nothing answers" from "the server answered 503".
 int report_error(Context& context, const Status& status);
 
-// "unsupported" Status with the hint the report shows.
-Status unsupported(std::string_view what);
-
 // Output helpers.
 std::string json_string(std::string_view text);  // quoted and escaped
 std::string human_bytes(uint64_t bytes);         // "1.5 MiB"

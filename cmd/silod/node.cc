@@ -75,6 +75,11 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
   std::unique_ptr<Node> node(new Node(std::move(config)));
   const config::NodeConfig& nc = node->config_.node;
   ASSIGN_OR_RETURN(node->maps_, cluster::ClusterMaps::open(nc.data_dir + "/state"));
+  // The effective cluster config: the file's with the bucket map's run-time overrides,
+  // recomputed on every install (docs/adr/0012).
+  node->live_config_ = std::make_shared<config::LiveConfig>(node->config_.cluster);
+  node->apply_config_overrides();
+  node->maps_->on_change([self = node.get()] { self->apply_config_overrides(); });
   if (config::is_target(nc.role)) {
     store::StoreOptions options;
     options.mountpaths = target::mountpaths_to_open(nc.mountpaths, nc.data_dir + "/state");
@@ -101,7 +106,7 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
   node->control_client_ = http::Client::create(node->io_.get_executor(), control);
   // Backends get their own client: nothing of the cluster's signing goes out to them.
   node->backends_ = std::make_shared<backend::BackendPool>(
-      http::Client::create(node->io_.get_executor(), http::ClientOptions{}), node->config_.cluster.cache);
+      http::Client::create(node->io_.get_executor(), http::ClientOptions{}), node->live_config_);
 
   http::ServerOptions server_options;
   server_options.host = nc.host;
@@ -166,7 +171,7 @@ http::Awaitable<void> Node::start() {
     member_ = std::make_unique<cluster::Member>(*maps_, state_disk_, control_client_, self_, seed, config_.cluster);
   }
   if (store_) {
-    target_ = std::make_unique<target::Target>(target::TargetOptions{self_, config_.cluster, nc.data_dir + "/state", backends_}, *maps_, *store_,
+    target_ = std::make_unique<target::Target>(target::TargetOptions{self_, live_config_, nc.data_dir + "/state", backends_}, *maps_, *store_,
                                                data_client_, member_.get(), stats_);
     maps_->on_change([this] {
       asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
@@ -176,7 +181,7 @@ http::Awaitable<void> Node::start() {
   // Every node is a gateway (DESIGN.md: every node answers the S3 and native API); the
   // proxy role only means it stores nothing.
   {
-    proxy::ProxyOptions options{self_, config_.cluster, nullptr, nullptr, backends_};
+    proxy::ProxyOptions options{self_, live_config_, nullptr, nullptr, backends_};
     if (target_) {
       options.local_target = [this](http::Exchange& e, std::string b, std::string n) {
         return target_->handle_object(e, std::move(b), std::move(n));
@@ -266,6 +271,18 @@ http::Awaitable<bool> Node::start_ha_proxy() {
   if (is_stopping_) co_return false;
   asio::co_spawn(io_, member_->run([this] { return is_primary(); }), asio::detached);
   co_return true;
+}
+
+void Node::apply_config_overrides() {
+  const auto map = maps_->bucket_map();
+  const Status s = live_config_->set_overrides(map->config_overrides());
+  // A node whose config file differs from the primary's may fail a cross-field rule: it
+  // keeps the config it has rather than stop serving.
+  if (!s.is_ok()) {
+    SILO_LOG_ERROR("config: the run-time overrides of bucket map v{} do not apply to this node's config file; "
+                   "keeping the previous settings: {}",
+                   map->version(), s);
+  }
 }
 
 Status Node::write_ready_file() const {
@@ -366,13 +383,8 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
   }
   if (path == "/v1/cluster/map") {
     co_await cluster::send_json(exchange, 200, wire::node_map_json(*maps_->node_map()));
-  } else if (path == "/v1/config" && request.method == http::Method::kGet) {
-    // This node's configuration, secrets masked (admins).
-    if (!is_admin) {
-      co_await cluster::send_error(exchange, Status::permission_denied("only admin users may read the configuration"));
-    } else {
-      co_await cluster::send_json(exchange, 200, config::to_json(config_));
-    }
+  } else if (path == "/v1/config") {
+    co_await proxy_->handle_config(exchange, config_.node, is_admin);
   } else if (path == cluster::kKeepalivePath && request.method == http::Method::kPost) {
     co_await handle_keepalive(exchange);
   } else if (path == cluster::kMetasyncPath && request.method == http::Method::kPost) {

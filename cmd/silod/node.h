@@ -10,7 +10,7 @@
 #include "cluster/meta_store.h"
 #include "cluster/primary.h"
 #include "cluster/s3_request.h"
-#include "config/config.h"
+#include "config/live_config.h"
 #include "backend/backend_pool.h"
 #include "http/client.h"
 #include "http/server.h"
@@ -50,8 +50,11 @@ class Node {
   // POST /v1/internal/leave from the primary: this node was decommissioned.
   http::Awaitable<void> handle_leave(http::Exchange& exchange);
   Status write_ready_file() const;
+  // Recomputes the effective cluster config from the bucket map's run-time overrides.
+  void apply_config_overrides();
 
-  config::Config config_;
+  config::Config config_;  // as the file says; the cluster section in effect is live_config_'s
+  std::shared_ptr<config::LiveConfig> live_config_;
   std::unique_ptr<cluster::ClusterAuth> cluster_auth_;
   std::unique_ptr<cluster::Users> users_;
   boost::asio::io_context io_;

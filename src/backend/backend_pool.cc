@@ -7,15 +7,24 @@
 
 namespace silo::backend {
 
-BackendPool::BackendPool(std::shared_ptr<http::Client> client, config::CacheConfig defaults)
-    : client_(std::move(client)), defaults_(std::move(defaults)) {}
+namespace {
+
+const config::BackendDefaults& defaults_for(const config::ClusterConfig& cluster, const wire::BackendProps& props) {
+  return props.provider() == "gs" ? cluster.cache.gs : cluster.cache.s3;
+}
+
+}  // namespace
+
+BackendPool::BackendPool(std::shared_ptr<http::Client> client, std::shared_ptr<const config::LiveConfig> config)
+    : client_(std::move(client)), config_(std::move(config)) {}
 
 Result<std::shared_ptr<ObjectBackend>> BackendPool::make(const wire::BackendProps& props) const {
   const bool is_gcs = props.provider() == "gs";
   if (!is_gcs && props.provider() != "s3") {
     return Status::invalid_argument("unknown backend provider '{}'", props.provider());
   }
-  const config::BackendDefaults& fallback = is_gcs ? defaults_.gs : defaults_.s3;
+  const auto cluster = config_->get();
+  const config::BackendDefaults& fallback = defaults_for(*cluster, props);
   const auto pick = [](const std::string& own, const std::string& other) { return own.empty() ? other : own; };
   S3Options options;
   options.bucket = props.bucket();
@@ -40,6 +49,13 @@ Result<std::shared_ptr<ObjectBackend>> BackendPool::get(const wire::Bucket& buck
   }
   std::string fingerprint;
   bucket.props().backend().SerializeToString(&fingerprint);
+  {
+    const auto cluster = config_->get();
+    const config::BackendDefaults& d = defaults_for(*cluster, bucket.props().backend());
+    for (const std::string* part : {&d.endpoint, &d.region, &d.access_key, &d.secret_key}) {
+      fingerprint += '\0' + *part;
+    }
+  }
   std::lock_guard lock(mutex_);
   Entry& entry = by_bucket_id_[bucket.id()];
   if (!entry.backend || entry.fingerprint != fingerprint) {

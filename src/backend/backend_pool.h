@@ -8,7 +8,7 @@
 
 #include "backend/object_backend.h"
 #include "base/result.h"
-#include "config/config.h"
+#include "config/live_config.h"
 #include "http/client.h"
 #include "wire/codec.h"
 
@@ -16,10 +16,11 @@ namespace silo::backend {
 
 // The backends of a node's remote buckets: one ObjectBackend per bucket, made on first use
 // from the bucket's backend props, filled in from the cluster's defaults
-// (config::CacheConfig), and made anew when the props change. Thread-safe.
+// (config::CacheConfig, read live: a change at run time applies to backends made after
+// it), and made anew when the props or those defaults change. Thread-safe.
 class BackendPool {
  public:
-  BackendPool(std::shared_ptr<http::Client> client, config::CacheConfig defaults);
+  BackendPool(std::shared_ptr<http::Client> client, std::shared_ptr<const config::LiveConfig> config);
 
   // kInvalidArgument when the bucket is not remote or its settings are incomplete.
   Result<std::shared_ptr<ObjectBackend>> get(const wire::Bucket& bucket);
@@ -28,11 +29,11 @@ class BackendPool {
 
  private:
   struct Entry {
-    std::string fingerprint;  // the props it was made from
+    std::string fingerprint;  // the props and defaults it was made from
     std::shared_ptr<ObjectBackend> backend;
   };
   std::shared_ptr<http::Client> client_;
-  const config::CacheConfig defaults_;
+  const std::shared_ptr<const config::LiveConfig> config_;
   std::mutex mutex_;
   std::map<uint64_t, Entry> by_bucket_id_;  // GUARDED_BY(mutex_)
 };

@@ -367,6 +367,36 @@ Result<std::vector<JobEntry>> Client::jobs() {
   return jobs;
 }
 
+Result<std::string> Client::config(bool overrides_only) {
+  const std::string_view target = overrides_only ? "/v1/config?overrides=true" : "/v1/config";
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
+  RETURN_IF_ERROR(status_of(r, "GET /v1/config"));
+  return r.body;
+}
+
+Result<std::string> Client::set_config(std::string patch) {
+  http::Headers headers;
+  headers.set("Content-Type", "application/json");
+  ASSIGN_OR_RETURN(const Response r, request(http::Method::kPut, "/v1/config", std::move(patch), std::move(headers)));
+  RETURN_IF_ERROR(status_of(r, "PUT /v1/config"));
+  return r.body;
+}
+
+Result<std::string> json_value_at(std::string_view json_text, std::string_view dotted_path) {
+  ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_json(json_text));
+  const JsonValue* at = &doc;
+  while (!dotted_path.empty()) {
+    const size_t dot = dotted_path.find('.');
+    if (!at->is_object()) return std::string();
+    at = &(*at)[dotted_path.substr(0, dot)];
+    dotted_path = dot == std::string_view::npos ? std::string_view() : dotted_path.substr(dot + 1);
+  }
+  if (at->kind() == JsonValue::Kind::kNull) return std::string();
+  return at->dump();
+}
+
+bool is_json(std::string_view text) { return detail::parse_json(text).has_value(); }
+
 Result<JobEntry> Client::job(std::string_view id) {
   const std::string target = "/v1/jobs/" + http::percent_encode(id, false);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));

@@ -246,6 +246,12 @@ class Client {
   // Jobs: GET /v1/jobs, GET /v1/jobs/{id}, GET /v1/jobs/{id}/wait (until the job is no
   // longer running or `timeout` passes; then the job as it is), POST /v1/jobs/{id}/abort.
   Result<std::vector<JobEntry>> jobs();
+  // Configuration (admins): GET /v1/config (the node's effective config, secrets masked),
+  // GET /v1/config?overrides=true (only the run-time overrides), and PUT /v1/config with
+  // a JSON merge-patch of the cluster section (null resets a key to the config file's
+  // value); that answers the new effective config. The answers are JSON text.
+  Result<std::string> config(bool overrides_only = false);
+  Result<std::string> set_config(std::string patch);
   Result<JobEntry> job(std::string_view id);
   Result<JobEntry> wait_job(std::string_view id, std::chrono::seconds timeout);
   // POST /v1/jobs (admins): e.g. {"kind": "scrub", "bucket": "b", "rate_mb_s": 100}.
@@ -347,5 +353,11 @@ class Client {
   std::shared_ptr<http::Client> http_;
   std::thread thread_;
 };
+
+// The value at `dotted_path` ("cluster.cache.high_wm") of the JSON document `json_text`
+// as compact JSON, or "" when there is none. kInvalidArgument when the text is not JSON.
+Result<std::string> json_value_at(std::string_view json_text, std::string_view dotted_path);
+// Whether `text` is exactly one JSON value ("85", "true", "\"x\"", "[1]"; not "redirect").
+bool is_json(std::string_view text);
 
 }  // namespace silo::client

@@ -67,5 +67,22 @@ TEST(ClientTest, ObjectTargetKeepsSlashesAndEncodesTheRest) {
   EXPECT_EQ(Client::object_target("b", "a/b c%?#+"), "/v1/objects/b/a/b%20c%25%3F%23%2B");
 }
 
+TEST(JsonReaderTest, DumpWritesCompactJsonAndValueAtFindsDottedKeys) {
+  const std::string doc = R"({"cluster": {"cache": {"high_wm": 90, "s3": {"region": "a\"b"}}, "flag": true,
+                               "list": ["x", 2], "none": null}})";
+  auto parsed = parse_json(doc);
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ((*parsed)["cluster"]["list"].dump(), R"(["x",2])");
+  EXPECT_EQ(json_value_at(doc, "cluster.cache.high_wm").value(), "90");
+  EXPECT_EQ(json_value_at(doc, "cluster.cache.s3").value(), R"({"region":"a\"b"})");
+  EXPECT_EQ(json_value_at(doc, "cluster.flag").value(), "true");
+  EXPECT_EQ(json_value_at(doc, "cluster.none").value(), "");
+  EXPECT_EQ(json_value_at(doc, "cluster.cache.high_wm.deeper").value(), "");
+  EXPECT_EQ(json_value_at(doc, "cluster.missing").value(), "");
+  EXPECT_FALSE(json_value_at("{oops", "a").has_value());
+  EXPECT_TRUE(is_json("85") && is_json("\"redirect\"") && is_json("[1]") && is_json("null"));
+  EXPECT_FALSE(is_json("redirect") || is_json("") || is_json("1 2"));
+}
+
 }  // namespace
 }  // namespace silo::client

@@ -249,6 +249,23 @@ http::Awaitable<Status> Primary::put_user(wire::User user) {
   });
 }
 
+http::Awaitable<Result<config::ClusterConfig>> Primary::set_config(std::string patch) {
+  config::ClusterConfig effective = cluster_;
+  std::string overrides;
+  const Status s = co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
+    ASSIGN_OR_RETURN(overrides, config::merge_overrides(buckets.config_overrides(), patch));
+    RETURN_IF_ERROR(config::apply_overrides(effective, overrides));
+    if (overrides != buckets.config_overrides()) {
+      buckets.set_config_overrides(overrides);
+      changed.bucket_map = true;
+    }
+    return Status::ok();
+  });
+  if (!s.is_ok()) co_return s;
+  SILO_LOG_INFO("config: run-time overrides now {}", overrides.empty() ? "none" : config::mask_overrides(overrides));
+  co_return effective;
+}
+
 http::Awaitable<Status> Primary::delete_user(std::string access_key) {
   co_return co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
     auto* list = buckets.mutable_users();

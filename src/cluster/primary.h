@@ -55,6 +55,12 @@ class Primary {
   http::Awaitable<Status> put_user(wire::User user);
   // Errors: kNotFound.
   http::Awaitable<Status> delete_user(std::string access_key);
+  // Run-time config (docs/adr/0012): merges `patch`, a JSON merge-patch of the cluster
+  // section (null removes an override), into the bucket map's config_overrides and
+  // commits the new version when they change. Returns the effective cluster config: this
+  // primary's config file with the overrides applied. Errors: kInvalidArgument naming
+  // the key (unknown, read at start only, bad value).
+  http::Awaitable<Result<config::ClusterConfig>> set_config(std::string patch);
   // Errors: kNotFound.
   http::Awaitable<Result<wire::Bucket>> set_bucket_props(std::string name, wire::BucketProps props);
 

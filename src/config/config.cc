@@ -208,22 +208,10 @@ json backend_defaults_json(const BackendDefaults& b) {
 
 }  // namespace
 
-std::string to_json(const Config& config) {
-  const NodeConfig& n = config.node;
-  const ClusterConfig& c = config.cluster;
-  const json node{{"id", n.id},
-                  {"role", std::string(role_name(n.role))},
-                  {"host", n.host},
-                  {"port", n.port},
-                  {"public_url", n.public_url},
-                  {"data_dir", n.data_dir},
-                  {"mountpaths", n.mountpaths},
-                  {"primary_url", n.primary_url},
-                  {"log_level", n.log_level},
-                  {"ready_file", n.ready_file},
-                  {"io_threads", n.io_threads},
-                  {"disk_threads_per_mountpath", n.disk_threads_per_mountpath}};
-  const json cluster{
+namespace {
+
+json cluster_json(const ClusterConfig& c) {
+  return json{
       {"keepalive_interval_ms", c.keepalive_interval.count()},
       {"keepalive_timeout_ms", c.keepalive_timeout.count()},
       {"durability", c.durability == Durability::kFsync ? "fsync" : "page_cache"},
@@ -261,7 +249,25 @@ std::string to_json(const Config& config) {
         {"prefetch_workers", c.cache.prefetch_workers},
         {"range_get_size", c.cache.range_get_size},
         {"range_get_streams", c.cache.range_get_streams}}}};
-  return json{{"node", node}, {"cluster", cluster}}.dump();
+}
+
+}  // namespace
+
+std::string to_json(const Config& config) {
+  const NodeConfig& n = config.node;
+  const json node{{"id", n.id},
+                  {"role", std::string(role_name(n.role))},
+                  {"host", n.host},
+                  {"port", n.port},
+                  {"public_url", n.public_url},
+                  {"data_dir", n.data_dir},
+                  {"mountpaths", n.mountpaths},
+                  {"primary_url", n.primary_url},
+                  {"log_level", n.log_level},
+                  {"ready_file", n.ready_file},
+                  {"io_threads", n.io_threads},
+                  {"disk_threads_per_mountpath", n.disk_threads_per_mountpath}};
+  return json{{"node", node}, {"cluster", cluster_json(config.cluster)}}.dump();
 }
 
 std::string_view role_name(Role role) {
@@ -319,7 +325,15 @@ Status finalize(Config& config) {
   if (!is_target(n.role) && !n.mountpaths.empty()) {
     return Status::invalid_argument("config: node.mountpaths is set but role '{}' stores no objects", role_name(n.role));
   }
-  const MetaStoreConfig& m = config.cluster.meta_store;
+  if (n.io_threads == 0 || n.io_threads > 256) return Status::invalid_argument("config: node.io_threads must be 1..256");
+  if (n.disk_threads_per_mountpath == 0 || n.disk_threads_per_mountpath > 256) {
+    return Status::invalid_argument("config: node.disk_threads_per_mountpath must be 1..256");
+  }
+  return check_cluster(config.cluster);
+}
+
+Status check_cluster(const ClusterConfig& c) {
+  const MetaStoreConfig& m = c.meta_store;
   if (m.kind == MetaStoreConfig::Kind::kEtcd) {
     if (m.etcd_endpoints.empty()) {
       return Status::invalid_argument("config: cluster.meta_store.kind etcd needs etcd_endpoints (\"http://host:2379\")");
@@ -331,11 +345,6 @@ Status finalize(Config& config) {
       return Status::invalid_argument("config: cluster.meta_store.primary_lease_s must be 2..60");
     }
   }
-  if (n.io_threads == 0 || n.io_threads > 256) return Status::invalid_argument("config: node.io_threads must be 1..256");
-  if (n.disk_threads_per_mountpath == 0 || n.disk_threads_per_mountpath > 256) {
-    return Status::invalid_argument("config: node.disk_threads_per_mountpath must be 1..256");
-  }
-  const ClusterConfig& c = config.cluster;
   if (c.keepalive_interval.count() < 10) return Status::invalid_argument("config: cluster.keepalive_interval_ms must be >= 10");
   if (c.keepalive_timeout < 2 * c.keepalive_interval) {
     return Status::invalid_argument("config: cluster.keepalive_timeout_ms must be at least twice keepalive_interval_ms");
@@ -366,7 +375,147 @@ Status finalize(Config& config) {
   if (c.s3.multipart_upload_ttl.count() == 0) {
     return Status::invalid_argument("config: cluster.s3.multipart_upload_ttl_h must be > 0");
   }
+  if (c.s3.max_object_size == 0) return Status::invalid_argument("config: cluster.s3.max_object_size must be > 0");
+  if (c.cache.space_check_interval.count() == 0) {
+    return Status::invalid_argument("config: cluster.cache.space_check_interval_ms must be > 0");
+  }
   return Status::ok();
+}
+
+namespace {
+
+// Keys of the cluster section (dotted, below "cluster.") that may change at run time:
+// every reader of them reads the live config (docs/configuration.md lists them). A
+// prefix ending in '.' admits every key below it.
+constexpr std::string_view kRuntimeSettable[] = {
+    "durability", "proxy_mode", "s3.region", "s3.multipart_upload_ttl_h", "s3.max_object_size", "cache.",
+};
+constexpr std::string_view kSecretKeys[] = {"cache.s3.secret_key", "cache.gs.secret_key"};
+
+std::string joined(const std::string& prefix, const std::string& key) { return prefix.empty() ? key : prefix + "." + key; }
+
+// Whether some settable key lies at or below the section `path` ("s3", "cache.gs").
+bool has_settable_below(std::string_view path) {
+  for (std::string_view key : kRuntimeSettable) {
+    if (key.starts_with(path) && key.size() > path.size() && key[path.size()] == '.') return true;
+    if (key.back() == '.' && path.starts_with(key)) return true;
+  }
+  return false;
+}
+
+// Checks that `patch` (below the cluster section's `known` object at `prefix`) names only
+// known, runtime-settable keys; null is allowed wherever a settable key could be removed.
+Status check_patch_keys(const json& patch, const json& known, const std::string& prefix) {
+  for (const auto& [key, value] : patch.items()) {
+    const std::string path = joined(prefix, key);
+    const auto it = known.find(key);
+    if (it == known.end()) return Status::invalid_argument("config: unknown key cluster.{}", path);
+    if (it->is_object()) {  // a section
+      // A section with nothing settable: name the key inside it the patch gives.
+      if (!has_settable_below(path) && (!value.is_object() || value.empty())) {
+        return Status::invalid_argument(
+            "config: cluster.{} is read at start only; set it in each node's config file and restart the nodes", path);
+      }
+      if (value.is_null()) continue;
+      if (!value.is_object()) return Status::invalid_argument("config: cluster.{} must be an object", path);
+      RETURN_IF_ERROR(check_patch_keys(value, *it, path));
+      continue;
+    }
+    if (!is_runtime_settable(path)) {
+      return Status::invalid_argument(
+          "config: cluster.{} is read at start only; set it in each node's config file and restart the nodes", path);
+    }
+  }
+  return Status::ok();
+}
+
+Status check_patch_keys(const json& patch) {
+  return check_patch_keys(patch, cluster_json(ClusterConfig{}), "");
+}
+
+// The JSON object in `text`; "" is the empty object.
+Result<json> parse_object(std::string_view text, std::string_view what) {
+  if (text.empty()) return json::object();
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Status::invalid_argument("config: {} is not valid JSON", what);
+  if (!doc.is_object()) return Status::invalid_argument("config: {} must be a JSON object", what);
+  return doc;
+}
+
+// The value at dotted `path` of `doc`, or null when absent.
+json* find_path(json& doc, std::string_view path) {
+  json* at = &doc;
+  while (!path.empty()) {
+    const size_t dot = path.find('.');
+    const std::string key(path.substr(0, dot));
+    if (!at->is_object()) return nullptr;
+    const auto it = at->find(key);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+    path = dot == std::string_view::npos ? std::string_view() : path.substr(dot + 1);
+  }
+  return at;
+}
+
+// Removes objects left empty (an override removed was their last key).
+void prune_empty(json& doc) {
+  for (auto it = doc.begin(); it != doc.end();) {
+    if (it->is_object()) prune_empty(*it);
+    if (it->is_object() && it->empty()) {
+      it = doc.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace
+
+bool is_runtime_settable(std::string_view key) {
+  if (key.starts_with("cluster.")) key.remove_prefix(8);
+  for (std::string_view settable : kRuntimeSettable) {
+    if (settable.back() == '.' ? key.starts_with(settable) : key == settable) return true;
+  }
+  return false;
+}
+
+Status apply_overrides(ClusterConfig& cluster, std::string_view overrides_json) {
+  ASSIGN_OR_RETURN(const json doc, parse_object(overrides_json, "the overrides"));
+  if (doc.empty()) return Status::ok();
+  RETURN_IF_ERROR(check_patch_keys(doc));
+  ClusterConfig changed = cluster;
+  RETURN_IF_ERROR(read_cluster(doc, changed));
+  RETURN_IF_ERROR(check_cluster(changed));
+  cluster = std::move(changed);
+  return Status::ok();
+}
+
+Result<std::string> merge_overrides(std::string_view current_json, std::string_view patch_json) {
+  ASSIGN_OR_RETURN(json patch, parse_object(patch_json, "the change"));
+  RETURN_IF_ERROR(check_patch_keys(patch));
+  for (std::string_view secret : kSecretKeys) {
+    // The mask GET shows, sent back: keep the secret as it is.
+    const size_t dot = secret.rfind('.');
+    json* section = find_path(patch, secret.substr(0, dot));
+    if (section == nullptr || !section->is_object()) continue;
+    const auto it = section->find(std::string(secret.substr(dot + 1)));
+    if (it != section->end() && it->is_string() && it->get<std::string>() == kMasked) section->erase(it);
+  }
+  ASSIGN_OR_RETURN(json merged, parse_object(current_json, "the stored overrides"));
+  merged.merge_patch(patch);
+  prune_empty(merged);
+  if (merged.empty()) return std::string();
+  return merged.dump();
+}
+
+std::string mask_overrides(std::string_view overrides_json) {
+  auto doc = parse_object(overrides_json, "the overrides");
+  if (!doc) return "{}";
+  for (std::string_view secret : kSecretKeys) {
+    json* value = find_path(*doc, secret);
+    if (value != nullptr && value->is_string() && !value->get<std::string>().empty()) *value = kMasked;
+  }
+  return doc->dump();
 }
 
 }  // namespace silo::config

@@ -143,7 +143,32 @@ std::string to_json(const Config& config);
 Result<Config> load(const std::string& path);
 
 // Fills defaults that depend on other fields (public_url, mountpaths) and checks the
-// whole config. Errors name the field and what would be valid.
+// whole config (the cluster section with check_cluster()). Errors name the field and
+// what would be valid.
 Status finalize(Config& config);
+// The checks of the cluster section alone: cross-field rules (low_wm < high_wm), ranges.
+Status check_cluster(const ClusterConfig& cluster);
+
+// Run-time overrides of the cluster section (docs/configuration.md "Changing settings at
+// run time"): a JSON object shaped like the config file's "cluster" section but partial,
+// e.g. {"cache":{"high_wm":85}}, kept in the bucket map. Only some keys may be set so
+// (is_runtime_settable); the others are read once at start.
+
+// Whether the dotted key of the cluster section ("cache.high_wm", "proxy_mode") may be
+// changed at run time: every reader of it reads the live value.
+bool is_runtime_settable(std::string_view key);
+// Applies `overrides_json` ("" or an object: no change) on `cluster`, then checks the
+// result with check_cluster(). On error `cluster` is left as it was. Errors
+// (kInvalidArgument) name the key: unknown, read at start only, wrong type, bad range.
+Status apply_overrides(ClusterConfig& cluster, std::string_view overrides_json);
+// Merges `patch_json` (an object) into the overrides `current_json` ("" or an object)
+// with JSON merge-patch semantics (RFC 7396): a value replaces, null removes the override
+// (the key falls back to the config file's value). A secret given as "********" (the mask
+// GET /v1/config shows) keeps its value. Refuses unknown keys and keys not settable at
+// run time, naming them. Returns the new overrides: "" when none are left. Values are
+// checked by apply_overrides(), not here.
+Result<std::string> merge_overrides(std::string_view current_json, std::string_view patch_json);
+// The overrides as a JSON object ("{}" when none), secrets shown as "********".
+std::string mask_overrides(std::string_view overrides_json);
 
 }  // namespace silo::config

@@ -1,5 +1,5 @@
-// Membership changes and the job registry on the native API (docs/membership-and-rebalance.md).
-// Both run on the primary; other proxies relay to it (after checking the caller here:
+// Membership changes, the job registry (docs/membership-and-rebalance.md) and the run-time
+// config (docs/configuration.md) on the native API. Changes run on the primary; other proxies relay to it (after checking the caller here:
 // a relayed request carries the cluster's signature, which the primary trusts).
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -20,6 +20,7 @@ constexpr int kDefaultWaitSeconds = 30;
 constexpr int kMaxWaitSeconds = 300;
 constexpr std::chrono::milliseconds kWaitPoll{100};
 constexpr size_t kMaxJobRequestBody = 64 * 1024;
+constexpr size_t kMaxConfigBody = 64 * 1024;
 
 std::string membership_json(const wire::NodeMap& map) {
   std::string rebalance;
@@ -165,6 +166,41 @@ http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string r
     }
   } else {
     s = Status::not_found("no such endpoint: {} /v1/jobs{}", request.method_text, rest);
+  }
+  errors_.add();
+  co_await cluster::send_error(exchange, s);
+}
+
+http::Awaitable<void> Proxy::handle_config(http::Exchange& exchange, const config::NodeConfig& node, bool is_admin) {
+  const http::RequestHead& request = exchange.request();
+  Status s;
+  if (!is_admin) {
+    s = Status::permission_denied("only admin users may read or change the configuration");
+  } else if (request.method == http::Method::kGet) {
+    // Named, not temporaries inside co_await (docs/adr/0003).
+    const bool only_overrides = request.query.find("overrides=true") != std::string::npos;
+    const std::string body = only_overrides ? config::mask_overrides(options_.config->overrides())
+                                            : config::to_json(config::Config{node, *live_config()});
+    co_await cluster::send_json(exchange, 200, body);
+    co_return;
+  } else if (request.method != http::Method::kPut) {
+    s = Status::invalid_argument("{} /v1/config is not supported (use GET or PUT)", request.method_text);
+  } else if (!is_primary()) {
+    s = co_await relay_to_primary(exchange);
+    if (s.is_ok()) co_return;
+  } else {
+    auto body = co_await http::read_all(exchange.body(), kMaxConfigBody);
+    if (!body) {
+      s = std::move(body).error();
+    } else {
+      auto effective = co_await primary_->set_config(std::move(*body));
+      if (effective) {
+        const std::string answer = config::to_json(config::Config{node, *effective});
+        co_await cluster::send_json(exchange, 200, answer);
+        co_return;
+      }
+      s = std::move(effective).error();
+    }
   }
   errors_.add();
   co_await cluster::send_error(exchange, s);

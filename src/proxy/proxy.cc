@@ -169,7 +169,7 @@ http::Awaitable<void> Proxy::handle_users(http::Exchange& exchange, std::string 
     s = Status::permission_denied("only admin users may manage users");
   } else if (rest.empty() || rest == "/") {
     if (request.method == http::Method::kGet) {
-      co_await cluster::send_json(exchange, 200, wire::users_json(*maps_.bucket_map(), options_.cluster.auth.admin_access_key));
+      co_await cluster::send_json(exchange, 200, wire::users_json(*maps_.bucket_map(), options_.config->file().auth.admin_access_key));
       co_return;
     }
     s = Status::invalid_argument("{} /v1/users is not supported (use GET)", request.method_text);
@@ -183,7 +183,7 @@ http::Awaitable<void> Proxy::handle_users(http::Exchange& exchange, std::string 
                               });
     if (!is_valid_key) {
       s = Status::invalid_argument("an access key is 3..128 letters, digits, '-', '_' or '.'");
-    } else if (access_key == options_.cluster.auth.admin_access_key) {
+    } else if (access_key == options_.config->file().auth.admin_access_key) {
       s = Status::failed_precondition("{} is the admin of the config; change it there", access_key);
     } else if (request.method == http::Method::kPut) {
       // No co_await inside a ternary (docs/adr/0003).
@@ -268,7 +268,7 @@ http::Awaitable<Status> Proxy::set_props(http::Exchange& exchange, const std::st
 
 http::Awaitable<std::optional<wire::Bucket>> Proxy::find_or_adopt(const std::string& name) {
   auto bucket = maps_.find_bucket(name);
-  const std::string& provider = options_.cluster.cache.first_access;
+  const std::string provider = live_config()->cache.first_access;
   if (bucket || provider.empty() || !cluster::validate_bucket_name(name).is_ok()) co_return bucket;
   wire::BucketProps props;
   props.mutable_backend()->set_provider(provider);
@@ -557,7 +557,7 @@ http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string
     co_await options_.local_target(exchange, std::move(bucket_name), std::move(name));
     co_return;
   }
-  if (first.state() != wire::NODE_STATE_DOWN && options_.cluster.proxy_mode == config::ProxyMode::kRedirect) {
+  if (first.state() != wire::NODE_STATE_DOWN && live_config()->proxy_mode == config::ProxyMode::kRedirect) {
     redirects_.add();
     http::ResponseHead head;
     head.status = 307;

@@ -7,6 +7,7 @@
 
 #include "backend/backend_pool.h"
 #include "cluster/cluster_maps.h"
+#include "config/live_config.h"
 #include "cluster/primary.h"
 #include "cluster/s3_request.h"
 #include "config/config.h"
@@ -18,7 +19,10 @@ namespace silo::proxy {
 
 struct ProxyOptions {
   wire::NodeInfo self;
-  config::ClusterConfig cluster;
+  // The node's effective cluster config (the file's with the run-time overrides): keys
+  // settable at run time are read through live_config() per request; start-only ones
+  // (auth) from its file().
+  std::shared_ptr<const config::LiveConfig> config;
   // Set when this process is also a target (role all): requests for objects it owns are
   // handed to it in-process instead of over loopback HTTP.
   std::function<http::Awaitable<void>(http::Exchange&, std::string bucket, std::string name)> local_target;
@@ -58,6 +62,15 @@ class Proxy {
   http::Awaitable<void> handle_jobs(http::Exchange& exchange, std::string rest, bool is_admin);
   // Every S3 request (s3_gateway.cc): object operations go to the owner target, bucket
   // changes to the primary, the rest (listings, DeleteObjects...) run here.
+  // Configuration (cluster_admin.cc), admins only (docs/configuration.md "Changing
+  // settings at run time"):
+  //   GET /v1/config                  this node's effective config (`node` and the cluster
+  //                                   section with the run-time overrides), secrets masked
+  //   GET /v1/config?overrides=true   only the run-time overrides in effect here, masked
+  //   PUT /v1/config {patch}          merge a JSON merge-patch of the cluster section into
+  //                                   the overrides (on the primary, relayed there); answers
+  //                                   the new effective config
+  http::Awaitable<void> handle_config(http::Exchange& exchange, const config::NodeConfig& node, bool is_admin);
   http::Awaitable<void> handle_s3(http::Exchange& exchange, const cluster::S3Request& request);
 
  private:
@@ -121,6 +134,9 @@ class Proxy {
                                           const wire::Bucket& bucket);
   http::Awaitable<Status> s3_delete_objects(http::Exchange& exchange, const cluster::S3Request& request,
                                             const wire::Bucket& bucket);
+
+  // The effective cluster config now (one snapshot per request).
+  std::shared_ptr<const config::ClusterConfig> live_config() const { return options_.config->get(); }
 
   const ProxyOptions options_;
   cluster::ClusterMaps& maps_;

@@ -169,12 +169,12 @@ http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const cluster::S
     }
     case s3::Op::kHeadBucket: {
       http::ResponseHead head = cluster::s3_head(&request);
-      head.headers.set("x-amz-bucket-region", options_.cluster.s3.region);
+      head.headers.set("x-amz-bucket-region", live_config()->s3.region);
       co_return co_await exchange.response().send(std::move(head), "");
     }
     case s3::Op::kGetBucketLocation: {
       // us-east-1 answers an empty LocationConstraint, as AWS does.
-      const std::string& region = options_.cluster.s3.region;
+      const std::string region = live_config()->s3.region;
       s3::XmlWriter xml;
       xml.open("LocationConstraint", s3::kS3Xmlns);
       std::string out = xml.finish();

@@ -62,7 +62,7 @@ http::Awaitable<void> Target::prefetch_batch(Task& task, const std::vector<Prefe
   }
   task.total += mine.size();
   std::atomic<size_t> next{0};
-  const size_t workers = task.request.workers > 0 ? task.request.workers : options_.cluster.cache.prefetch_workers;
+  const size_t workers = task.request.workers > 0 ? task.request.workers : live_config()->cache.prefetch_workers;
   std::vector<cluster::Task<Status>> runs;
   for (size_t w = 0; w < std::min(workers, mine.size()); ++w) {
     runs.push_back([this, &task, &mine, &next]() -> http::Awaitable<Status> {

@@ -258,7 +258,8 @@ http::Awaitable<Status> Target::fetch_into_store(Fetch& fetch, const Resolved& r
   };
   // The first piece tells the size: a small object is whole after it, a large one comes
   // in pieces of range_get_size, range_get_streams at a time, written in order.
-  const uint64_t piece = options_.cluster.cache.range_get_size;
+  const auto snapshot = live_config();
+  const uint64_t piece = snapshot->cache.range_get_size;
   backend::GetOptions first{.range = backend::RemoteRange{0, piece}, .if_match = "", .on_object = describe};
   auto got = co_await backend->get(r.object.name, first, sink);
   if (!got && got.error().code() == Code::kOutOfRange) {
@@ -269,7 +270,7 @@ http::Awaitable<Status> Target::fetch_into_store(Fetch& fetch, const Resolved& r
   if (!got) co_return std::move(got).error();
   const uint64_t size = got->size;
   const std::string etag = got->etag;
-  const size_t streams = options_.cluster.cache.range_get_streams;
+  const size_t streams = snapshot->cache.range_get_streams;
   for (uint64_t at = std::min(size, piece); at < size;) {
     // One batch: up to `streams` pieces fetched at once (of the version the first piece
     // came from), then written in order.
@@ -313,8 +314,9 @@ http::Awaitable<Status> Target::fetch_into_store(Fetch& fetch, const Resolved& r
 
 http::Awaitable<void> Target::take_pieces(size_t n) {
   // At least one batch always fits, so a fetch never waits for memory it can not get.
-  const size_t budget = std::max<size_t>(options_.cluster.cache.range_get_streams,
-                                         kPieceMemory / options_.cluster.cache.range_get_size);
+  const auto snapshot = live_config();
+  const size_t budget = std::max<size_t>(snapshot->cache.range_get_streams,
+                                         kPieceMemory / snapshot->cache.range_get_size);
   for (;;) {
     const uint64_t seen = pieces_signal_.count();
     {

@@ -327,8 +327,8 @@ http::Awaitable<Status> Target::s3_put(http::Exchange& exchange, const cluster::
   guard_bucket(options, r.bucket, ticket);
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
   http::ResponseHead head = cluster::s3_head(&request);
-  CO_RETURN_IF_ERROR(co_await receive_object(exchange, request, *writer, options_.cluster.s3.max_object_size,
-                                             head.headers));
+  const uint64_t max_object_size = live_config()->s3.max_object_size;
+  CO_RETURN_IF_ERROR(co_await receive_object(exchange, request, *writer, max_object_size, head.headers));
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
   CO_RETURN_IF_ERROR(co_await publish(r));
   head.headers.set("ETag", "\"" + etag_of(record) + "\"");
@@ -540,7 +540,7 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   options.durability = durability_of(r.bucket);
   options.expected_size = size;
   if (!is_part) {
-    if (size > options_.cluster.s3.max_object_size) {
+    if (size > live_config()->s3.max_object_size) {
       co_return Status::invalid_argument("The copy source is larger than the maximum allowable size")
           .with_reason("InvalidRequest");
     }

@@ -37,7 +37,7 @@ Status Target::check_space() const {
   if (!is_out_of_space_) return Status::ok();
   return Status::resource_exhausted("target {} is out of space (a mountpath is past {}% full); free space or add "
                                     "mountpaths",
-                                    options_.self.id(), options_.cluster.cache.oos_wm)
+                                    options_.self.id(), live_config()->cache.oos_wm)
       .with_reason("InsufficientStorage");
 }
 
@@ -47,11 +47,14 @@ void Target::touch(const ObjectRef& object) {
 }
 
 http::Awaitable<void> Target::watch_space() {
-  const config::CacheConfig& cache = options_.cluster.cache;
   std::unique_ptr<boost::asio::steady_timer> timer;
   while (!is_stopping_) {
-    co_await cluster::pause(timer, cache.space_check_interval);
+    // Each round reads the watermarks and interval anew: they may change at run time.
+    const std::chrono::milliseconds interval = live_config()->cache.space_check_interval;
+    co_await cluster::pause(timer, interval);
     if (is_stopping_) break;
+    const auto snapshot = live_config();
+    const config::CacheConfig& cache = snapshot->cache;
     double worst = fullest_mountpath_percent();
     if (worst >= cache.high_wm) {
       const uint64_t evicted = co_await evict_lru();
@@ -100,7 +103,7 @@ http::Awaitable<uint64_t> Target::evict_lru() {
             [](const Candidate& a, const Candidate& b) { return a.atime < b.atime; });
   uint64_t evicted = 0;
   for (size_t i = 0; i < candidates.size() && !is_stopping_;) {
-    if (fullest_mountpath_percent() < options_.cluster.cache.low_wm) break;
+    if (fullest_mountpath_percent() < live_config()->cache.low_wm) break;
     for (const size_t end = std::min(candidates.size(), i + kEvictBatch); i < end; ++i) {
       const Status removed = co_await store_.remove(candidates[i].object);
       if (removed.is_ok()) ++evicted;

@@ -57,8 +57,8 @@ store::Durability Target::durability_of(const wire::Bucket& bucket) const {
     case wire::DURABILITY_PAGE_CACHE: return store::Durability::kPageCache;
     default: break;
   }
-  return options_.cluster.durability == config::Durability::kFsync ? store::Durability::kFsync
-                                                                   : store::Durability::kPageCache;
+  return live_config()->durability == config::Durability::kFsync ? store::Durability::kFsync
+                                                             : store::Durability::kPageCache;
 }
 
 http::Awaitable<Result<uint64_t>> Target::receive(http::BodyReader& body, store::ObjectWriter& writer,
@@ -427,9 +427,10 @@ namespace silo::target {
 
 http::Awaitable<void> Target::sweep_uploads(std::chrono::milliseconds period) {
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
-  const int64_t ttl_nanos =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.cluster.s3.multipart_upload_ttl).count();
   for (;;) {
+    // Read each round: a change at run time applies from the next sweep.
+    const int64_t ttl_nanos =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(live_config()->s3.multipart_upload_ttl).count();
     auto removed = co_await store_.remove_uploads_initiated_before(Clock::real().unix_nanos() - ttl_nanos);
     if (!removed) {
       SILO_LOG_WARN("sweeping abandoned multipart uploads: {}", removed.error());

@@ -10,6 +10,7 @@
 
 #include "backend/backend_pool.h"
 #include "cluster/cluster_maps.h"
+#include "config/live_config.h"
 #include "cluster/signal.h"
 #include "cluster/primary.h"
 #include "cluster/s3_request.h"
@@ -25,7 +26,9 @@ namespace silo::target {
 
 struct TargetOptions {
   wire::NodeInfo self;
-  config::ClusterConfig cluster;
+  // The node's effective cluster config (the file's with the run-time overrides); read
+  // through cluster(), once per request or loop round, so changes apply at once.
+  std::shared_ptr<const config::LiveConfig> config;
   std::string state_dir;  // the node's state directory (the mountpath set last seen)
   // The backends of remote buckets; null: remote buckets fail with a clear error.
   std::shared_ptr<backend::BackendPool> backends;
@@ -451,6 +454,9 @@ class Target {
 
   std::mutex writes_mutex_;
   std::unordered_map<uint64_t, int> writes_in_flight_;  // bucket id -> commits past the guard
+
+  // The effective cluster config now (one snapshot: read every value of a request from it).
+  std::shared_ptr<const config::ClusterConfig> live_config() const { return options_.config->get(); }
 
   const TargetOptions options_;
   cluster::ClusterMaps& maps_;

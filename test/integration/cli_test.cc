@@ -1,7 +1,7 @@
 // The `silo` CLI (docs/cli.md) as a user's script runs it: this build's binary as a
 // subprocess against a real local cluster, checking its --json output, its files and its
 // exit codes, failures included (no such bucket, bad credentials, unreachable endpoint,
-// bad arguments, commands the server does not support).
+// bad arguments).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,104 +9,16 @@
 #include <map>
 #include <thread>
 
+#include "cli_util.h"
 #include "moto.h"
 #include "objects_util.h"
 #include "testing/random.h"
-
-#ifndef SILO_CLI_PATH
-#error "SILO_CLI_PATH must be defined by the build (the silo binary)"
-#endif
 
 namespace silo::integration {
 namespace {
 
 namespace fs = std::filesystem;
 using silo::testing::EnvVars;
-
-// Exit codes (docs/cli.md "Exit codes").
-constexpr int kOk = 0, kError = 1, kUsage = 2, kNotFound = 3, kAuth = 4, kUnreachable = 5,
-              kUnsupported = 6;
-
-struct CliResult {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-std::ostream& operator<<(std::ostream& os, const CliResult& r) {
-  return os << "exit " << r.code << "\n--- stdout:\n"
-            << r.out.substr(0, 3000) << "\n--- stderr:\n"
-            << r.err.substr(0, 3000);
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (const char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-std::string read_or(const std::string& path, std::string fallback) {
-  auto text = silo::testing::read_file(path);
-  return text.has_value() ? std::move(*text) : fallback;
-}
-
-std::string cli_path() {
-  if (const char* path = std::getenv("SILO_TEST_CLI"); path != nullptr && *path != '\0')
-    return path;
-  return SILO_CLI_PATH;
-}
-
-// Runs `silo ARGS` with SILO_ENDPOINT/keys of `endpoint` (unless `env` overrides them)
-// and stdin from `stdin_path` (/dev/null by default).
-class Cli {
- public:
-  explicit Cli(std::string endpoint) : endpoint_(std::move(endpoint)) {
-    auto dir = silo::testing::TempDir::create("silo-cli");
-    EXPECT_TRUE(dir.has_value());
-    dir_ = std::make_unique<silo::testing::TempDir>(std::move(*dir));
-  }
-  const std::string& dir() const { return dir_->path(); }
-
-  CliResult run(const std::vector<std::string>& args, EnvVars env = {},
-                const std::string& stdin_path = "/dev/null") {
-    std::string command = "exec " + shell_quote(cli_path());
-    for (const auto& a : args) command += " " + shell_quote(a);
-    const std::string out = dir() + "/stdout", err = dir() + "/stderr";
-    command += " <" + shell_quote(stdin_path) + " >" + shell_quote(out) + " 2>" + shell_quote(err);
-    silo::testing::CommandOptions options;
-    options.unset_prefixes = {"SILO_"};
-    options.env = {{"SILO_ENDPOINT", endpoint_},
-                   {"SILO_ACCESS_KEY", "silo-admin"},
-                   {"SILO_SECRET_KEY", "silo-secret-key"},
-                   {"HOME", dir()}};  // no developer's ~/.config/silo/config.json
-    for (auto& [k, v] : env) {
-      std::erase_if(options.env, [&k](const auto& e) { return e.first == k; });
-      options.env.emplace_back(k, v);
-    }
-    options.timeout = std::chrono::milliseconds(180000);
-    CliResult r;
-    auto code = silo::testing::run_command({"sh", "-c", command}, options);
-    EXPECT_TRUE(code.has_value()) << code.status();
-    r.code = code.has_value() ? *code : -1;
-    r.out = read_or(out, "");
-    r.err = read_or(err, "");
-    return r;
-  }
-
- private:
-  std::string endpoint_;
-  std::unique_ptr<silo::testing::TempDir> dir_;
-};
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // The number of times `part` occurs in `text`.
 size_t count_of(const std::string& text, const std::string& part) {
@@ -127,7 +39,7 @@ ClusterOptions small_cluster() {
   return {.proxies = 1, .targets = 3, .mountpaths = 2, .env = {{"SILO_DURABILITY", "page_cache"}}};
 }
 
-TEST(CliTest, UsageErrorsHelpUnreachableAndUnsupported) {
+TEST(CliTest, UsageErrorsHelpAndUnreachable) {
   Cli cli("http://127.0.0.1:1");  // nothing listens on port 1
 
   const CliResult help = cli.run({"--help"});
@@ -182,12 +94,6 @@ TEST(CliTest, UsageErrorsHelpUnreachableAndUnsupported) {
   const CliResult bad_endpoint = cli.run({"--endpoint", "ftp://x:y:z", "bucket", "ls"});
   EXPECT_EQ(bad_endpoint.code, kUsage) << bad_endpoint;
 
-  // Server features that do not exist yet: exit code 6 with a clear message.
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"config", "set", "a=b"}}) {
-    const CliResult r = cli.run(args);
-    EXPECT_EQ(r.code, kUnsupported) << args[0] << " " << args[1] << " " << r;
-    EXPECT_TRUE(contains(r.err, "not supported by this server")) << r;
-  }
 }
 
 TEST(CliTest, BucketsObjectsListingAndFailures) {

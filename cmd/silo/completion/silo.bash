@@ -41,7 +41,12 @@ _silo() {
     node) words_now="maintenance decommission" ;;
     "node maintenance") words_now="start stop" ;;
     mountpath) words_now="ls enable disable attach detach" ;;
-    config) words_now="show set" ;;
+    config) words_now="show set reset" ;;
+    "config set "*)
+      words_now="durability= proxy_mode= s3.max_object_size= s3.multipart_upload_ttl_h= s3.region= cache.low_wm= cache.high_wm= cache.oos_wm= cache.space_check_interval_ms= cache.first_access= cache.prefetch_workers= cache.range_get_size= cache.range_get_streams= cache.s3.endpoint= cache.s3.region= cache.s3.access_key= cache.s3.secret_key= cache.gs.endpoint= cache.gs.region= cache.gs.access_key= cache.gs.secret_key="
+      compopt -o nospace 2>/dev/null ;;
+    "config reset "*)
+      words_now="durability proxy_mode s3.max_object_size s3.multipart_upload_ttl_h s3.region cache cache.low_wm cache.high_wm cache.oos_wm cache.space_check_interval_ms cache.first_access cache.prefetch_workers cache.range_get_size cache.range_get_streams cache.s3 cache.gs" ;;
     put|put\ *|get\ *) COMPREPLY=($(compgen -f -- "$cur")) ;;
   esac
 
@@ -58,7 +63,8 @@ _silo() {
       scrub*) flags="$flags --rate --wait" ;;
       "job wait"*) ;;
       "bucket create"*) flags="$flags --ignore-existing" ;;
-      "node maintenance"*|"node decommission"*) flags="$flags --wait" ;;
+      "config show"*) flags="$flags --overrides" ;;
+      "node maintenance"*|"node decommission"*|"mountpath detach"*) flags="$flags --wait" ;;
     esac
     COMPREPLY=($(compgen -W "$flags" -- "$cur"))
     return

@@ -2,8 +2,58 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 
 namespace silo::client::detail {
+
+namespace {
+
+void dump_string(std::string_view text, std::string& out) {
+  out += '"';
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+std::string JsonValue::dump() const {
+  switch (kind_) {
+    case Kind::kNull: return "null";
+    case Kind::kBool:
+    case Kind::kNumber: return text_;
+    case Kind::kString: {
+      std::string out;
+      dump_string(text_, out);
+      return out;
+    }
+    case Kind::kArray: {
+      std::string out = "[";
+      for (const JsonValue& item : items_) out += (out.size() > 1 ? "," : "") + item.dump();
+      return out + "]";
+    }
+    case Kind::kObject: {
+      std::string out = "{";
+      for (const auto& [key, value] : members_) {
+        if (out.size() > 1) out += ',';
+        dump_string(key, out);
+        out += ':' + value.dump();
+      }
+      return out + "}";
+    }
+  }
+  return "null";
+}
 
 const JsonValue& JsonValue::operator[](std::string_view key) const {
   static const JsonValue kNull;

@@ -32,6 +32,8 @@ class JsonValue {
   Result<uint64_t> to_u64() const;
   Result<int64_t> to_i64() const;
   bool to_bool() const { return kind_ == Kind::kBool && text_ == "true"; }
+  // The value as compact JSON text (object members in key order).
+  std::string dump() const;
 
  private:
   friend class JsonParser;
