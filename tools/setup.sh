@@ -12,8 +12,9 @@ build_packages=(
 # Tools the tests and bench scripts drive (integration tests use curl and python3; the
 # client tests drive s3cmd, rclone and an s3fs-fuse mount; the bench scripts' smoke runs
 # drive nginx and wrk; the HA tests run etcd; partition tests use nftables and network
-# namespaces; aws-cli and boto3 come with the machine image's python3).
-test_packages=(procps s3cmd rclone s3fs fuse3 nginx wrk etcd-server etcd-client nftables iproute2)
+# namespaces; the CLI tests source the bash and zsh completions; aws-cli and boto3 come with
+# the machine image's python3).
+test_packages=(procps zsh s3cmd rclone s3fs fuse3 nginx wrk etcd-server etcd-client nftables iproute2)
 
 missing=()
 for p in "${build_packages[@]}" "${test_packages[@]}"; do

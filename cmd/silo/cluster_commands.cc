@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -250,7 +251,20 @@ Status change_membership(Context& context, const NodeOptions& o, MembershipActio
     std::printf("\n");
   }
   if (o.is_waiting && !change->rebalance_job.empty())
-    return wait_for_job(context, *c, change->rebalance_job);
+    RETURN_IF_ERROR(wait_for_job(context, *c, change->rebalance_job));
+  if (o.is_waiting && action == MembershipAction::kDecommission) {
+    // The primary removes the node once its rebalance is done: wait for that too, so the
+    // node is gone when this returns.
+    for (int i = 0;; ++i) {
+      ASSIGN_OR_RETURN(const client::NodeMap map, c->node_map());
+      const bool is_gone = std::none_of(map.nodes.begin(), map.nodes.end(),
+                                        [&](const client::NodeEntry& n) { return n.id == node.id; });
+      if (is_gone) break;
+      if (i == 600) return Status::deadline_exceeded("node {} is still in the cluster map 60 s after its rebalance", node.id);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!context.options.is_json && !context.options.is_quiet) std::printf("node %s left the cluster\n", node.id.c_str());
+  }
   return Status::ok();
 }
 

@@ -254,6 +254,7 @@ http::Awaitable<Result<config::ClusterConfig>> Primary::set_config(std::string p
   std::string overrides;
   const Status s = co_await mutate([&](wire::NodeMap&, wire::BucketMap& buckets, Changed& changed) {
     ASSIGN_OR_RETURN(overrides, config::merge_overrides(buckets.config_overrides(), patch));
+    effective = cluster_;  // from the file again: a retried mutation must not stack
     RETURN_IF_ERROR(config::apply_overrides(effective, overrides));
     if (overrides != buckets.config_overrides()) {
       buckets.set_config_overrides(overrides);

@@ -96,6 +96,69 @@ TEST(CliTest, UsageErrorsHelpAndUnreachable) {
 
 }
 
+struct CliOutput {
+  int code = -1;
+  std::string text;  // stdout and stderr
+};
+
+// Runs argv and returns its exit code and output.
+CliOutput run_shell(const std::vector<std::string>& argv) {
+  auto dir = silo::testing::TempDir::create("silo-shell");
+  EXPECT_TRUE(dir.has_value());
+  if (!dir) return {};
+  silo::testing::CommandOptions options;
+  options.output_path = dir->path() + "/output";
+  options.env = {{"HOME", dir->path()}, {"TERM", "xterm"}};
+  options.timeout = std::chrono::milliseconds(60000);
+  auto code = silo::testing::run_command(argv, options);
+  EXPECT_TRUE(code.has_value()) << code.status();
+  return {code.has_value() ? *code : -1, read_or(options.output_path, "")};
+}
+
+// What bash and zsh complete for `silo` (cmd/silo/completion), driven as a user's shell:
+// bash calls _silo with COMP_WORDS set; zsh gets the line and a TAB in a pseudo-terminal.
+TEST(CliTest, ShellCompletionsOfBashAndZsh) {
+  const std::string dir = std::string(SILO_SOURCE_DIR) + "/cmd/silo/completion";
+  const auto bash_complete = [&](const std::string& words) {
+    CliOutput out = run_shell({"bash", "-c",
+                               "source " + shell_quote(dir + "/silo.bash") + "; COMP_WORDS=(" + words +
+                                   "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _silo; printf '%s\\n' \"${COMPREPLY[@]}\""});
+    EXPECT_EQ(out.code, 0) << out.text;
+    return out.text;
+  };
+  std::string r = bash_complete("silo ''");
+  for (const char* command : {"bucket", "put", "get", "prefetch", "job", "cluster", "mountpath", "config"}) {
+    EXPECT_TRUE(contains(r, std::string(command) + "\n")) << command << " in:\n" << r;
+  }
+  r = bash_complete("silo mountpath ''");
+  EXPECT_EQ(r, "ls\nenable\ndisable\nattach\ndetach\n");
+  r = bash_complete("silo mountpath detach --w");
+  EXPECT_EQ(r, "--wait\n");
+  r = bash_complete("silo config ''");
+  EXPECT_EQ(r, "show\nset\nreset\n");
+  r = bash_complete("silo config set cache.h");
+  EXPECT_EQ(r, "cache.high_wm=\n");
+  r = bash_complete("silo bucket props set b co");
+  EXPECT_EQ(r, "copies=\n");
+
+  if (run_shell({"sh", "-c", "command -v zsh"}).code != 0) {
+    GTEST_SKIP() << "zsh is not installed (tools/setup.sh installs it)";
+  }
+  const auto zsh_complete = [&](const std::string& line) {
+    CliOutput out = run_shell({"zsh", "-f", std::string(SILO_SOURCE_DIR) + "/test/integration/complete.zsh", dir, line});
+    EXPECT_EQ(out.code, 0) << out.text;
+    return out.text;
+  };
+  r = zsh_complete("silo mountpath ");
+  for (const char* word : {"ls", "enable", "disable", "attach", "detach"}) EXPECT_TRUE(contains(r, word)) << word << " in:\n" << r;
+  r = zsh_complete("silo job ");
+  for (const char* word : {"show", "wait", "abort"}) EXPECT_TRUE(contains(r, word)) << word << " in:\n" << r;
+  r = zsh_complete("silo conf");  // one match: the line is completed in place
+  EXPECT_TRUE(contains(r, "silo config")) << r;
+  r = zsh_complete("silo config ");
+  for (const char* word : {"show", "set", "reset"}) EXPECT_TRUE(contains(r, word)) << word << " in:\n" << r;
+}
+
 TEST(CliTest, BucketsObjectsListingAndFailures) {
   ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(small_cluster()));
   Cli cli(cluster->endpoint());
@@ -358,9 +421,35 @@ TEST(CliTest, ClusterNodesMountpathsAndJobs) {
   EXPECT_TRUE(contains(r.out, "started scrub job") && contains(r.out, "finished")) << r;
   EXPECT_EQ(cli.run({"scrub", "nosuch"}).code, kNotFound);
 
+  // A job aborted while it runs: a scrub held to 1 KB/s per target.
+  r = cli.run({"scrub", "data", "--rate", "0.001", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  const size_t scrub_at = r.out.find(R"("id":")");
+  ASSERT_NE(scrub_at, std::string::npos) << r;
+  const std::string scrub_id = r.out.substr(scrub_at + 6, r.out.find('"', scrub_at + 6) - scrub_at - 6);
+  r = cli.run({"job", "abort", scrub_id, "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("aborted":true)")) << r;
+  r = cli.run({"job", "wait", scrub_id, "--json"});
+  EXPECT_EQ(r.code, kError) << "waiting on an aborted job fails: " << r;
+  EXPECT_TRUE(contains(r.out + r.err, "aborted")) << r;
+  EXPECT_EQ(cli.run({"job", "abort", "no-such-job"}).code, kNotFound);
+
   // Decommission needs an admin; non-admin keys are refused with exit code 4.
   r = cli.run({"node", "decommission", "t2", "--access-key", "someone", "--secret-key", "x"});
   EXPECT_EQ(r.code, kAuth) << r;
+  // As the admin it moves every object off t2 and takes t2 out of the cluster.
+  r = cli.run({"node", "decommission", "t2", "--wait", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("kind":"rebalance")") && contains(r.out, R"("state":"finished")")) << r;
+  r = cli.run({"cluster", "show", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_EQ(count_of(r.out, R"("role":"target")"), 2u) << "t2 left the cluster: " << r;
+  for (int i = 0; i < 40; ++i) {
+    r = cli.run({"cat", fmt::format("data/o-{}", i)});
+    ASSERT_EQ(r.code, kOk) << r;
+    EXPECT_EQ(r.out, std::string(1000, 'x'));
+  }
 }
 
 // Waits until the target's last resilver or detach has ended.

@@ -42,10 +42,10 @@ _silo() {
     "node maintenance") words_now="start stop" ;;
     mountpath) words_now="ls enable disable attach detach" ;;
     config) words_now="show set reset" ;;
-    "config set "*)
+    "config set"|"config set "*)
       words_now="durability= proxy_mode= s3.max_object_size= s3.multipart_upload_ttl_h= s3.region= cache.low_wm= cache.high_wm= cache.oos_wm= cache.space_check_interval_ms= cache.first_access= cache.prefetch_workers= cache.range_get_size= cache.range_get_streams= cache.s3.endpoint= cache.s3.region= cache.s3.access_key= cache.s3.secret_key= cache.gs.endpoint= cache.gs.region= cache.gs.access_key= cache.gs.secret_key="
       compopt -o nospace 2>/dev/null ;;
-    "config reset "*)
+    "config reset"|"config reset "*)
       words_now="durability proxy_mode s3.max_object_size s3.multipart_upload_ttl_h s3.region cache cache.low_wm cache.high_wm cache.oos_wm cache.space_check_interval_ms cache.first_access cache.prefetch_workers cache.range_get_size cache.range_get_streams cache.s3 cache.gs" ;;
     put|put\ *|get\ *) COMPREPLY=($(compgen -f -- "$cur")) ;;
   esac
