@@ -6,7 +6,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
@@ -724,6 +729,17 @@ Awaitable<Result<MountpathInfo>> StoreImpl::attach_mountpath(std::string path) {
   co_return mountpaths_[index]->info();
 }
 
+Awaitable<void> StoreImpl::wait_for_older_operations() {
+  // Polled on a timer: blocking a disk thread instead could wait for a writer that needs
+  // that very thread.
+  const uint64_t token = gate_.begin_grace_period();
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  while (!gate_.is_drained(token)) {
+    timer.expires_after(std::chrono::milliseconds(1));
+    co_await timer.async_wait(boost::asio::use_awaitable);
+  }
+}
+
 Awaitable<Result<ResilverStats>> StoreImpl::detach_mountpath(std::string_view id, std::function<bool()> cancelled) {
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   const LayoutChange change(is_changing_layout_);
@@ -732,7 +748,6 @@ Awaitable<Result<ResilverStats>> StoreImpl::detach_mountpath(std::string_view id
   if (!found) co_return Status::not_found("no mountpath with id {} on this target", id);
   const size_t index = *found;
   Mountpath& mountpath = *mountpaths_[index];
-  Mountpath& helper = executor_for(BucketId(index + 1));  // any other live one
   ResilverStats stats;
   if (mountpath.is_readable()) {
     const auto all = mountpaths_.all();
@@ -747,10 +762,7 @@ Awaitable<Result<ResilverStats>> StoreImpl::detach_mountpath(std::string_view id
     // (writers created before, which commit to it).
     CO_RETURN_IF_ERROR(co_await mountpath.disk().run([&] { return mountpath.set_disabled(true); }));
     SILO_LOG_INFO("mountpath {} disabled for detach; waiting for writes in flight to it", mountpath.path());
-    co_await helper.disk().run([this] {
-      gate_.wait_for_earlier();
-      return Status::ok();
-    });
+    co_await wait_for_older_operations();
     // Uploads in progress keep their parts where they began, and complete there.
     const Result<size_t> uploads = co_await mountpath.disk().run([&]() -> Result<size_t> {
       rocksdb::ReadOptions options;
@@ -776,10 +788,7 @@ Awaitable<Result<ResilverStats>> StoreImpl::detach_mountpath(std::string_view id
   // Readers that saw it readable may still look at its metadata: mark it gone, wait for
   // them, then check that nothing stayed (a move that failed leaves its object here).
   mountpath.set_detached(true);
-  co_await helper.disk().run([this] {
-    gate_.wait_for_earlier();
-    return Status::ok();
-  });
+  co_await wait_for_older_operations();
   if (mountpath.state() != MountpathState::kFailed) {
     const Result<bool> empty = co_await mountpath.disk().run([&]() -> Result<bool> {
       rocksdb::ReadOptions options;

@@ -6,7 +6,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
+#include <optional>
 
+#include "store/detail/op_gate.h"
 #include "store/store.h"
 #include "store/store_test_util.h"
 
@@ -19,6 +21,24 @@ using testing::put;
 using testing::run;
 
 bool never() { return false; }
+
+TEST(OpGateTest, AGracePeriodWaitsOnlyForOlderTickets) {
+  detail::OpGate gate;
+  std::optional<detail::OpGate::Ticket> older = gate.enter();
+  const uint64_t first = gate.begin_grace_period();
+  detail::OpGate::Ticket newer = gate.enter();  // taken after: not waited for
+  EXPECT_FALSE(gate.is_drained(first));
+  older.reset();
+  EXPECT_TRUE(gate.is_drained(first));
+  // The next grace period waits for `newer`, and tickets moved stay counted once.
+  const uint64_t second = gate.begin_grace_period();
+  detail::OpGate::Ticket moved = std::move(newer);
+  EXPECT_FALSE(gate.is_drained(second));
+  { detail::OpGate::Ticket gone = std::move(moved); }
+  EXPECT_TRUE(gate.is_drained(second));
+  detail::OpGate::Ticket later = gate.enter();
+  EXPECT_TRUE(gate.is_drained(second)) << "a ticket taken after the grace period began does not hold it";
+}
 
 class StoreMountpathTest : public ::testing::Test {
  protected:

@@ -151,6 +151,9 @@ class StoreImpl final : public Store {
   Mountpath& executor_for(BucketId bucket) const;
   // Moves every object off mountpath `from` (the resilver of one mountpath).
   Awaitable<Status> move_off(size_t from, const std::function<bool()>& cancelled, ResilverStats& stats);
+  // Returns once every operation that began before the call has ended (an OpGate grace
+  // period). Requires: one caller at a time (is_changing_layout_).
+  Awaitable<void> wait_for_older_operations();
   // The slot holding the attached (not detached) mountpath with this id, else nullopt.
   std::optional<size_t> find_attached(std::string_view id) const;
   // The MetaDbs of mountpaths that have not failed.
