@@ -34,15 +34,12 @@ Result<std::shared_ptr<const Router>> Router::create(const Config& config) {
   ASSIGN_OR_RETURN(const client::BucketEntry bucket, setup->bucket_props(config.bucket));
   router->bucket_id_ = bucket.id;
   ASSIGN_OR_RETURN(const client::NodeMap map, setup->node_map());
-  std::vector<std::string> ids;
-  for (const auto& node : map.nodes) {
-    if ((node.role != "target" && node.role != "all") || node.state == "maintenance") continue;
-    ASSIGN_OR_RETURN(http::Endpoint endpoint, http::Endpoint::parse(node.url));
-    ids.push_back(node.id);
+  ASSIGN_OR_RETURN(client::OwnerMap owners, client::OwnerMap::create(map));
+  for (const std::string& url : owners.urls()) {
+    ASSIGN_OR_RETURN(http::Endpoint endpoint, http::Endpoint::parse(url));
     router->targets_.push_back(std::move(endpoint));
   }
-  if (ids.empty()) return Status::failed_precondition("the node map of {} lists no target", config.endpoint);
-  router->hrw_ = placement::HrwCandidates(std::move(ids));
+  router->owners_.emplace(std::move(owners));
   return std::shared_ptr<const Router>(router);
 }
 
@@ -50,8 +47,7 @@ Destination Router::object(std::string_view name) const {
   const std::string encoded = http::percent_encode(name, /*keep_slash=*/true);
   switch (path_) {
     case Path::kDirect: {
-      const ObjectRef ref{BucketId(bucket_id_), std::string(name)};
-      return {&targets_[hrw_.owner(ref)], "/v1/objects/" + bucket_ + "/" + encoded};
+      return {&targets_[owners_->owner_index(bucket_id_, name)], "/v1/objects/" + bucket_ + "/" + encoded};
     }
     case Path::kGateway: return {&gateway_, "/" + bucket_ + "/" + encoded};
     case Path::kUrl: return {&url_endpoint_, url_path_ + "/" + encoded};

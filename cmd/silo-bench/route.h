@@ -16,7 +16,7 @@
 #include "base/result.h"
 #include "bench.h"
 #include "http/client.h"
-#include "placement/hrw.h"
+#include "client/owner_map.h"
 
 namespace silo::bench {
 
@@ -44,8 +44,8 @@ class Router {
   Path path_ = Path::kDirect;
   std::string bucket_, prefix_;
   uint64_t bucket_id_ = 0;
-  placement::HrwCandidates hrw_;
-  std::vector<http::Endpoint> targets_;  // index-aligned with hrw_
+  std::optional<client::OwnerMap> owners_;  // direct: which target owns a name
+  std::vector<http::Endpoint> targets_;      // index-aligned with owners_->urls()
   http::Endpoint gateway_;
   http::Endpoint url_endpoint_;
   std::string url_path_;  // "/dir" of --url, no trailing slash

@@ -126,6 +126,10 @@ Status Context::resolve() {
   options.secret_key =
       first_set({options.secret_key, env_or_empty("SILO_SECRET_KEY"), file.secret_key});
   if (endpoint_.find("://") == std::string::npos) endpoint_ = "http://" + endpoint_;
+  if (const std::string direct = env_or_empty("SILO_DIRECT"); !direct.empty()) {
+    if (direct != "0" && direct != "1") return Status::invalid_argument("SILO_DIRECT is '{}'; use 1 or 0", direct);
+    options.is_direct = options.is_direct || direct == "1";
+  }
   return Status::ok();
 }
 
@@ -137,6 +141,7 @@ Result<client::Client*> Context::client() {
   client_options.secret_key = options.secret_key;
   // Large objects and long job waits: generous, but a dead server still fails the call.
   client_options.io_timeout = std::chrono::milliseconds(120000);
+  client_options.direct = options.is_direct;
   auto made = client::Client::create(endpoint_, client_options);
   if (!made) {
     return Status::invalid_argument(

@@ -34,6 +34,7 @@ struct GlobalOptions {
   std::string config_path;  // --config; default ~/.config/silo/config.json
   bool is_json = false;     // --json
   bool is_quiet = false;    // --quiet: no progress, no per-object lines
+  bool is_direct = false;   // --direct or SILO_DIRECT=1: object data straight to/from the owner target
 };
 
 // `bucket/name`, `s3://bucket/name` or `gs://bucket/name` (the Silo bucket of that name).

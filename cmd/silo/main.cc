@@ -53,6 +53,9 @@ int run(int argc, char** argv) {
                  "Config file (default ~/.config/silo/config.json)");
   app.add_flag("--json,-j", context.options.is_json, "Machine-readable JSON output");
   app.add_flag("--quiet,-q", context.options.is_quiet, "No progress bars or per-object lines");
+  app.add_flag("--direct", context.options.is_direct,
+               "Send object data straight to the target that owns it (HRW over the node map), not through "
+               "the proxy; a target this machine cannot reach falls back to the proxy (SILO_DIRECT=1)");
   app.set_version_flag("--version", "silo 0.1");
 
   add_bucket_commands(app, context);

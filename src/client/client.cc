@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "client/detail/json_reader.h"
+#include "client/owner_map.h"
 #include "wire/json.h"
 
 namespace silo::client {
@@ -225,6 +226,54 @@ Result<std::pair<http::Endpoint, std::string>> Client::resolve(std::string_view 
 std::string Client::object_target(std::string_view bucket, std::string_view name) {
   return fmt::format("/v1/objects/{}/{}", http::percent_encode(bucket, false),
                      http::percent_encode(name, /*keep_slash=*/true));
+}
+
+std::string Client::object_url(std::string_view bucket, std::string_view name) {
+  std::string target = object_target(bucket, name);
+  if (!options_.direct) return target;
+  constexpr auto kRoutesTtl = std::chrono::seconds(10);
+  std::shared_ptr<const OwnerMap> owners;
+  std::optional<uint64_t> bucket_id;
+  {
+    std::lock_guard lock(routes_mutex_);
+    if (owners_ && std::chrono::steady_clock::now() - owners_at_ < kRoutesTtl) owners = owners_;
+    if (const auto it = bucket_ids_.find(bucket); it != bucket_ids_.end()) bucket_id = it->second;
+  }
+  // Fetched without the lock (calls through the endpoint); a failure leaves the call on
+  // the endpoint, which answers it (and names the problem, as with no such bucket).
+  if (!owners) {
+    Result<NodeMap> map = node_map();
+    Result<OwnerMap> made = map ? OwnerMap::create(*map) : Result<OwnerMap>(map.error());
+    if (!made) return target;
+    owners = std::make_shared<const OwnerMap>(std::move(*made));
+    std::lock_guard lock(routes_mutex_);
+    owners_ = owners;
+    owners_at_ = std::chrono::steady_clock::now();
+    bucket_ids_.clear();  // a bucket deleted and made again has a new id
+  }
+  if (!bucket_id) {
+    Result<BucketEntry> entry = bucket_props(bucket);
+    if (!entry) return target;
+    bucket_id = entry->id;
+    std::lock_guard lock(routes_mutex_);
+    bucket_ids_.emplace(std::string(bucket), entry->id);
+  }
+  return owners->owner_url(*bucket_id, name) + target;
+}
+
+void Client::forget_routes() {
+  std::lock_guard lock(routes_mutex_);
+  owners_.reset();
+  bucket_ids_.clear();
+}
+
+Result<Response> Client::request_object(http::Method method, std::string_view bucket, std::string_view name,
+                                        std::string_view body, const http::Headers& headers) {
+  const std::string url = object_url(bucket, name);
+  Result<Response> r = request_following(method, url, body, headers);
+  if (r || url.front() == '/') return r;
+  forget_routes();  // the owner did not answer: the map may be stale, or targets unreachable from here
+  return request_following(method, object_target(bucket, name), body, headers);
 }
 
 Status Client::status_of(const Response& response, std::string_view what) {
@@ -503,7 +552,7 @@ Status Client::set_bucket_props(std::string_view bucket, std::string props_json)
 Result<PutResult> Client::put(std::string_view bucket, std::string_view name, std::string_view bytes,
                               http::Headers headers) {
   const std::string target = object_target(bucket, name);
-  ASSIGN_OR_RETURN(const Response r, request_following(http::Method::kPut, target, bytes, headers));
+  ASSIGN_OR_RETURN(const Response r, request_object(http::Method::kPut, bucket, name, bytes, headers));
   RETURN_IF_ERROR(status_of(r, "PUT " + target));
   return put_result_of(r, "PUT " + target);
 }
@@ -512,21 +561,21 @@ Result<std::string> Client::get(std::string_view bucket, std::string_view name, 
   const std::string target = object_target(bucket, name);
   http::Headers headers;
   if (range) headers.set("Range", range->header);
-  ASSIGN_OR_RETURN(Response r, request_following(http::Method::kGet, target, {}, headers));
+  ASSIGN_OR_RETURN(Response r, request_object(http::Method::kGet, bucket, name, {}, headers));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
   return std::move(r.body);
 }
 
 Result<ObjectInfo> Client::head(std::string_view bucket, std::string_view name) {
   const std::string target = object_target(bucket, name);
-  ASSIGN_OR_RETURN(const Response r, request_following(http::Method::kHead, target, {}, {}));
+  ASSIGN_OR_RETURN(const Response r, request_object(http::Method::kHead, bucket, name, {}, {}));
   RETURN_IF_ERROR(status_of(r, "HEAD " + target));
   return object_info_of(r);
 }
 
 Status Client::remove(std::string_view bucket, std::string_view name) {
   const std::string target = object_target(bucket, name);
-  ASSIGN_OR_RETURN(const Response r, request_following(http::Method::kDelete, target, {}, {}));
+  ASSIGN_OR_RETURN(const Response r, request_object(http::Method::kDelete, bucket, name, {}, {}));
   return status_of(r, "DELETE " + target);
 }
 
@@ -588,14 +637,15 @@ Result<std::vector<ObjectEntry>> Client::list_all(std::string_view bucket, std::
 
 Result<PutResult> Client::put_stream(std::string_view bucket, std::string_view name, uint64_t size,
                                      const FillFn& fill, http::Headers headers) {
-  const std::string target = object_target(bucket, name);
-  const std::string what = "PUT " + target;
+  const std::string what = "PUT " + object_target(bucket, name);
+  ASSIGN_OR_RETURN(auto resolved, resolve(object_url(bucket, name)));
   return run<PutResult>([&]() -> http::Awaitable<Result<PutResult>> {
     http::ClientRequest request;
     request.method = http::Method::kPut;
-    request.target = target;
+    request.target = resolved.second;
     request.headers = std::move(headers);
-    CO_ASSIGN_OR_RETURN(std::unique_ptr<http::Call> call, co_await http_->start(endpoint_, std::move(request), size));
+    CO_ASSIGN_OR_RETURN(std::unique_ptr<http::Call> call,
+                        co_await http_->start(resolved.first, std::move(request), size));
     std::vector<char> buffer(kStreamBufferBytes);
     for (uint64_t left = size; left > 0;) {
       const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), left));
@@ -621,10 +671,11 @@ Result<PutResult> Client::put_stream(std::string_view bucket, std::string_view n
 
 Result<ObjectInfo> Client::get_stream(std::string_view bucket, std::string_view name, const SinkFn& sink,
                                       std::optional<ByteRange> range) {
-  std::string target = object_target(bucket, name);
-  const std::string what = "GET " + target;
+  std::string target = object_url(bucket, name);
+  const std::string what = "GET " + object_target(bucket, name);
   http::Headers headers;
   if (range) headers.set("Range", range->header);
+  bool is_answered = false;  // a direct call that got no answer goes again through the endpoint
   for (int hops = 0;; ++hops) {
     ASSIGN_OR_RETURN(auto resolved, resolve(target));
     std::optional<std::string> location;
@@ -637,6 +688,7 @@ Result<ObjectInfo> Client::get_stream(std::string_view bucket, std::string_view 
                           co_await http_->start(resolved.first, std::move(request), uint64_t{0}));
       auto head = co_await call->finish();
       if (!head) co_return with_context(head.error(), what);
+      is_answered = true;
       if (head->status < 200 || head->status >= 300) {
         auto body = co_await http::read_all(call->body(), kMaxSmallBody);
         if (body) head->body = std::move(*body);
@@ -662,6 +714,11 @@ Result<ObjectInfo> Client::get_stream(std::string_view bucket, std::string_view 
       }
       co_return object_info_of(to_response(std::move(*head)));
     });
+    if (!info && !is_answered && hops == 0 && target.front() != '/') {
+      forget_routes();
+      target = object_target(bucket, name);
+      continue;
+    }
     if (!info || !location || hops >= options_.max_redirects) return info;
     target = std::move(*location);
   }

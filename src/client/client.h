@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -188,7 +190,15 @@ struct ClientOptions {
   std::string access_key{};
   std::string secret_key{};
   std::string region = "us-east-1";
+  // Object calls (put, get, head, remove, get_stream, put_stream) go straight to the
+  // object's owner target, found by HRW from the node map (OwnerMap, refreshed every
+  // 10 s), saving the proxy's hop; a call that reaches no target there goes through the
+  // endpoint instead (not put_stream: its body is consumed). Off: everything goes to the
+  // endpoint. The CLI's --direct.
+  bool direct = false;
 };
+
+class OwnerMap;
 
 // The access and secret key a client uses: `options`' when set, else SILO_ACCESS_KEY /
 // SILO_SECRET_KEY from the environment, else the cluster defaults.
@@ -344,6 +354,14 @@ class Client {
   Result<Response> request_following(http::Method method, std::string target, std::string_view body,
                                      const http::Headers& headers);
   Result<std::pair<http::Endpoint, std::string>> resolve(std::string_view target) const;
+  // Where an object call goes: the owner's URL + object_target() with `direct` (when the
+  // node map and the bucket's id can be had), else object_target().
+  std::string object_url(std::string_view bucket, std::string_view name);
+  // Forgets the node map and bucket ids (a direct call reached no target).
+  void forget_routes();
+  // A direct call that got no answer at all is sent again through the endpoint.
+  Result<Response> request_object(http::Method method, std::string_view bucket, std::string_view name,
+                                  std::string_view body, const http::Headers& headers);
 
   const std::string endpoint_url_;
   const http::Endpoint endpoint_;
@@ -352,6 +370,11 @@ class Client {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::shared_ptr<http::Client> http_;
   std::thread thread_;
+  // Direct routing (options_.direct): the owner map and bucket ids, fetched on demand.
+  std::mutex routes_mutex_;
+  std::shared_ptr<const OwnerMap> owners_;            // GUARDED_BY(routes_mutex_)
+  std::chrono::steady_clock::time_point owners_at_{};  // GUARDED_BY(routes_mutex_)
+  std::map<std::string, uint64_t, std::less<>> bucket_ids_;  // GUARDED_BY(routes_mutex_)
 };
 
 // The value at `dotted_path` ("cluster.cache.high_wm") of the JSON document `json_text`

@@ -219,6 +219,18 @@ TEST(CliTest, BucketsObjectsListingAndFailures) {
     ASSERT_OK_AND_ASSIGN(const std::string got, cluster->client().get("photos", "train/" + rel));
     EXPECT_EQ(difference(bytes, got), "") << rel;
   }
+  // --direct (or SILO_DIRECT=1): object data straight to and from the owner targets.
+  r = cli.run({"put", src, "photos/direct/", "--direct", "--json"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, R"("failed":0)")) << r;
+  for (const auto& [rel, bytes] : files) {
+    r = cli.run({"cat", "photos/direct/" + rel}, {{"SILO_DIRECT", "1"}});
+    ASSERT_EQ(r.code, kOk) << r;
+    EXPECT_EQ(difference(bytes, r.out), "") << rel;
+  }
+  r = cli.run({"ls", "photos"}, {{"SILO_DIRECT", "maybe"}});
+  EXPECT_EQ(r.code, kUsage) << r;
+  EXPECT_TRUE(contains(r.err, "SILO_DIRECT")) << r;
   // Plain lines when not on a terminal: one per object.
   r = cli.run({"put", src + "/val", "photos/again"});
   ASSERT_EQ(r.code, kOk) << r;

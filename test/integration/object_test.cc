@@ -326,6 +326,69 @@ TEST(ObjectTest, RequestToANonOwnerTargetIsForwarded) {
   EXPECT_EQ(listed.size(), objects.size() - 1);
 }
 
+// A client with `direct` sends object calls straight to the owner target: they keep
+// working while the proxy is down (the node map and bucket id are cached), and a client
+// whose map names a target that does not answer falls back to the proxy.
+TEST(ObjectTest, DirectClientTalksToTheOwnerTarget) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 2, .targets = 3}));
+  ASSERT_OK(cluster->client().create_bucket("direct"));
+  client::ClientOptions options;
+  options.direct = true;
+  ASSERT_OK_AND_ASSIGN(auto direct, client::Client::create(cluster->endpoint(), options));
+  silo::testing::Random random;
+  std::map<std::string, std::string> objects;
+  for (int i = 0; i < 24; ++i) {
+    const std::string name = fmt::format("d/{:02}", i);
+    objects[name] = random.bytes(random.uniform(1, 200 * 1024));
+    ASSERT_OK(direct->put("direct", name, objects[name]).status());
+  }
+  // Each object's only copy is on its owner, and every target got some.
+  size_t files = 0;
+  for (const std::string id : {"t1", "t2", "t3"}) {
+    ASSERT_OK_AND_ASSIGN(const NodeInfo node, cluster->node(id));
+    const size_t here = object_file_count(node);
+    EXPECT_GT(here, 0u) << id;
+    files += here;
+  }
+  EXPECT_EQ(files, objects.size());
+
+  // The proxy the client knows goes away: object calls still work, straight to targets.
+  ASSERT_OK(cluster->stop("p1"));
+  for (const auto& [name, bytes] : objects) {
+    ASSERT_OK_AND_ASSIGN(const std::string got, direct->get("direct", name));
+    EXPECT_EQ(difference(bytes, got), "") << name;
+    ASSERT_OK_AND_ASSIGN(const client::ObjectInfo info, direct->head("direct", name));
+    EXPECT_EQ(info.size, bytes.size()) << name;
+  }
+  std::string streamed;
+  ASSERT_OK(direct->get_stream("direct", "d/00", [&](std::span<const char> chunk) {
+    streamed.append(chunk.data(), chunk.size());
+    return Status::ok();
+  }).status());
+  EXPECT_EQ(difference(objects["d/00"], streamed), "");
+  ASSERT_OK(direct->put("direct", "d/new", "written while the proxy is down").status());
+  ASSERT_OK(direct->remove("direct", "d/01"));
+  EXPECT_CODE(direct->get("direct", "d/01"), Code::kNotFound);
+  ASSERT_OK(cluster->restart("p1"));
+  ASSERT_OK_AND_ASSIGN(const std::string via_proxy, cluster->client().get("direct", "d/new"));
+  EXPECT_EQ(via_proxy, "written while the proxy is down");
+
+  // A target that does not answer: the call goes through the proxy instead.
+  ASSERT_OK(cluster->stop("t3"));
+  ASSERT_OK_AND_ASSIGN(auto fresh, client::Client::create(cluster->endpoint(), options));
+  for (const auto& [name, bytes] : objects) {
+    if (name == "d/01") continue;
+    auto got = fresh->get("direct", name);
+    if (got) {
+      EXPECT_EQ(difference(bytes, *got), "") << name;
+    } else {
+      // t3's objects: the proxy answers for them, and says the owner is down.
+      EXPECT_EQ(got.status().code(), Code::kUnavailable) << name << ": " << got.status();
+      EXPECT_NE(got.status().message().find("HTTP 503"), std::string::npos) << got.status();
+    }
+  }
+}
+
 TEST(ObjectTest, RedirectModeSends307ToTheOwner) {
   ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1,
                                                           .targets = 3,
