@@ -63,6 +63,12 @@ Result<std::optional<std::string>> content_md5_hex(const http::Headers& headers)
   return std::optional<std::string>(hash::to_hex({reinterpret_cast<const unsigned char*>(raw->data()), raw->size()}));
 }
 
+Status too_large(uint64_t size, uint64_t max_size) {
+  return Status::invalid_argument("Your proposed upload of {} bytes exceeds the maximum allowed size of {}", size,
+                                  max_size)
+      .with_reason("EntityTooLarge");
+}
+
 std::string etag_of(const wire::ObjectRecord& record) {
   // A cached object of a remote bucket shows the backend's ETag (a multipart one differs).
   if (!record.remote().etag().empty()) return record.remote().etag();

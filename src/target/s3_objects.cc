@@ -301,11 +301,7 @@ http::Awaitable<Status> Target::receive_object(http::Exchange& exchange, const c
     co_return Status::invalid_argument("You must provide the Content-Length HTTP header.")
         .with_reason("MissingContentLength");
   }
-  if (*payload->length() > max_size) {
-    co_return Status::invalid_argument("Your proposed upload of {} bytes exceeds the maximum allowed size of {}",
-                                       *payload->length(), max_size)
-        .with_reason("EntityTooLarge");
-  }
+  if (*payload->length() > max_size) co_return too_large(*payload->length(), max_size);
   CO_ASSIGN_OR_RETURN(ChecksumPlan plan, checksum_plan(head.headers));
   std::vector<s3::Checksum*> checksums;
   for (auto& item : plan.items) checksums.push_back(&item.checksum);

@@ -288,10 +288,15 @@ http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r)
   CO_RETURN_IF_ERROR(check_space());
   CO_RETURN_IF_ERROR(check_holders_up(r));
   CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), durability_of(r.bucket)));
+  // The same bound as S3's PutObject (cluster.s3.max_object_size, settable at run time).
+  const uint64_t max_object_size = live_config()->s3.max_object_size;
+  const std::optional<uint64_t> length = exchange.request().content_length;
+  if (length && *length > max_object_size) co_return too_large(*length, max_object_size);
   WriteTicket ticket(*this);
   guard_bucket(options, r.bucket, ticket);
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
-  CO_RETURN_IF_ERROR((co_await receive(exchange.body(), *writer, {})).status());
+  CO_ASSIGN_OR_RETURN(const uint64_t received, co_await receive(exchange.body(), *writer, {}));
+  if (received > max_object_size) co_return too_large(received, max_object_size);  // chunked: nothing is kept
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
   CO_RETURN_IF_ERROR(co_await publish(r));
   http::ResponseHead head;

@@ -99,6 +99,13 @@ TEST_F(RuntimeConfigTest, MaxObjectSizeSetThroughAnyProxyAppliesEverywhereAndRes
     EXPECT_TRUE(contains(body, "EntityTooLarge")) << id << ": " << body;
     EXPECT_EQ(s3_put(url, "small-" + id, 512).first, 200) << id;
   }
+  // The native API has the same bound (with a Content-Length, and streamed without one).
+  auto native = cluster_->client().put(kBucket, "big-native", std::string(2048, 'n'));
+  ASSERT_FALSE(native.has_value());
+  EXPECT_EQ(native.status().code(), Code::kInvalidArgument) << native.status();
+  EXPECT_TRUE(contains(native.status().message(), "exceeds the maximum allowed size of 1024")) << native.status();
+  EXPECT_EQ(cluster_->client().head(kBucket, "big-native").status().code(), Code::kNotFound);
+  ASSERT_TRUE(cluster_->client().put(kBucket, "small-native", std::string(512, 'n')).has_value());
 
   r = cli.run({"config", "reset", "cluster.s3.max_object_size"});
   ASSERT_EQ(r.code, kOk) << r;
