@@ -282,14 +282,28 @@ Status list_mountpaths(Context& context, const std::string& node_id) {
     return !stores_objects(n) || (!node_id.empty() && n.id != node_id);
   });
   const auto nodes = storage_of(*c, chosen);
+  // Each target's current or last resilver or detach.
+  std::vector<client::MountpathWork> works;
+  for (const auto& s : nodes) {
+    Result<client::MountpathWork> work = s.error.empty() ? c->mountpath_work(s.node.url) : client::MountpathWork{};
+    works.push_back(work ? std::move(*work) : client::MountpathWork{});
+  }
   if (context.options.is_json) {
     std::string list;
-    for (const auto& s : nodes) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const NodeStorage& s = nodes[i];
+      const client::MountpathWork& w = works[i];
       std::string mountpaths;
       for (const auto& m : s.mountpaths)
         mountpaths += (mountpaths.empty() ? "" : ",") + mountpath_json(m);
-      list += fmt::format(R"({}{{"node":{},"mountpaths":[{}]{}}})", list.empty() ? "" : ",",
-                          json_string(s.node.id), mountpaths,
+      std::string work;
+      if (!w.state.empty()) {
+        work = fmt::format(R"(,"resilver":{{"state":{},"reason":{},"detach":{},"error":{},"objects_moved":{},"bytes_moved":{}}})",
+                           json_string(w.state), json_string(w.reason), json_string(w.detach_id), json_string(w.error),
+                           w.objects_moved, w.bytes_moved);
+      }
+      list += fmt::format(R"({}{{"node":{},"mountpaths":[{}]{}{}}})", list.empty() ? "" : ",",
+                          json_string(s.node.id), mountpaths, work,
                           s.error.empty() ? "" : ",\"error\":" + json_string(s.error));
     }
     std::printf("{\"nodes\":[%s]}\n", list.c_str());
@@ -307,6 +321,14 @@ Status list_mountpaths(Context& context, const std::string& node_id) {
       table.add({s.node.id, "?", "(no answer: " + s.error + ")", "", "", "", "", ""});
   }
   table.print();
+  // A resilver or detach that runs, or the last one when it failed.
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const client::MountpathWork& w = works[i];
+    if (w.state == "running") std::printf("%s: %s: running\n", nodes[i].node.id.c_str(), w.reason.c_str());
+    if (w.state == "failed") {
+      std::printf("%s: %s: failed: %s\n", nodes[i].node.id.c_str(), w.reason.c_str(), w.error.c_str());
+    }
+  }
   return Status::ok();
 }
 

@@ -315,7 +315,7 @@ Status Target::start_detach(asio::any_io_executor executor, std::string id) {
       return Status::unavailable("mountpath {} is being detached; retry when that ends", resilver_->detach_path);
     }
   }
-  start_resilver(std::move(executor), fmt::format("mountpath {} detached", it->path), std::move(id));
+  start_resilver(std::move(executor), fmt::format("detach of mountpath {}", it->path), std::move(id));
   return Status::ok();
 }
 

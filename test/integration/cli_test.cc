@@ -531,6 +531,7 @@ TEST(CliTest, MountpathsAttachAndDetachAtRunTime) {
   ASSERT_EQ(r.code, kOk) << r;
   EXPECT_EQ(count_of(r.out, R"("path":)"), 1u) << r;
   EXPECT_TRUE(contains(r.out, extra)) << r;
+  EXPECT_TRUE(contains(r.out, R"("resilver":{"state":"finished","reason":"detach of mountpath )" + original)) << r;
   size_t files_left = 0;
   for (const auto& entry : fs::recursive_directory_iterator(original + "/obj")) files_left += entry.is_regular_file();
   EXPECT_EQ(files_left, 0u) << "no object file stays on the detached mountpath";
