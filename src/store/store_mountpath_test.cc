@@ -5,7 +5,11 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <atomic>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <optional>
 
 #include "store/detail/op_gate.h"
@@ -215,6 +219,78 @@ TEST_F(StoreMountpathTest, DetachWaitsForWritesHeadedThereAndLosesNone) {
   expect_all_readable();
   EXPECT_TRUE(files_under(dir_.sub("mp1/obj")).empty());
   EXPECT_EQ(files_under(dir_.sub("mp2/obj")).size(), names_.size());
+}
+
+TEST_F(StoreMountpathTest, ReadsAndWritesOnSeveralThreadsThroughAttachAndDetachLoseNothing) {
+  // Four writers and four readers on two threads while mp2 is attached, resilvered onto
+  // and mp1 detached: every acknowledged write reads back, every read finds its object.
+  boost::asio::io_context io;
+  std::atomic<bool> is_done{false};
+  std::mutex mutex;
+  std::map<std::string, std::string> acknowledged;  // GUARDED_BY(mutex)
+  std::atomic<int> failures{0};
+  for (int w = 0; w < 4; ++w) {
+    boost::asio::co_spawn(
+        io,
+        [&, w]() -> Awaitable<void> {
+          for (int i = 0; !is_done; ++i) {
+            const ObjectRef object{bucket_, fmt::format("w{}-{}", w, i % 40)};
+            const std::string data = fmt::format("writer {} round {}", w, i);
+            Result<wire::ObjectRecord> put = co_await testing::put_object(*store_, object, data, testing::fast());
+            if (!put) {
+              ++failures;
+              ADD_FAILURE() << object.name << ": " << put.status();
+              continue;
+            }
+            std::lock_guard lock(mutex);
+            acknowledged[object.name] = data;
+          }
+        },
+        boost::asio::detached);
+  }
+  for (int r = 0; r < 4; ++r) {
+    boost::asio::co_spawn(
+        io,
+        [&, r]() -> Awaitable<void> {
+          for (size_t i = static_cast<size_t>(r); !is_done; i += 7) {
+            const ObjectRef object{bucket_, names_[i % names_.size()]};
+            Result<OpenObject> open = co_await store_->open(object);
+            if (!open || testing::read_all(open->fd()) != "v-" + object.name) {
+              ++failures;
+              ADD_FAILURE() << object.name << ": " << (open ? "wrong bytes" : open.status().to_string());
+            }
+          }
+        },
+        boost::asio::detached);
+  }
+  boost::asio::co_spawn(
+      io,
+      [&]() -> Awaitable<void> {
+        Result<MountpathInfo> attached = co_await store_->attach_mountpath(dir_.sub("mp2"));
+        EXPECT_TRUE(attached) << attached.status();
+        Result<ResilverStats> moved = co_await store_->resilver(never);
+        EXPECT_TRUE(moved) << moved.status();
+        const std::string id = id_of(dir_.sub("mp1"));
+        Result<ResilverStats> detached = co_await store_->detach_mountpath(id, never);
+        EXPECT_TRUE(detached) << detached.status();
+        is_done = true;
+      },
+      boost::asio::detached);
+  std::thread second([&] { io.run(); });
+  io.run();
+  second.join();
+  EXPECT_EQ(failures.load(), 0);
+  ASSERT_EQ(store_->mountpaths().size(), 1u);
+  EXPECT_TRUE(files_under(dir_.sub("mp1/obj")).empty());
+  for (const std::string& name : names_) EXPECT_EQ(*get(*store_, {bucket_, name}), "v-" + name);
+  for (const auto& [name, data] : acknowledged) {
+    Result<std::string> got = get(*store_, {bucket_, name});
+    ASSERT_TRUE(got) << name << ": " << got.status();
+    EXPECT_EQ(*got, data) << name;
+  }
+  Result<ListResult> listed = run(store_->list(bucket_, {}));
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->entries.size(), names_.size() + acknowledged.size());
 }
 
 }  // namespace
