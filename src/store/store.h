@@ -72,6 +72,10 @@ class ObjectWriter {
   // fsync per durability, rename into place, commit the metadata record, then remove the
   // previous generation's file. Only after this returns ok may the PUT be acknowledged.
   virtual Awaitable<Result<wire::ObjectRecord>> commit() = 0;
+  // Removes the work file now, before returning (a writer destroyed without a commit
+  // removes it in the background). Later write() and commit() fail. For a caller that
+  // reports the failure and must leave nothing behind when it does.
+  virtual Awaitable<void> discard() = 0;
 };
 
 // An object opened for reading: the fd stays valid (and its bytes unchanged) even if the

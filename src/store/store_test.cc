@@ -147,6 +147,19 @@ TEST_F(StoreTest, ExpectedMd5OrSizeMismatchLeavesNothing) {
   EXPECT_TRUE(put(*store_, object, "hello", good));
 }
 
+TEST_F(StoreTest, DiscardRemovesTheWorkFileBeforeItReturns) {
+  Result<std::unique_ptr<ObjectWriter>> writer = run(store_->create({bucket_, "discarded"}, testing::fast()));
+  ASSERT_TRUE(writer) << writer.status();
+  const std::string data = "partial";
+  ASSERT_TRUE(run((*writer)->write(data)).is_ok());
+  EXPECT_EQ(files_under(work_dir()).size(), 1u);
+  run((*writer)->discard());
+  EXPECT_TRUE(files_under(work_dir()).empty()) << "no waiting: discard() returned after the unlink";
+  EXPECT_FALSE(run((*writer)->write(data)).is_ok());
+  EXPECT_FALSE(run((*writer)->commit()));
+  EXPECT_EQ(run(store_->stat({bucket_, "discarded"})).status().code(), Code::kNotFound);
+}
+
 TEST_F(StoreTest, WriterDestroyedWithoutCommitLeavesNoWorkFile) {
   {
     Result<std::unique_ptr<ObjectWriter>> writer =

@@ -51,6 +51,12 @@ T run(Awaitable<T> awaitable) {
   return std::move(*out);
 }
 
+inline void run(Awaitable<void> awaitable) {
+  boost::asio::io_context io;
+  boost::asio::co_spawn(io, std::move(awaitable), boost::asio::detached);
+  io.run();
+}
+
 inline Awaitable<Result<wire::ObjectRecord>> put_object(Store& store, ObjectRef object,
                                                         std::string data, PutOptions options) {
   CO_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> writer,

@@ -242,8 +242,14 @@ http::Awaitable<Status> Target::fetch_into_store(Fetch& fetch, const Resolved& r
   WriteTicket ticket(*this);
   guard_bucket(options, r.bucket, ticket);
   CO_ASSIGN_OR_RETURN(std::unique_ptr<store::ObjectWriter> writer, co_await store_.create(r.object, std::move(options)));
-  CO_ASSIGN_OR_RETURN(fetch.read_fd, writer->open_reader());
-  store::ObjectWriter& out = *writer;
+  const Status fetched = co_await fetch_into(fetch, r, *writer, std::move(backend));
+  if (!fetched.is_ok()) co_await writer->discard();  // gone before anyone hears of the failure
+  co_return fetched;
+}
+
+http::Awaitable<Status> Target::fetch_into(Fetch& fetch, const Resolved& r, store::ObjectWriter& out,
+                                           std::shared_ptr<backend::ObjectBackend> backend) {
+  CO_ASSIGN_OR_RETURN(fetch.read_fd, out.open_reader());
   const backend::Sink sink = [this, &fetch, &out](std::span<const char> bytes) -> http::Awaitable<Status> {
     CO_RETURN_IF_ERROR(co_await out.write(bytes));
     backend_bytes_.add(bytes.size());
@@ -305,7 +311,7 @@ http::Awaitable<Status> Target::fetch_into_store(Fetch& fetch, const Resolved& r
       CO_RETURN_IF_ERROR(co_await sink(bytes));
     }
   }
-  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
+  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await out.commit());
   if (record.size() != size) {
     co_return Status::data_loss("fetched {} bytes of {}, the backend said {}", record.size(), r.object.name, size);
   }

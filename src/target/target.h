@@ -204,6 +204,10 @@ class Target {
   // Runs a fetch to its end (detached from the requests that wait on it).
   http::Awaitable<void> run_fetch(std::shared_ptr<Fetch> fetch, Resolved r);
   http::Awaitable<Status> fetch_into_store(Fetch& fetch, const Resolved& r);
+  // The bytes of a fetch into `out`, then its commit. On failure fetch_into_store()
+  // discards `out` before reporting, so a failed fetch has left nothing once it is seen.
+  http::Awaitable<Status> fetch_into(Fetch& fetch, const Resolved& r, store::ObjectWriter& out,
+                                     std::shared_ptr<backend::ObjectBackend> backend);
   // Streams bytes [offset, offset + length) of `fetch` to the client as they land.
   http::Awaitable<Status> send_fetching(http::Exchange& exchange, Fetch& fetch, http::ResponseHead head,
                                         uint64_t offset, uint64_t length);

@@ -123,7 +123,7 @@ TEST_F(RemoteTest, ColdGetFetchesOnceAndTheCacheServesWithTheBackendStopped) {
   // Not cached, and the backend unreachable: a clear error, not a hang or a 404.
   auto unreachable = c.get(kRemote, "never-fetched");
   EXPECT_EQ(unreachable.status().code(), Code::kUnavailable) << unreachable.status();
-  EXPECT_TRUE(work_files(*cluster_).empty());
+  EXPECT_EQ(work_files(*cluster_), std::vector<std::string>{});
 }
 
 
@@ -183,7 +183,7 @@ TEST_F(RemoteTest, PrefetchByTemplateAndPrefixCachesEverythingAndServesWithTheBa
   EXPECT_EQ(cached_only.status, 200) << cached_only.body;
   EXPECT_NE(cached_only.body.find("\"cached\":true"), std::string::npos) << cached_only.body;
   EXPECT_FALSE(c.list_all(kRemote).has_value()) << "listing the backend fails while it is down";
-  EXPECT_TRUE(work_files(*cluster_).empty());
+  EXPECT_EQ(work_files(*cluster_), std::vector<std::string>{});
 }
 
 TEST_F(RemoteTest, PrefetchAbortsAndAFailedPrefetchNamesItsObjectsAndCanBeRerun) {
@@ -223,7 +223,7 @@ TEST_F(RemoteTest, PrefetchAbortsAndAFailedPrefetchNamesItsObjectsAndCanBeRerun)
   EXPECT_EQ(dead_done.state, "failed");
   EXPECT_GT(dead_done.errors, 0u);
   EXPECT_FALSE(dead_done.failed_objects.empty());
-  EXPECT_TRUE(work_files(*cluster_).empty());
+  EXPECT_EQ(work_files(*cluster_), std::vector<std::string>{});
 
   // Back (moto forgets everything: the objects are written again): a rerun completes.
   ASSERT_OK(moto_->restart());
@@ -325,7 +325,7 @@ TEST_F(RemoteTest, WritesGoThroughToTheBackendAndDeletesReachIt) {
   EXPECT_EQ(c.remove(kRemote, "w/large").code(), Code::kUnavailable) << "a delete the backend did not take fails";
   ASSERT_OK_AND_ASSIGN(const std::string still, c.get(kRemote, "w/large"));
   EXPECT_TRUE(still == large);
-  EXPECT_TRUE(work_files(*cluster_).empty());
+  EXPECT_EQ(work_files(*cluster_), std::vector<std::string>{});
 }
 
 TEST_F(RemoteTest, ABackendThatDiesDuringAColdGetLeavesNoPartialObject) {
@@ -424,7 +424,7 @@ TEST_F(RemoteTest, ABackendAnswering503FailsColdGetsAndPrefetchesClearlyAndLeave
   EXPECT_EQ(job.errors, 2u);
   ASSERT_EQ(job.failed_objects.size(), 2u);
   EXPECT_GT(metric("silo_target_backend_errors_total"), 0u);
-  EXPECT_TRUE(work_files(*cluster_).empty());
+  EXPECT_EQ(work_files(*cluster_), std::vector<std::string>{});
   ASSERT_OK_AND_ASSIGN(const auto cached, c.request(http::Method::kGet, fmt::format("/v1/buckets/{}?cached=true", kRemote)));
   EXPECT_EQ(cached.body.find("\"x\""), std::string::npos) << cached.body;
 
@@ -463,7 +463,7 @@ TEST_F(RemoteTest, ADeleteDuringAColdGetIsNotUndoneByTheFetch) {
   ASSERT_OK_AND_ASSIGN(const auto cached, c.request(http::Method::kGet, fmt::format("/v1/buckets/{}?cached=true", kRemote)));
   EXPECT_EQ(cached.body.find("large"), std::string::npos) << cached.body;
   EXPECT_EQ(c.get(kRemote, "large").status().code(), Code::kNotFound);
-  EXPECT_TRUE(work_files(*cluster_).empty());
+  EXPECT_EQ(work_files(*cluster_), std::vector<std::string>{});
   }
 }
 
@@ -576,7 +576,7 @@ TEST_F(RemoteTest, WatermarksEvictTheLeastRecentlyUsedCachedObjectsAndNeverLocal
   EXPECT_NE(refused.to_string().find("out of space"), std::string::npos) << refused;
   EXPECT_GT(accepted, 10);
   expect_all_readable(c, local, "local");
-  EXPECT_TRUE(work_files(*cluster_).empty());
+  EXPECT_EQ(work_files(*cluster_), std::vector<std::string>{});
 }
 
 }  // namespace

@@ -56,14 +56,18 @@ inline size_t object_file_count(const NodeInfo& node) {
   return n;
 }
 
-// Every file under any target's <mp>/work/.
+// Every work file of a write in flight under any target's <mp>/work/ (not the failure
+// probe's work/.probe, which each target makes and removes every second).
 inline std::vector<std::string> work_files(const LocalCluster& cluster) {
   std::vector<std::string> out;
   for (const auto& id : cluster.target_ids()) {
     auto node = cluster.node(id);
     if (!node) continue;
     for (const auto& mp : node->mountpaths) {
-      for (auto& f : silo::testing::list_files(mp + "/work")) out.push_back(std::move(f));
+      for (auto& f : silo::testing::list_files(mp + "/work")) {
+        if (f == ".probe" || f.ends_with("/.probe")) continue;
+        out.push_back(std::move(f));
+      }
     }
   }
   return out;

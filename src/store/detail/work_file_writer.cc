@@ -164,6 +164,15 @@ Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {
   return installed;
 }
 
+Awaitable<void> WorkFileWriter::discard() {
+  if (state_ == State::kCommitted) co_return;
+  state_ = State::kFailed;
+  co_await mountpath_.disk().run([this] {
+    discard_blocking();
+    return Status::ok();
+  });
+}
+
 void WorkFileWriter::discard_blocking() {
   if (fd_ >= 0) ::close(std::exchange(fd_, -1));
   if (!work_path_.empty()) {

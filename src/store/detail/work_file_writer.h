@@ -42,6 +42,7 @@ class WorkFileWriter final : public ObjectWriter {
   wire::ObjectRecord& attributes() override { return options_.attributes; }
   Result<int> open_reader() override;
   Awaitable<Result<wire::ObjectRecord>> commit() override;
+  Awaitable<void> discard() override;
 
  private:
   enum class State { kWriting, kFailed, kCommitted };
