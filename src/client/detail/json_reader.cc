@@ -257,4 +257,15 @@ class JsonParser {
 
 Result<JsonValue> parse_json(std::string_view text) { return JsonParser(text).document(); }
 
+Result<JsonValue> parse_answer_object(std::string_view body, std::string_view what) {
+  Result<JsonValue> doc = parse_json(body);
+  if (!doc) {
+    Status status = std::move(doc).error();
+    status.annotate("{}: answer", what);
+    return status;
+  }
+  if (!doc->is_object()) return Status::internal("{}: the answer is not a JSON object", what);
+  return doc;
+}
+
 }  // namespace silo::client::detail

@@ -45,5 +45,7 @@ class JsonValue {
 
 // Parses one JSON document (RFC 8259); kInvalidArgument naming the offset on bad input.
 Result<JsonValue> parse_json(std::string_view text);
+// The JSON object a request `what` ("GET /v1/...") answered with `body`: errors name it.
+Result<JsonValue> parse_answer_object(std::string_view body, std::string_view what);
 
 }  // namespace silo::client::detail
