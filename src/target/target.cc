@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <unordered_set>
 #include <vector>
@@ -183,9 +184,13 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
     return header_version(request, cluster::kNodeMapVersionHeader) > maps_.node_map()->version() ||
            header_version(request, cluster::kBucketMapVersionHeader) > maps_.bucket_map()->version();
   };
+  // The sender's version proves the newer map exists, so waiting for it is worth up to 2 s
+  // (200 ms was not always enough under load: a GET during a copies change then failed
+  // with "node maps are converging"); only requests from a sender ahead of us wait.
   std::unique_ptr<boost::asio::steady_timer> timer;
-  for (int attempt = 0; attempt < 5 && is_stale() && member_ != nullptr; ++attempt) {
-    if (attempt > 0) co_await cluster::pause(timer, std::chrono::milliseconds(20 * attempt));
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (int attempt = 0; is_stale() && member_ != nullptr && std::chrono::steady_clock::now() < give_up; ++attempt) {
+    if (attempt > 0) co_await cluster::pause(timer, std::chrono::milliseconds(std::min(20 * attempt, 100)));
     std::ignore = co_await member_->sync();  // best effort: the sender's answer says what is left
   }
   CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await find_bucket(bucket_name));
