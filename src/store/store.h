@@ -291,6 +291,9 @@ class Store {
   // (cancelled). After an error the mountpath stays attached and disabled.
   virtual Awaitable<Result<ResilverStats>> detach_mountpath(std::string_view id,
                                                             std::function<bool()> cancelled) = 0;
+  // What detach_mountpath() would refuse at once (kNotFound, the last one in service), for
+  // a caller that answers before the detach runs. Blocking only on nothing.
+  virtual Status check_detach(std::string_view id) const = 0;
   // Moves every object that is not on the mountpath placement picks for it now (after a
   // mountpath was added, disabled or enabled), and drops copies the owner mountpath
   // already supersedes. Objects stay readable throughout. Stops early, with what it did,

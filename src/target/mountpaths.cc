@@ -118,6 +118,7 @@ void Target::start_resilver(asio::any_io_executor executor, std::string reason, 
   for (const auto& m : store_.mountpaths()) {
     if (m.id == resilver->detach_id) resilver->detach_path = m.path;
   }
+  if (!resilver->detach_id.empty()) resilver->reason = fmt::format("detach of mountpath {}", resilver->detach_path);
   resilver->started_unix_nanos = Clock::real().unix_nanos();
   {
     std::lock_guard lock(resilver_mutex_);
@@ -301,21 +302,14 @@ http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::s
 Status Target::start_detach(asio::any_io_executor executor, std::string id) {
   // What the store would refuse at once is refused here, before the 202; the rest (uploads
   // in progress, objects that do not move) shows in GET /v1/mountpaths when it ends.
-  const std::vector<store::MountpathInfo> mountpaths = store_.mountpaths();
-  const auto it = std::find_if(mountpaths.begin(), mountpaths.end(), [&](const auto& m) { return m.id == id; });
-  if (it == mountpaths.end()) return Status::not_found("no mountpath with id {} on this target", id);
-  const bool is_last = it->state == store::MountpathState::kInService &&
-                       std::none_of(mountpaths.begin(), mountpaths.end(), [&](const auto& m) {
-                         return m.id != id && m.state == store::MountpathState::kInService;
-                       });
-  if (is_last) return Status::failed_precondition("mountpath {} is the last one in service; attach another first", it->path);
+  RETURN_IF_ERROR(store_.check_detach(id));
   {
     std::lock_guard lock(resilver_mutex_);
     if (resilver_ && resilver_->running && !resilver_->detach_id.empty()) {
       return Status::unavailable("mountpath {} is being detached; retry when that ends", resilver_->detach_path);
     }
   }
-  start_resilver(std::move(executor), fmt::format("detach of mountpath {}", it->path), std::move(id));
+  start_resilver(std::move(executor), /*reason=*/"", std::move(id));
   return Status::ok();
 }
 

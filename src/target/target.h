@@ -428,7 +428,7 @@ class Target {
 
   struct Resilver;
   // Starts a resilver, preempting one that runs; with `detach_id`, the detach of that
-  // mountpath instead (which moves only what is on it).
+  // mountpath instead (which moves only what is on it; its reason names the mountpath).
   void start_resilver(boost::asio::any_io_executor executor, std::string reason, std::string detach_id = {});
   // Remembers the mountpaths in use now (so a restart resilvers only when they changed).
   void remember_mountpath_set();

@@ -96,6 +96,23 @@ std::optional<size_t> StoreImpl::find_attached(std::string_view id) const {
   return std::nullopt;
 }
 
+Result<size_t> StoreImpl::removable(std::string_view id) const {
+  const std::optional<size_t> index = find_attached(id);
+  if (!index) return Status::not_found("no mountpath with id {} on this target", id);
+  const Mountpath& mountpath = *mountpaths_[*index];
+  const auto all = mountpaths_.all();
+  const bool has_other = std::any_of(all.begin(), all.end(), [&](const auto& m) {
+    return m.get() != &mountpath && m->is_in_service();
+  });
+  if (!has_other && mountpath.is_readable()) {
+    return Status::failed_precondition("mountpath {} is the last one in service; attach another first",
+                                       mountpath.path());
+  }
+  return *index;
+}
+
+Status StoreImpl::check_detach(std::string_view id) const { return removable(id).status(); }
+
 Result<MountpathInfo> StoreImpl::set_mountpath_enabled(std::string_view id, bool enabled) {
   const LayoutChange change(is_changing_layout_);
   RETURN_IF_ERROR(change.check());
@@ -103,16 +120,7 @@ Result<MountpathInfo> StoreImpl::set_mountpath_enabled(std::string_view id, bool
   const std::optional<size_t> index = find_attached(id);
   if (!index) return Status::not_found("no mountpath with id {} on this target", id);
   Mountpath& mountpath = *mountpaths_[*index];
-  if (!enabled) {
-    const auto all = mountpaths_.all();
-    const bool is_last = std::none_of(all.begin(), all.end(), [&](const auto& m) {
-      return m.get() != &mountpath && m->is_in_service();
-    });
-    if (is_last && mountpath.is_in_service()) {
-      return Status::failed_precondition("mountpath {} is the last one in service; attach another first",
-                                         mountpath.path());
-    }
-  }
+  if (!enabled && mountpath.is_in_service()) RETURN_IF_ERROR(removable(id).status());
   RETURN_IF_ERROR(mountpath.set_disabled(!enabled));
   SILO_LOG_INFO("mountpath {} {}", mountpath.path(), enabled ? "back in service" : "disabled");
   return mountpath.info();
@@ -285,20 +293,10 @@ Awaitable<Result<ResilverStats>> StoreImpl::detach_mountpath(std::string_view id
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   const LayoutChange change(is_changing_layout_);
   CO_RETURN_IF_ERROR(change.check());
-  const std::optional<size_t> found = find_attached(id);
-  if (!found) co_return Status::not_found("no mountpath with id {} on this target", id);
-  const size_t index = *found;
+  CO_ASSIGN_OR_RETURN(const size_t index, removable(id));
   Mountpath& mountpath = *mountpaths_[index];
   ResilverStats stats;
   if (mountpath.is_readable()) {
-    const auto all = mountpaths_.all();
-    const bool is_last = std::none_of(all.begin(), all.end(), [&](const auto& m) {
-      return m.get() != &mountpath && m->is_in_service();
-    });
-    if (is_last) {
-      co_return Status::failed_precondition("mountpath {} is the last one in service; attach another first",
-                                            mountpath.path());
-    }
     // No new object goes there from now on; then wait for those already headed there
     // (writers created before, which commit to it).
     CO_RETURN_IF_ERROR(co_await mountpath.disk().run([&] { return mountpath.set_disabled(true); }));

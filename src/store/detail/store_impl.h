@@ -99,6 +99,7 @@ class StoreImpl final : public Store {
   Awaitable<Result<MountpathInfo>> attach_mountpath(std::string path) override;
   Awaitable<Result<ResilverStats>> detach_mountpath(std::string_view id,
                                                     std::function<bool()> cancelled) override;
+  Status check_detach(std::string_view id) const override;
   Awaitable<Result<ResilverStats>> resilver(std::function<bool()> cancelled) override;
   void close() override;
 
@@ -154,6 +155,10 @@ class StoreImpl final : public Store {
   // Returns once every operation that began before the call has ended (an OpGate grace
   // period). Requires: one caller at a time (is_changing_layout_).
   Awaitable<void> wait_for_older_operations();
+  // The slot of the attached mountpath `id` when it may leave service (disabled or
+  // detached): kNotFound, or kFailedPrecondition when no other mountpath is in service and
+  // this one still holds objects that would have nowhere to go.
+  Result<size_t> removable(std::string_view id) const;
   // The slot holding the attached (not detached) mountpath with this id, else nullopt.
   std::optional<size_t> find_attached(std::string_view id) const;
   // The MetaDbs of mountpaths that have not failed.
