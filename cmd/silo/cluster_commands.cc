@@ -33,16 +33,18 @@ std::string used_percent(uint64_t capacity, uint64_t available) {
 struct NodeStorage {
   client::NodeEntry node;
   std::vector<client::MountpathEntry> mountpaths;
+  client::MountpathWork work;  // the target's current or last resilver or detach
   std::string error;
 };
 
 std::vector<NodeStorage> storage_of(client::Client& c, const client::NodeMap& map) {
   std::vector<NodeStorage> out;
   for (const auto& n : map.nodes) {
-    NodeStorage s{.node = n, .mountpaths = {}, .error = ""};
+    NodeStorage s{.node = n, .mountpaths = {}, .work = {}, .error = ""};
     if (stores_objects(n)) {
-      if (auto m = c.mountpaths(n.url)) {
-        s.mountpaths = std::move(*m);
+      if (auto m = c.mountpath_list(n.url)) {
+        s.mountpaths = std::move(m->mountpaths);
+        s.work = std::move(m->work);
       } else {
         s.error = m.error().message();
       }
@@ -282,17 +284,11 @@ Status list_mountpaths(Context& context, const std::string& node_id) {
     return !stores_objects(n) || (!node_id.empty() && n.id != node_id);
   });
   const auto nodes = storage_of(*c, chosen);
-  // Each target's current or last resilver or detach.
-  std::vector<client::MountpathWork> works;
-  for (const auto& s : nodes) {
-    Result<client::MountpathWork> work = s.error.empty() ? c->mountpath_work(s.node.url) : client::MountpathWork{};
-    works.push_back(work ? std::move(*work) : client::MountpathWork{});
-  }
   if (context.options.is_json) {
     std::string list;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const NodeStorage& s = nodes[i];
-      const client::MountpathWork& w = works[i];
+      const client::MountpathWork& w = s.work;
       std::string mountpaths;
       for (const auto& m : s.mountpaths)
         mountpaths += (mountpaths.empty() ? "" : ",") + mountpath_json(m);
@@ -323,7 +319,7 @@ Status list_mountpaths(Context& context, const std::string& node_id) {
   table.print();
   // A resilver or detach that runs, or the last one when it failed.
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const client::MountpathWork& w = works[i];
+    const client::MountpathWork& w = nodes[i].work;
     if (w.state == "running") std::printf("%s: %s: running\n", nodes[i].node.id.c_str(), w.reason.c_str());
     if (w.state == "failed") {
       std::printf("%s: %s: failed: %s\n", nodes[i].node.id.c_str(), w.reason.c_str(), w.error.c_str());

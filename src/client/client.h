@@ -170,6 +170,12 @@ struct MountpathWork {
   uint64_t bytes_moved = 0;
 };
 
+// GET /v1/mountpaths of a target, whole.
+struct MountpathList {
+  std::vector<MountpathEntry> mountpaths;
+  MountpathWork work;  // the current or last resilver or detach
+};
+
 // A client settings file: {"endpoint", "access_key", "secret_key"} (each optional; the
 // CLI reads ~/.config/silo/config.json). Unknown keys are ignored.
 struct Settings {
@@ -338,6 +344,8 @@ class Client {
   Status detach_mountpath(std::string_view node_url, std::string_view id);
   // The target's current or last resilver or detach.
   Result<MountpathWork> mountpath_work(std::string_view node_url);
+  // Both of the above from one GET.
+  Result<MountpathList> mountpath_list(std::string_view node_url);
 
  private:
   Result<MountpathEntry> mountpath_call(std::string_view node_url, std::string_view id,

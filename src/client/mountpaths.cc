@@ -32,16 +32,30 @@ std::string node_base(std::string_view node_url) {
 
 }  // namespace
 
-Result<std::vector<MountpathEntry>> Client::mountpaths(std::string_view node_url) {
+Result<MountpathList> Client::mountpath_list(std::string_view node_url) {
   const std::string target = node_base(node_url) + "/v1/mountpaths";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
   ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_answer_object(r.body, "GET " + target));
-  std::vector<MountpathEntry> out;
+  MountpathList list;
   for (const JsonValue& m : doc["mountpaths"].items()) {
-    out.push_back(mountpath_of(m));
+    list.mountpaths.push_back(mountpath_of(m));
   }
-  return out;
+  const JsonValue& w = doc["resilver"];
+  MountpathWork& work = list.work;
+  work.state = w["state"].str();
+  work.reason = w["reason"].str();
+  work.detach_id = w["detach"].str();
+  work.error = w["error"].str();
+  if (auto n = w["started"].to_u64()) work.started_unix_nanos = static_cast<int64_t>(*n);
+  if (auto n = w["objects_moved"].to_u64()) work.objects_moved = *n;
+  if (auto n = w["bytes_moved"].to_u64()) work.bytes_moved = *n;
+  return list;
+}
+
+Result<std::vector<MountpathEntry>> Client::mountpaths(std::string_view node_url) {
+  ASSIGN_OR_RETURN(MountpathList list, mountpath_list(node_url));
+  return std::move(list.mountpaths);
 }
 
 Result<MountpathEntry> Client::mountpath_call(std::string_view node_url, std::string_view id,
@@ -70,20 +84,8 @@ Status Client::detach_mountpath(std::string_view node_url, std::string_view id) 
 }
 
 Result<MountpathWork> Client::mountpath_work(std::string_view node_url) {
-  const std::string target = node_base(node_url) + "/v1/mountpaths";
-  ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
-  RETURN_IF_ERROR(status_of(r, "GET " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_answer_object(r.body, "GET " + target));
-  const JsonValue& w = doc["resilver"];
-  MountpathWork work;
-  work.state = w["state"].str();
-  work.reason = w["reason"].str();
-  work.detach_id = w["detach"].str();
-  work.error = w["error"].str();
-  if (auto n = w["started"].to_u64()) work.started_unix_nanos = static_cast<int64_t>(*n);
-  if (auto n = w["objects_moved"].to_u64()) work.objects_moved = *n;
-  if (auto n = w["bytes_moved"].to_u64()) work.bytes_moved = *n;
-  return work;
+  ASSIGN_OR_RETURN(MountpathList list, mountpath_list(node_url));
+  return std::move(list.work);
 }
 
 Result<MountpathEntry> Client::enable_mountpath(std::string_view node_url, std::string_view id) {
