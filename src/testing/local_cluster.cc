@@ -37,6 +37,13 @@ std::string trim(std::string s) {
   return s;
 }
 
+std::string env_value(const EnvVars& env, std::string_view name, std::string_view otherwise) {
+  for (const auto& [key, value] : env) {
+    if (key == name) return value;
+  }
+  return std::string(otherwise);
+}
+
 bool is_truthy(const char* v) { return v != nullptr && *v != '\0' && std::string_view(v) != "0"; }
 
 template <typename T>
@@ -91,6 +98,12 @@ Status wait_until(const std::function<bool()>& predicate, milliseconds timeout, 
   }
 }
 
+LocalCluster::LocalCluster(ClusterOptions options, TempDir dir)
+    : options_(std::move(options)),
+      dir_(std::move(dir)),
+      access_key_(env_value(options_.env, "SILO_ACCESS_KEY", kTestAccessKey)),
+      secret_key_(env_value(options_.env, "SILO_SECRET_KEY", kTestSecretKey)) {}
+
 Result<std::unique_ptr<LocalCluster>> LocalCluster::start(ClusterOptions options) {
   ASSIGN_OR_RETURN(TempDir dir, TempDir::create("silo-it"));
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(std::move(options), std::move(dir)));
@@ -105,7 +118,7 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start(ClusterOptions options
   }
   ASSIGN_OR_RETURN(const std::string primary_url, read_file(cluster->dir() + "/primary_url"));
   cluster->endpoint_ = trim(primary_url);
-  ASSIGN_OR_RETURN(cluster->client_, client::Client::create(cluster->endpoint_));
+  ASSIGN_OR_RETURN(cluster->client_, cluster->new_client());
   return cluster;
 }
 
@@ -128,7 +141,8 @@ LocalCluster::~LocalCluster() {
 Status LocalCluster::script(std::vector<std::string> args, milliseconds timeout) {
   CommandOptions command;
   command.unset_prefixes = {"SILO_"};
-  command.env = options_.env;
+  command.env = {{"SILO_ACCESS_KEY", access_key_}, {"SILO_SECRET_KEY", secret_key_}};
+  for (const auto& variable : options_.env) command.env.push_back(variable);
   command.env.emplace_back("SILO_BIN_DIR", bin_dir());
   command.env.emplace_back("SILO_READY_TIMEOUT", "45");
   command.output_path = dir() + "/cluster.sh.log";
@@ -180,7 +194,24 @@ Result<NodeInfo> LocalCluster::node(std::string_view id) const {
 
 Result<std::unique_ptr<client::Client>> LocalCluster::client_of(std::string_view id) const {
   ASSIGN_OR_RETURN(const NodeInfo info, node(id));
-  return client::Client::create(info.url);
+  return new_client({}, info.url);
+}
+
+client::ClientOptions admin_client_options(client::ClientOptions options) {
+  if (options.access_key.empty()) options.access_key = std::string(kTestAccessKey);
+  if (options.secret_key.empty()) options.secret_key = std::string(kTestSecretKey);
+  return options;
+}
+
+client::ClientOptions LocalCluster::client_options(client::ClientOptions options) const {
+  if (options.access_key.empty()) options.access_key = access_key_;
+  if (options.secret_key.empty()) options.secret_key = secret_key_;
+  return options;
+}
+
+Result<std::unique_ptr<client::Client>> LocalCluster::new_client(client::ClientOptions options,
+                                                                 std::string url) const {
+  return client::Client::create(url.empty() ? endpoint_ : url, client_options(std::move(options)));
 }
 
 Status LocalCluster::kill(std::string_view id) {

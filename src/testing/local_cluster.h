@@ -17,13 +17,23 @@
 
 namespace silo::testing {
 
+// The admin credentials every test cluster is started with, whatever the caller's shell
+// exported (the README walkthrough has users export other SILO_ACCESS_KEY values).
+inline constexpr std::string_view kTestAccessKey = "silo-admin";
+inline constexpr std::string_view kTestSecretKey = "silo-secret-key";
+
+// `options` with kTestAccessKey / kTestSecretKey filled in where unset: for a client of a
+// test cluster started with the default keys (LocalCluster::client_options() knows its own).
+client::ClientOptions admin_client_options(client::ClientOptions options = {});
+
 struct ClusterOptions {
   int proxies = 1;
   int targets = 3;
   int mountpaths = 2;
   // Variables for deploy/local/cluster.sh, e.g. {"SILO_PROXY_MODE", "redirect"} or
   // {"SILO_KEEPALIVE_TIMEOUT_MS", "1000"}. Inherited SILO_* variables are dropped so a
-  // developer's shell cannot change a test.
+  // developer's shell cannot change a test; the admin keys are kTestAccessKey and
+  // kTestSecretKey unless set here.
   EnvVars env{};
   // `cluster.sh up --ha`: a real etcd holds the maps and every proxy may become primary.
   bool ha = false;
@@ -61,6 +71,13 @@ class LocalCluster {
   // A client of endpoint(), made at start.
   client::Client& client() { return *client_; }
   Result<std::unique_ptr<client::Client>> client_of(std::string_view id) const;
+  // `options` with the cluster's admin keys filled in (never the caller's environment).
+  client::ClientOptions client_options(client::ClientOptions options = {}) const;
+  // A new client of `url` (default: endpoint()) signing with the cluster's admin keys.
+  Result<std::unique_ptr<client::Client>> new_client(client::ClientOptions options = {},
+                                                     std::string url = "") const;
+  const std::string& access_key() const { return access_key_; }
+  const std::string& secret_key() const { return secret_key_; }
 
   std::vector<std::string> node_ids() const;  // sorted: p1.., t1..
   std::vector<std::string> proxy_ids() const;
@@ -89,13 +106,15 @@ class LocalCluster {
   Status wait_for_node_state(std::string_view id, std::string_view state, std::chrono::milliseconds timeout);
 
  private:
-  LocalCluster(ClusterOptions options, TempDir dir) : options_(std::move(options)), dir_(std::move(dir)) {}
+  LocalCluster(ClusterOptions options, TempDir dir);
   Result<std::string> add(std::string_view role, bool join);
   // Runs cluster.sh with `args` and --dir; the error carries the end of its output.
   Status script(std::vector<std::string> args, std::chrono::milliseconds timeout);
 
   const ClusterOptions options_;
   TempDir dir_;
+  std::string access_key_;
+  std::string secret_key_;
   std::string endpoint_;
   std::unique_ptr<client::Client> client_;
 };

@@ -73,7 +73,7 @@ class RuntimeConfigTest : public ::testing::Test {
 
   // An S3 PutObject of `size` bytes through the proxy at `url`: the HTTP status and body.
   static std::pair<int, std::string> s3_put(const std::string& url, std::string_view name, size_t size) {
-    auto c = client::Client::create(url);
+    auto c = client::Client::create(url, silo::testing::admin_client_options());
     if (!c) return {-1, c.status().message()};
     auto r = (*c)->request(http::Method::kPut, fmt::format("/{}/{}", kBucket, name), std::string(size, 'x'));
     if (!r) return {-1, r.status().message()};

@@ -58,7 +58,7 @@ TEST(CrashTest, KillTargetDuringConcurrentPutsLosesNothingAcknowledged) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t, rng = random.fork()]() mutable {
-      auto c = client::Client::create(cluster->endpoint(), {.io_timeout = milliseconds(15000)});
+      auto c = cluster->new_client({.io_timeout = milliseconds(15000)});
       if (!c) return;
       for (int i = 0; !is_stopping; ++i) {
         Attempt a;

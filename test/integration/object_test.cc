@@ -160,7 +160,7 @@ TEST(ObjectTest, ListingPagesAndPrefixes) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
-      auto c = client::Client::create(cluster->endpoint());
+      auto c = cluster->new_client();
       if (!c) {
         ++failures;
         return;
@@ -334,7 +334,7 @@ TEST(ObjectTest, DirectClientTalksToTheOwnerTarget) {
   ASSERT_OK(cluster->client().create_bucket("direct"));
   client::ClientOptions options;
   options.direct = true;
-  ASSERT_OK_AND_ASSIGN(auto direct, client::Client::create(cluster->endpoint(), options));
+  ASSERT_OK_AND_ASSIGN(auto direct, cluster->new_client(options));
   silo::testing::Random random;
   std::map<std::string, std::string> objects;
   for (int i = 0; i < 24; ++i) {
@@ -375,7 +375,7 @@ TEST(ObjectTest, DirectClientTalksToTheOwnerTarget) {
 
   // A target that does not answer: the call goes through the proxy instead.
   ASSERT_OK(cluster->stop("t3"));
-  ASSERT_OK_AND_ASSIGN(auto fresh, client::Client::create(cluster->endpoint(), options));
+  ASSERT_OK_AND_ASSIGN(auto fresh, cluster->new_client(options));
   for (const auto& [name, bytes] : objects) {
     if (name == "d/01") continue;
     auto got = fresh->get("direct", name);

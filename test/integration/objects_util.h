@@ -45,7 +45,7 @@ inline Objects put_objects(LocalCluster& cluster, int count, std::string_view pr
   std::vector<std::thread> writers;
   for (int t = 0; t < 4; ++t) {
     writers.emplace_back([&] {
-      auto client = client::Client::create(cluster.endpoint());
+      auto client = cluster.new_client();
       if (!client) {
         ++failures;
         return;
@@ -112,7 +112,7 @@ class Reader {
 
  private:
   void run(const std::string& endpoint) {
-    auto c = client::Client::create(endpoint);
+    auto c = client::Client::create(endpoint, silo::testing::admin_client_options());
     if (!c) return fail(c.error().to_string());
     silo::testing::Random random;
     while (!stopping_) {

@@ -77,7 +77,7 @@ TEST_F(RemoteTest, ColdGetFetchesOnceAndTheCacheServesWithTheBackendStopped) {
   std::vector<std::string> failures(16);
   for (int i = 0; i < 16; ++i) {
     readers.emplace_back([&, i] {
-      auto reader = client::Client::create(cluster_->endpoint());
+      auto reader = cluster_->new_client();
       if (!reader) {
         failures[i] = reader.status().to_string();
         return;
@@ -444,7 +444,7 @@ TEST_F(RemoteTest, ADeleteDuringAColdGetIsNotUndoneByTheFetch) {
     ASSERT_NO_FATAL_FAILURE(start_cluster(1));
   }
   client::Client& c = cluster_->client();
-  ASSERT_OK_AND_ASSIGN(auto other, client::Client::create(cluster_->endpoint()));
+  ASSERT_OK_AND_ASSIGN(auto other, cluster_->new_client());
   uint64_t received = 0;
   Status deleted = Status::internal("not yet");
   auto got = c.get_stream(kRemote, "large", [&](std::span<const char> bytes) {
