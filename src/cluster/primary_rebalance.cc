@@ -100,6 +100,7 @@ http::Awaitable<void> Primary::rebalance_round() {
   job.clear_nodes();
   uint64_t done = 0, total = 0, scanned = 0, bytes = 0, errors = 0;
   std::vector<std::string> waiting = down;
+  std::vector<std::string> failing;  // why a target is still at it: its last failure
   bool all_finished = down.empty();
   for (size_t i = 0; i < targets.size(); ++i) {
     const auto& result = results[i];
@@ -108,6 +109,12 @@ http::Awaitable<void> Primary::rebalance_round() {
     if (!is_current || !result->finished()) {
       all_finished = false;
       waiting.push_back(targets[i].id());
+      if (!result) {
+        failing.push_back(fmt::format("{}: not answering ({})", targets[i].id(), result.error().message()));
+      } else if (is_current && result->errors() > 0) {
+        failing.push_back(fmt::format("{}: {} objects failing, walking again; the last: {}", targets[i].id(),
+                                      result->errors(), result->last_error()));
+      }
     }
     if (!result) continue;
     (*job.mutable_nodes())[targets[i].id()] = *result;
@@ -134,6 +141,7 @@ http::Awaitable<void> Primary::rebalance_round() {
   } else if (!waiting.empty()) {
     detail = fmt::format("waiting for {}", fmt::join(waiting, ", "));
   }
+  if (!failing.empty()) detail += fmt::format(" ({})", fmt::join(failing, "; "));
   job.set_detail(detail);
   jobs_.update(job);
   if (!all_finished) co_return;

@@ -40,6 +40,13 @@ using detail::StripeEncoder;
 constexpr size_t kMaxRecordBytes = 16 * 1024 * 1024;
 constexpr size_t kMaxSmallBody = 64 * 1024;
 
+// Takes slice `i` out of `where` when this node (`self`) is its keeper: its copy here is
+// missing or corrupt. A keeper elsewhere (this node has a duplicate) stays.
+void forget_own(std::vector<std::optional<wire::NodeInfo>>& where, uint32_t i,
+                const std::string& self) {
+  if (i < where.size() && where[i] && where[i]->id() == self) where[i].reset();
+}
+
 }  // namespace
 
 // One slice being written: into this store, or to another target.
@@ -66,11 +73,10 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
   const uint32_t n = mine.ec().data() + mine.ec().parity();
   SliceMap map;
   map.where.resize(n);
-  if (mine.ec().index() < n) map.where[mine.ec().index()] = options_.self;
-  std::vector<wire::NodeInfo> others;
   // While objects move a slice may still be on a target that no longer holds it.
   const std::vector<wire::NodeInfo> candidates =
       is_rebalancing() ? maps_.placement()->ranked_holders(object) : holders_of(object);
+  std::vector<wire::NodeInfo> others;
   for (const auto& node : candidates) {
     if (node.id() != options_.self.id() && node.state() != wire::NODE_STATE_DOWN)
       others.push_back(node);
@@ -83,17 +89,81 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
     });
   }
   const auto records = co_await cluster::gather<std::optional<wire::ObjectRecord>>(std::move(asks));
-  for (size_t i = 0; i < others.size(); ++i) {
-    const auto& r = records[i];
-    if (r && !r->has_ec() && same_version(*r, mine) && !map.whole) map.whole = others[i];
-    if (r && incoming_wins(&mine, *r) && !map.newer) map.newer = others[i];
-    if (r && is_slice_of(*r, mine) && r->ec().index() == mine.ec().index() && !map.mine_elsewhere) {
-      map.mine_elsewhere = others[i];
+  // Every slice of this version, in rank order (this node's own at its rank).
+  std::vector<SlicePiece> pieces;
+  bool is_mine_placed = false;
+  for (const auto& node : candidates) {
+    if (node.id() == options_.self.id()) {
+      pieces.push_back({options_.self, mine});
+      is_mine_placed = true;
+      continue;
     }
-    if (!r || !is_slice_of(*r, mine) || r->ec().index() >= n) continue;
-    if (!map.where[r->ec().index()]) map.where[r->ec().index()] = others[i];
+    const auto at = std::find_if(others.begin(), others.end(),
+                                 [&node](const auto& o) { return o.id() == node.id(); });
+    if (at == others.end()) continue;
+    const auto& r = records[static_cast<size_t>(at - others.begin())];
+    if (!r) continue;
+    if (!r->has_ec() && same_version(*r, mine) && !map.whole) map.whole = node;
+    if (incoming_wins(&mine, *r) && !map.newer) map.newer = node;
+    if (!is_slice_of(*r, mine) || r->ec().index() >= n) continue;
+    if (r->ec().index() == mine.ec().index() && !map.mine_elsewhere) map.mine_elsewhere = node;
+    pieces.push_back({node, *r});
+  }
+  if (!is_mine_placed && mine.ec().index() < n) pieces.push_back({options_.self, mine});
+  // The keeper of slice i is holder i when it has it, else the first by rank: every
+  // target that looks picks the same one, so two never drop each other's copy.
+  const std::vector<wire::NodeInfo> holders = holders_of(object);
+  for (const auto& piece : pieces) {
+    const uint32_t i = piece.record.ec().index();
+    if (i < holders.size() && holders[i].id() == piece.node.id()) map.where[i] = piece.node;
+  }
+  for (auto& piece : pieces) {
+    auto& keeper = map.where[piece.record.ec().index()];
+    if (!keeper) {
+      keeper = piece.node;
+    } else if (keeper->id() != piece.node.id()) {
+      map.duplicates.push_back(std::move(piece));
+    }
   }
   co_return map;
+}
+
+http::Awaitable<Status> Target::drop_duplicate_slices(const ObjectRef& object, SliceMap& map) {
+  const std::vector<wire::NodeInfo> holders = holders_of(object);
+  Status last;
+  std::vector<SlicePiece> kept;
+  for (auto& piece : map.duplicates) {
+    const bool is_on_holder = std::any_of(holders.begin(), holders.end(), [&piece](const auto& h) {
+      return h.id() == piece.node.id();
+    });
+    if (!is_on_holder) {
+      kept.push_back(std::move(piece));
+      continue;
+    }
+    const uint32_t i = piece.record.ec().index();
+    Status dropped;
+    if (piece.node.id() == options_.self.id()) {
+      dropped = co_await store_.remove_generation(object, piece.record.generation());
+    } else {
+      // (No co_await inside ?: — GCC 12 miscompiles it.)
+      auto to = http::Endpoint::parse(piece.node.url());
+      if (to) {
+        dropped = co_await send_undo(*to, object, piece.record.mtime_unix_nanos(), piece.record.xxh3());
+      } else {
+        dropped = to.status();
+      }
+    }
+    if (!dropped.is_ok() && dropped.code() != Code::kNotFound) {
+      last = dropped.annotate("dropping the second slice {} of {} on {}", i, object.name, piece.node.id());
+      kept.push_back(std::move(piece));
+      continue;
+    }
+    duplicate_slices_dropped_.add();
+    SILO_LOG_WARN("slice {} of {} was on both {} and {}: dropped on {}", i, object.name,
+                  map.where[i] ? map.where[i]->id() : std::string("?"), piece.node.id(), piece.node.id());
+  }
+  map.duplicates = std::move(kept);
+  co_return last;
 }
 
 Target::SliceMap Target::assumed_slices(const ObjectRef& object,
@@ -346,7 +416,7 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
       CO_ASSIGN_OR_RETURN(const http::Endpoint newer, http::Endpoint::parse(map.newer->url()));
       co_return co_await relay_local_only(exchange, newer);
     }
-    if (!is_mine_good) map.where[ec.index()].reset();
+    if (!is_mine_good) forget_own(map.where, ec.index(), options_.self.id());
     opened = co_await open_sources(*client_, r.object, record, mine.fd(), options_.self.id(),
                                    map.where, slice_from, slice_length, is_degraded);
   }
@@ -404,7 +474,8 @@ http::Awaitable<Status> Target::decode_here(const ObjectRef& object) {
   const uint32_t k = mine.ec().data(), n = mine.ec().data() + mine.ec().parity();
   const ec::Layout layout = layout_of(mine.ec());
   SliceMap map = co_await locate_slices(object, mine);
-  if (!(co_await verify_read(*bucket, opened)).is_ok()) map.where[mine.ec().index()].reset();
+  if (!(co_await verify_read(*bucket, opened)).is_ok())
+    forget_own(map.where, mine.ec().index(), options_.self.id());
   CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs,
                       ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
   bool is_degraded = false;
@@ -465,12 +536,14 @@ http::Awaitable<Result<size_t>> Target::rebuild_slices(ObjectRef object,
   const ec::Layout layout = layout_of(mine.ec());
   SliceMap map = co_await locate_slices(object, mine);
   if (map.newer) co_return size_t{0};  // this version is gone elsewhere: nothing to rebuild
+  // A holder with a second copy of a slice would refuse the slice it lacks, for good.
+  CO_RETURN_IF_ERROR(co_await drop_duplicate_slices(object, map));
   for (const uint32_t i : unreadable) {
     if (i < n) map.where[i].reset();
   }
   const bool mine_is_good = opened && opened->record().generation() == mine.generation() &&
                             (co_await verify_read(*bucket, *opened)).is_ok();
-  if (!mine_is_good) map.where[mine.ec().index()].reset();
+  if (!mine_is_good) forget_own(map.where, mine.ec().index(), options_.self.id());
   CO_ASSIGN_OR_RETURN(const auto missing, plan_rebuild(map.where, holders_of(object), object.name));
   if (missing.empty()) co_return size_t{0};
   size_t present_count = 0;
@@ -569,11 +642,12 @@ http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object,
     }
     if (is_slice_of(**theirs, mine)) co_return false;  // that one's to do
   }
-  const SliceMap map = co_await locate_slices(object, mine);
+  SliceMap map = co_await locate_slices(object, mine);
   if (map.newer) {
     CO_RETURN_IF_ERROR(co_await store_.remove_generation(object, mine.generation()));
     co_return false;
   }
+  CO_RETURN_IF_ERROR(co_await drop_duplicate_slices(object, map));
   const bool is_complete =
       std::all_of(map.where.begin(), map.where.end(), [](const auto& w) { return w.has_value(); });
   if (is_complete) co_return false;
@@ -581,7 +655,7 @@ http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object,
   co_return rebuilt > 0;
 }
 
-http::Awaitable<Status> Target::move_coded(wire::RebalancePhase phase, const ObjectRef& object,
+http::Awaitable<Status> Target::move_coded(const ObjectRef& object,
                                            const std::vector<wire::NodeInfo>& holders,
                                            store::OpenObject& opened, bool& is_holder) {
   const wire::ObjectRecord record = opened.record();
@@ -607,14 +681,19 @@ http::Awaitable<Status> Target::move_coded(wire::RebalancePhase phase, const Obj
     co_return co_await encode_and_spread(object, holders);
   }
   if (is_holder) {
-    if (phase != wire::REBALANCE_PHASE_COPY) co_return Status::ok();
+    // In both phases: in the copy, a holder leaves the check to a better-ranked holder
+    // with a slice, which may have received that slice after its own walk went by; in the
+    // cleanup every slice has landed, so the better-ranked holder's walk sees it then.
     co_return (co_await restore_slices(object, record)).status();
   }
   // A slice on a target that no longer holds the object: to a holder that has no slice
   // of this version (a holder never keeps two). When every holder has one, this one is
   // spare and the cleanup removes it.
-  const SliceMap map = co_await locate_slices(object, record);
+  SliceMap map = co_await locate_slices(object, record);
   if (map.newer) co_return co_await store_.remove_generation(object, record.generation());  // stale
+  // A holder with a second copy of another slice is not free, yet would never take this
+  // one: its duplicate goes first.
+  CO_RETURN_IF_ERROR(co_await drop_duplicate_slices(object, map));
   const auto is_holder_node = [&holders](const std::optional<wire::NodeInfo>& n) {
     return n && std::any_of(holders.begin(), holders.end(),
                             [&n](const auto& h) { return h.id() == n->id(); });

@@ -347,7 +347,7 @@ http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object,
   const bool is_coded = record.has_ec() || (wire::is_erasure_coded(bucket->props()) && !fits_layout(record, bucket->props()));
   if (is_coded) {
     // Slices, and full copies that the layout wants as slices (erasure.cc).
-    const Status s = co_await move_coded(walk.phase, object, holders, *opened, is_holder);
+    const Status s = co_await move_coded(object, holders, *opened, is_holder);
     if (s.code() == Code::kAborted) co_return co_await move_object(walk, object, holders);  // now another form
     CO_RETURN_IF_ERROR(s);
   }

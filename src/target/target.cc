@@ -152,6 +152,9 @@ Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& 
                                  "Erasure-coded slices written to holders (coding, re-encoding, rebuilds).")),
       degraded_reads_(stats.counter("silo_target_ec_degraded_reads_total",
                                     "Erasure-coded GETs that reconstructed missing or corrupt slices.")),
+      duplicate_slices_dropped_(stats.counter(
+          "silo_target_ec_duplicate_slices_dropped_total",
+          "Second copies of one erasure-coded slice removed from a holder (so it can take the missing one).")),
       cache_hits_(stats.counter("silo_target_cache_hits_total", "GETs of remote buckets' objects served from the cache.")),
       cache_misses_(stats.counter("silo_target_cache_misses_total",
                                   "Objects of remote buckets fetched from their backend (cold GETs and prefetch).")),

@@ -336,12 +336,19 @@ class Target {
   // Where the slices of one version are: where[i] holds slice i (unset: found nowhere);
   // `whole` a target with a full copy of the same version (re-encoding in progress);
   // `newer` one with a newer version (the slice here is stale); `mine_elsewhere` another
-  // target with the same slice as here.
+  // target with the same slice as here. When two targets hold the same slice (a rebuild
+  // that took an unreachable holder's slice for lost), where[i] is the keeper that every
+  // target picks alike (holder i, else the best ranked) and the others are `duplicates`.
+  struct SlicePiece {
+    wire::NodeInfo node;
+    wire::ObjectRecord record;
+  };
   struct SliceMap {
     std::vector<std::optional<wire::NodeInfo>> where;
     std::optional<wire::NodeInfo> whole;
     std::optional<wire::NodeInfo> newer;
     std::optional<wire::NodeInfo> mine_elsewhere;
+    std::vector<SlicePiece> duplicates;
   };
   enum class UndoScope { kNewOnly, kAll };
   // After a whole object of an erasure-coded bucket is here (a PUT at the owner, or a
@@ -377,6 +384,11 @@ class Target {
   SliceMap assumed_slices(const ObjectRef& object, const wire::ObjectRecord& mine) const;
   // Which target has which slice of the version `mine` (a slice record) describes.
   http::Awaitable<SliceMap> locate_slices(const ObjectRef& object, const wire::ObjectRecord& mine);
+  // Removes the duplicates in `map` that sit on holders of `object` (a holder keeps one
+  // piece, so a duplicate there keeps the slice no holder has from it) and forgets them;
+  // kUnavailable when one could not be removed. A duplicate on a non-holder is left to
+  // the rebalance cleanup, like any piece off its holders.
+  http::Awaitable<Status> drop_duplicate_slices(const ObjectRef& object, SliceMap& map);
   // A copy here whose file is missing or whose bytes do not match their XXH3.
   struct BrokenCopy {
     uint64_t generation = 0;
@@ -390,7 +402,7 @@ class Target {
                                                      uint64_t replacing);
   // The walk's work on a slice, or on a full copy of an erasure-coded bucket's object.
   // Sets `is_holder`; kAborted when the object here changed form (decoded): walk it again.
-  http::Awaitable<Status> move_coded(wire::RebalancePhase phase, const ObjectRef& object,
+  http::Awaitable<Status> move_coded(const ObjectRef& object,
                                      const std::vector<wire::NodeInfo>& holders, store::OpenObject& opened,
                                      bool& is_holder);
   // Run by the first holder (by rank) that has a slice of the version `mine` describes:
@@ -479,6 +491,7 @@ class Target {
   stats::Counter& copies_made_;
   stats::Counter& slices_made_;
   stats::Counter& degraded_reads_;
+  stats::Counter& duplicate_slices_dropped_;
   stats::Counter& cache_hits_;
   stats::Counter& cache_misses_;
   stats::Counter& backend_bytes_;
