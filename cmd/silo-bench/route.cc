@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/text.h"
 #include "http/message.h"
 
 namespace silo::bench {
@@ -44,7 +45,7 @@ Result<std::shared_ptr<const Router>> Router::create(const Config& config) {
 }
 
 Destination Router::object(std::string_view name) const {
-  const std::string encoded = http::percent_encode(name, /*keep_slash=*/true);
+  const std::string encoded = text::percent_encode_path(name);
   switch (path_) {
     case Path::kDirect: {
       return {&targets_[owners_->owner_index(bucket_id_, name)], "/v1/objects/" + bucket_ + "/" + encoded};
@@ -60,8 +61,8 @@ Destination Router::list_page(std::string_view token, size_t limit) const {
   std::string target;
   if (path_ == Path::kGateway) {
     target = fmt::format("/{}?list-type=2&max-keys={}", bucket_, limit);
-    if (!prefix_.empty()) target += "&prefix=" + http::percent_encode(prefix_, false);
-    if (!token.empty()) target += "&continuation-token=" + http::percent_encode(token, false);
+    if (!prefix_.empty()) target += "&prefix=" + text::percent_encode(prefix_);
+    if (!token.empty()) target += "&continuation-token=" + text::percent_encode(token);
   } else {
     target = client::Client::list_target(bucket_, prefix_, limit, token);
   }

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "base/text.h"
 #include "placement/hrw.h"
 #include "wire/codec.h"
 #include "progress.h"
@@ -496,7 +497,7 @@ std::string found_on(client::Client& c, const client::NodeMap& map, uint64_t buc
                                  [&](const client::NodeEntry& n) { return n.id == node_id; });
   if (node == map.nodes.end()) return "not checked (not in the node map)";
   const std::string target = fmt::format("{}/v1/internal/objects/{}/{}?meta=1", node->url, bucket_id,
-                                         http::percent_encode(name, true));
+                                         text::percent_encode_path(name));
   auto r = c.request(http::Method::kGet, target);
   if (!r) return "not checked (" + r.status().message() + ")";
   if (r->status == 404) return "missing";

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <random>
 
+#include "base/text.h"
 #include "s3/http_time.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
@@ -127,8 +128,8 @@ S3Backend::S3Backend(std::shared_ptr<http::Client> client, S3Options options,
 
 http::ClientRequest S3Backend::request(http::Method method, std::string_view name,
                                        std::string_view query, http::Headers headers) const {
-  std::string path = "/" + s3::uri_encode(options_.bucket, false);
-  if (!name.empty()) path += "/" + s3::uri_encode(name, true);
+  std::string path = "/" + text::percent_encode(options_.bucket);
+  if (!name.empty()) path += "/" + text::percent_encode_path(name);
   http::ClientRequest r;
   r.method = method;
   r.target = query.empty() ? path : fmt::format("{}?{}", path, query);
@@ -338,7 +339,7 @@ http::Awaitable<Result<RemoteObject>> S3Backend::put_multipart(std::string name,
   const auto* id = started.child("UploadId");
   if (id == nullptr || id->text.empty())
     co_return Status::unavailable("{}: the answer names no UploadId", what);
-  const std::string upload = "uploadId=" + s3::uri_encode(id->text, false);
+  const std::string upload = "uploadId=" + text::percent_encode(id->text);
 
   std::string parts = "<CompleteMultipartUpload>";
   Status failed;
@@ -401,10 +402,10 @@ http::Awaitable<Result<RemotePage>> S3Backend::list(std::string prefix, std::str
                                                     size_t limit) {
   std::string query =
       fmt::format("list-type=2&max-keys={}&prefix={}", std::clamp<size_t>(limit, 1, 1000),
-                  s3::uri_encode(prefix, false));
+                  text::percent_encode(prefix));
   // start-after rather than a continuation token: a page can then start after any name
   // (the proxy merges backend pages with the cached objects from the same name on).
-  if (!token.empty()) query += "&start-after=" + s3::uri_encode(token, false);
+  if (!token.empty()) query += "&start-after=" + text::percent_encode(token);
   const std::string what = fmt::format("list s3://{}/{}", options_.bucket, prefix);
   CO_ASSIGN_OR_RETURN(const http::ClientResponse r,
                       co_await call(http::Method::kGet, "", query, ""));

@@ -1,3 +1,4 @@
+#include "base/text.h"
 #include "client/client.h"
 
 #include <cstdlib>
@@ -221,8 +222,8 @@ Result<std::pair<http::Endpoint, std::string>> Client::resolve(std::string_view 
 }
 
 std::string Client::object_target(std::string_view bucket, std::string_view name) {
-  return fmt::format("/v1/objects/{}/{}", http::percent_encode(bucket, false),
-                     http::percent_encode(name, /*keep_slash=*/true));
+  return fmt::format("/v1/objects/{}/{}", text::percent_encode(bucket),
+                     text::percent_encode_path(name));
 }
 
 std::string Client::object_url(std::string_view bucket, std::string_view name) {
@@ -354,11 +355,11 @@ Result<MembershipChange> Client::membership_call(http::Method method, std::strin
 
 Result<MembershipChange> Client::set_maintenance(std::string_view node_id, bool on) {
   return membership_call(on ? http::Method::kPost : http::Method::kDelete,
-                         "/v1/cluster/nodes/" + http::percent_encode(node_id, false) + "/maintenance");
+                         "/v1/cluster/nodes/" + text::percent_encode(node_id) + "/maintenance");
 }
 
 Result<MembershipChange> Client::decommission(std::string_view node_id) {
-  return membership_call(http::Method::kPost, "/v1/cluster/nodes/" + http::percent_encode(node_id, false) + "/decommission");
+  return membership_call(http::Method::kPost, "/v1/cluster/nodes/" + text::percent_encode(node_id) + "/decommission");
 }
 
 Result<MembershipChange> Client::add_node(std::string_view url) {
@@ -369,7 +370,7 @@ Result<MembershipChange> Client::add_node(std::string_view url) {
 }
 
 Result<MembershipChange> Client::remove_node(std::string_view node_id) {
-  return membership_call(http::Method::kDelete, "/v1/cluster/nodes/" + http::percent_encode(node_id, false));
+  return membership_call(http::Method::kDelete, "/v1/cluster/nodes/" + text::percent_encode(node_id));
 }
 
 namespace {
@@ -444,7 +445,7 @@ Result<std::string> json_value_at(std::string_view json_text, std::string_view d
 bool is_json(std::string_view text) { return detail::parse_json(text).has_value(); }
 
 Result<JobEntry> Client::job(std::string_view id) {
-  const std::string target = "/v1/jobs/" + http::percent_encode(id, false);
+  const std::string target = "/v1/jobs/" + text::percent_encode(id);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
   ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
@@ -453,7 +454,7 @@ Result<JobEntry> Client::job(std::string_view id) {
 
 Result<JobEntry> Client::wait_job(std::string_view id, std::chrono::seconds timeout) {
   const std::string target =
-      fmt::format("/v1/jobs/{}/wait?timeout_s={}", http::percent_encode(id, false), timeout.count());
+      fmt::format("/v1/jobs/{}/wait?timeout_s={}", text::percent_encode(id), timeout.count());
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
   ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
@@ -470,13 +471,13 @@ Result<JobEntry> Client::start_job(std::string job_json) {
 }
 
 Status Client::abort_job(std::string_view id) {
-  const std::string target = "/v1/jobs/" + http::percent_encode(id, false) + "/abort";
+  const std::string target = "/v1/jobs/" + text::percent_encode(id) + "/abort";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, target));
   return status_of(r, "POST " + target);
 }
 
 Status Client::create_bucket(std::string_view bucket, std::string props_json) {
-  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false);
+  const std::string target = "/v1/buckets/" + text::percent_encode(bucket);
   http::Headers headers;
   if (!props_json.empty()) headers.set("Content-Type", "application/json");
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kPut, target, std::move(props_json), headers));
@@ -484,13 +485,13 @@ Status Client::create_bucket(std::string_view bucket, std::string props_json) {
 }
 
 Status Client::delete_bucket(std::string_view bucket) {
-  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false);
+  const std::string target = "/v1/buckets/" + text::percent_encode(bucket);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kDelete, target));
   return status_of(r, "DELETE " + target);
 }
 
 Result<uint64_t> Client::evict(std::string_view bucket, std::string request_json) {
-  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false) + "/evict";
+  const std::string target = "/v1/buckets/" + text::percent_encode(bucket) + "/evict";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, target, std::move(request_json)));
   RETURN_IF_ERROR(status_of(r, "POST " + target));
   ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "POST " + target));
@@ -498,7 +499,7 @@ Result<uint64_t> Client::evict(std::string_view bucket, std::string request_json
 }
 
 Status Client::head_bucket(std::string_view bucket) {
-  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false);
+  const std::string target = "/v1/buckets/" + text::percent_encode(bucket);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kHead, target));
   return status_of(r, "HEAD " + target);
 }
@@ -531,7 +532,7 @@ Result<std::vector<BucketEntry>> Client::list_buckets() {
 }
 
 Result<BucketEntry> Client::bucket_props(std::string_view bucket) {
-  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false) + "/props";
+  const std::string target = "/v1/buckets/" + text::percent_encode(bucket) + "/props";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
   ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
@@ -539,7 +540,7 @@ Result<BucketEntry> Client::bucket_props(std::string_view bucket) {
 }
 
 Status Client::set_bucket_props(std::string_view bucket, std::string props_json) {
-  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false) + "/props";
+  const std::string target = "/v1/buckets/" + text::percent_encode(bucket) + "/props";
   http::Headers headers;
   headers.set("Content-Type", "application/json");
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kPut, target, std::move(props_json), headers));
@@ -578,13 +579,13 @@ Status Client::remove(std::string_view bucket, std::string_view name) {
 
 std::string Client::list_target(std::string_view bucket, std::string_view prefix, size_t limit,
                                 std::string_view token) {
-  std::string target = "/v1/buckets/" + http::percent_encode(bucket, false);
+  std::string target = "/v1/buckets/" + text::percent_encode(bucket);
   char sep = '?';
   auto add = [&](std::string_view key, std::string_view value) {
     target += sep;
     target += key;
     target += '=';
-    target += http::percent_encode(value, false);
+    target += text::percent_encode(value);
     sep = '&';
   };
   if (!prefix.empty()) add("prefix", prefix);
@@ -737,7 +738,7 @@ Result<Settings> parse_settings_json(std::string_view text) {
 }
 
 Result<BucketInfo> Client::bucket_info(std::string_view bucket) {
-  const std::string target = "/v1/buckets/" + http::percent_encode(bucket, false) + "/props";
+  const std::string target = "/v1/buckets/" + text::percent_encode(bucket) + "/props";
   ASSIGN_OR_RETURN(Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
   ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));

@@ -2,6 +2,7 @@
 // detach that runs (GET/POST/DELETE /v1/mountpaths on the target).
 #include <fmt/format.h>
 
+#include "base/text.h"
 #include "client/client.h"
 #include "client/detail/json_reader.h"
 #include "http/message.h"
@@ -61,7 +62,7 @@ Result<std::vector<MountpathEntry>> Client::mountpaths(std::string_view node_url
 Result<MountpathEntry> Client::mountpath_call(std::string_view node_url, std::string_view id,
                                               std::string_view action) {
   const std::string target =
-      fmt::format("{}/v1/mountpaths/{}/{}", node_base(node_url), http::percent_encode(id, false), action);
+      fmt::format("{}/v1/mountpaths/{}/{}", node_base(node_url), text::percent_encode(id), action);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, target));
   RETURN_IF_ERROR(status_of(r, "POST " + target));
   ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_answer_object(r.body, "POST " + target));
@@ -78,7 +79,7 @@ Result<MountpathEntry> Client::attach_mountpath(std::string_view node_url, std::
 }
 
 Status Client::detach_mountpath(std::string_view node_url, std::string_view id) {
-  const std::string target = fmt::format("{}/v1/mountpaths/{}", node_base(node_url), http::percent_encode(id, false));
+  const std::string target = fmt::format("{}/v1/mountpaths/{}", node_base(node_url), text::percent_encode(id));
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kDelete, target));
   return status_of(r, "DELETE " + target);
 }

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/text.h"
 #include "client/client.h"
 #include "http/message.h"
 
@@ -39,13 +40,13 @@ Result<PutResult> Client::put_multipart(std::string_view bucket, std::string_vie
                                         const std::function<void(uint64_t)>& on_bytes) {
   if (part_size < (5ull << 20)) return Status::invalid_argument("a part is at least 5 MiB (S3), not {} bytes", part_size);
   if (size == 0) return Status::invalid_argument("an empty object has no parts: PUT it whole");
-  const std::string key = "/" + http::percent_encode(bucket, false) + "/" + http::percent_encode(name, true);
+  const std::string key = "/" + text::percent_encode(bucket) + "/" + text::percent_encode_path(name);
   const std::string what = fmt::format("multipart upload of {}/{}", bucket, name);
   ASSIGN_OR_RETURN(const Response created, request(http::Method::kPost, key + "?uploads"));
   RETURN_IF_ERROR(status_of(created, "CreateMultipartUpload " + key));
   const std::string upload_id = xml_text(created.body, "UploadId");
   if (upload_id.empty()) return Status::internal("{}: no UploadId in {}", what, created.body);
-  const std::string upload = "uploadId=" + http::percent_encode(upload_id, false);
+  const std::string upload = "uploadId=" + text::percent_encode(upload_id);
 
   const uint64_t parts = (size + part_size - 1) / part_size;
   std::vector<std::string> etags(parts);

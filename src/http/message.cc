@@ -4,23 +4,13 @@
 
 #include <algorithm>
 
+#include "base/text.h"
+
 namespace silo::http {
 namespace {
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
-bool is_unreserved(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace
@@ -70,11 +60,11 @@ std::optional<std::string> RequestHead::query_param(std::string_view name) const
         eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
     // Names are compared decoded so "?part%4Eumber=1" matches "partNumber" as S3 does; a
     // name that does not decode cannot be the one asked for.
-    Result<std::string> decoded_name = percent_decode(raw_name);
+    Result<std::string> decoded_name = text::percent_decode(raw_name);
     if (!decoded_name || *decoded_name != name) continue;
     // Query strings from HTML forms use '+' for space; S3 clients encode space as %20, and a
     // literal '+' in a value must survive, so '+' is kept as is.
-    Result<std::string> value = percent_decode(raw_value);
+    Result<std::string> value = text::percent_decode(raw_value);
     if (!value) return std::string(raw_value);
     return std::move(value).value();
   }
@@ -96,45 +86,6 @@ Awaitable<Result<std::string>> read_all(BodyReader& body, size_t max_bytes) {
     }
   }
   co_return out;
-}
-
-std::string percent_encode(std::string_view text, bool keep_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size());
-  for (const char c : text) {
-    if (is_unreserved(c) || (keep_slash && c == '/')) {
-      out.push_back(c);
-    } else {
-      const auto byte = static_cast<unsigned char>(c);
-      out.push_back('%');
-      out.push_back(kHex[byte >> 4]);
-      out.push_back(kHex[byte & 0xF]);
-    }
-  }
-  return out;
-}
-
-Result<std::string> percent_decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out.push_back(text[i]);
-      continue;
-    }
-    if (i + 2 >= text.size()) {
-      return Status::invalid_argument("truncated percent escape at offset {}", i);
-    }
-    const int high = hex_value(text[i + 1]);
-    const int low = hex_value(text[i + 2]);
-    if (high < 0 || low < 0) {
-      return Status::invalid_argument("bad percent escape at offset {}", i);
-    }
-    out.push_back(static_cast<char>(high * 16 + low));
-    i += 2;
-  }
-  return out;
 }
 
 }  // namespace silo::http

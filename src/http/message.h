@@ -72,9 +72,4 @@ class BodyReader {
 // Reads the rest of `body` into a string; kInvalidArgument past `max_bytes`.
 Awaitable<Result<std::string>> read_all(BodyReader& body, size_t max_bytes);
 
-// Percent-encoding of one path segment or query value (RFC 3986 unreserved kept) and
-// its inverse; decoding fails on a bad escape.
-std::string percent_encode(std::string_view text, bool keep_slash);
-Result<std::string> percent_decode(std::string_view text);
-
 }  // namespace silo::http

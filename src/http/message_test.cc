@@ -20,29 +20,6 @@ TEST(HeadersTest, NamesAreCaseInsensitive) {
   EXPECT_FALSE(headers.has("x-amz-meta-a"));
 }
 
-TEST(PercentTest, EncodeKeepsUnreserved) {
-  EXPECT_EQ(percent_encode("a-b_c.d~e", false), "a-b_c.d~e");
-  EXPECT_EQ(percent_encode("a b/c", false), "a%20b%2Fc");
-  EXPECT_EQ(percent_encode("a b/c", true), "a%20b/c");
-  EXPECT_EQ(percent_encode("\xff+", false), "%FF%2B");
-}
-
-TEST(PercentTest, DecodeRoundTrips) {
-  const std::string text = "dir/a b+c%\x01\xfe";
-  Result<std::string> decoded = percent_decode(percent_encode(text, true));
-  ASSERT_TRUE(decoded);
-  EXPECT_EQ(*decoded, text);
-  EXPECT_EQ(*percent_decode("%41%6a"), "Aj");
-}
-
-TEST(PercentTest, DecodeRejectsBadEscapes) {
-  for (const std::string_view bad : {"%", "%4", "a%zz", "%g0", "abc%"}) {
-    Result<std::string> decoded = percent_decode(bad);
-    ASSERT_FALSE(decoded) << bad;
-    EXPECT_EQ(decoded.error().code(), Code::kInvalidArgument);
-  }
-}
-
 TEST(RequestHeadTest, QueryParam) {
   RequestHead head;
   head.query = "uploads&partNumber=3&prefix=a%20b&empty=&x%79=z";

@@ -1,3 +1,4 @@
+#include "base/text.h"
 #include "http/server.h"
 
 #include <sys/sendfile.h>
@@ -531,7 +532,7 @@ Awaitable<bool> Connection::serve_one(RequestParser& parser) {
   head.method_text = std::string(message.method_string());
   head.target = std::string(message.target());
   const size_t question = head.target.find('?');
-  Result<std::string> path = percent_decode(std::string_view(head.target).substr(0, question));
+  Result<std::string> path = text::percent_decode(std::string_view(head.target).substr(0, question));
   if (!path) {
     co_await reply_error(400, "Bad Request");
     co_return false;

@@ -1,3 +1,4 @@
+#include "base/text.h"
 #include "proxy/proxy.h"
 
 #include <algorithm>
@@ -6,7 +7,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "cluster/gather.h"
-#include "cluster/names.h"
+#include "s3/names.h"
 #include "cluster/relay.h"
 #include "cluster/reply.h"
 #include "cluster/sleep.h"
@@ -117,7 +118,7 @@ http::Awaitable<void> Proxy::handle_buckets(http::Exchange& exchange, std::strin
       suffix = name.substr(slash);
       name.resize(slash);
     }
-    s = cluster::validate_bucket_name(name);
+    s = s3::validate_bucket_name(name);
     if (s.is_ok() && suffix == "/props") {
       if (request.method == http::Method::kGet) {
         auto bucket = maps_.find_bucket(name);
@@ -269,7 +270,7 @@ http::Awaitable<Status> Proxy::set_props(http::Exchange& exchange, const std::st
 http::Awaitable<std::optional<wire::Bucket>> Proxy::find_or_adopt(const std::string& name) {
   auto bucket = maps_.find_bucket(name);
   const std::string provider = live_config()->cache.first_access;
-  if (bucket || provider.empty() || !cluster::validate_bucket_name(name).is_ok()) co_return bucket;
+  if (bucket || provider.empty() || !s3::validate_bucket_name(name).is_ok()) co_return bucket;
   wire::BucketProps props;
   props.mutable_backend()->set_provider(provider);
   props.mutable_backend()->set_bucket(name);
@@ -286,7 +287,7 @@ http::Awaitable<std::optional<wire::Bucket>> Proxy::find_or_adopt(const std::str
     if (!to) co_return std::nullopt;
     http::ClientRequest create;
     create.method = http::Method::kPut;
-    create.target = "/v1/buckets/" + http::percent_encode(name, false);
+    create.target = "/v1/buckets/" + text::percent_encode(name);
     const std::string body = fmt::format(R"({{"backend": {{"url": "{}"}}}})", wire::backend_url(props.backend()));
     auto answer = co_await client_->call(*to, std::move(create), body, kMaxPropsBody);
     made = !answer ? answer.status()
@@ -343,7 +344,7 @@ http::Awaitable<Result<uint64_t>> Proxy::evict_everywhere(const wire::Bucket& bu
                                        bucket.name());
   }
   const std::string body = wire::evict_request_json(request);
-  const std::string target = "/v1/internal/evict/" + http::percent_encode(bucket.name(), false);
+  const std::string target = "/v1/internal/evict/" + text::percent_encode(bucket.name());
   std::vector<std::function<http::Awaitable<Result<uint64_t>>()>> calls;
   for (const auto& node : maps_.placement()->targets()) {
     calls.push_back([this, node, &body, &target]() -> http::Awaitable<Result<uint64_t>> {
@@ -460,9 +461,9 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
   const bool skips_down =
       down < copies && maps_.node_map()->rebalance_phase() == wire::REBALANCE_PHASE_DONE;
   const std::string target = fmt::format("/v1/internal/list/{}?prefix={}&start_after={}&limit={}",
-                                         http::percent_encode(bucket.name(), false),
-                                         http::percent_encode(prefix, false),
-                                         http::percent_encode(start_after, false), per_target);
+                                         text::percent_encode(bucket.name()),
+                                         text::percent_encode(prefix),
+                                         text::percent_encode(start_after), per_target);
   std::vector<std::function<http::Awaitable<Result<wire::ListPage>>()>> calls;
   for (const auto& node : placement->targets()) {
     calls.push_back([this, node, &target, skips_down]() -> http::Awaitable<Result<wire::ListPage>> {
@@ -541,7 +542,7 @@ http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const std:
 http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string bucket_name, std::string name) {
   object_requests_.add();
   const http::RequestHead& request = exchange.request();
-  Status s = cluster::validate_object_name(name);
+  Status s = s3::validate_object_name(name);
   const auto bucket = co_await find_or_adopt(bucket_name);
   if (s.is_ok() && !bucket) s = Status::not_found("bucket {} does not exist", bucket_name);
   const auto placement = maps_.placement();

@@ -6,8 +6,9 @@
 #include "base/base64.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "cluster/gather.h"
-#include "cluster/names.h"
+#include "s3/names.h"
 #include "cluster/relay.h"
 #include "cluster/reply.h"
 #include "proxy/proxy.h"
@@ -127,8 +128,7 @@ http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const cluster::
 http::Awaitable<void> Proxy::route_object(http::Exchange& exchange, const cluster::S3Request& request,
                                           const wire::Bucket& bucket) {
   object_requests_.add();
-  Status s = s3::validate_object_key(request.route.key);
-  if (s.is_ok()) s = cluster::validate_object_name(request.route.key);
+  Status s = s3::validate_object_name(request.route.key);
   const auto placement = maps_.placement();
   if (s.is_ok() && placement->empty()) s = Status::unavailable("the cluster has no targets yet");
   if (s.is_ok()) {
@@ -250,7 +250,7 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const cluster::
     co_return Status::invalid_argument("Invalid Encoding Method specified in Request").with_reason("InvalidArgument");
   }
   const bool is_url = encoding == "url";
-  auto out = [is_url](const std::string& text) { return is_url ? s3::uri_encode(text, true) : text; };
+  auto out = [is_url](const std::string& text) { return is_url ? text::percent_encode_path(text) : text; };
 
   // Where the page starts (exclusive).
   std::string cursor;
@@ -368,13 +368,13 @@ http::Awaitable<Status> Proxy::s3_list_uploads(http::Exchange& exchange, const c
   CO_ASSIGN_OR_RETURN(const size_t max_uploads, max_keys_of(q, "max-uploads"));
   const std::string encoding = q.get("encoding-type").value_or("");
   const bool is_url = encoding == "url";
-  auto out = [is_url](const std::string& text) { return is_url ? s3::uri_encode(text, true) : text; };
+  auto out = [is_url](const std::string& text) { return is_url ? text::percent_encode_path(text) : text; };
 
   const auto placement = maps_.placement();
   const std::string target = fmt::format(
       "/v1/internal/uploads/{}?prefix={}&key_marker={}&upload_id_marker={}&limit={}",
-      http::percent_encode(bucket.name(), false), http::percent_encode(prefix, false),
-      http::percent_encode(key_marker, false), http::percent_encode(upload_id_marker, false), max_uploads + 1);
+      text::percent_encode(bucket.name()), text::percent_encode(prefix),
+      text::percent_encode(key_marker), text::percent_encode(upload_id_marker), max_uploads + 1);
   std::vector<std::function<http::Awaitable<Result<wire::UploadPage>>()>> calls;
   for (const auto& node : placement->targets()) {
     calls.push_back([this, node, &target]() -> http::Awaitable<Result<wire::UploadPage>> {
@@ -475,7 +475,7 @@ http::Awaitable<Status> Proxy::s3_delete_objects(http::Exchange& exchange, const
     std::vector<std::function<http::Awaitable<Outcome>()>> calls;
     for (size_t i = begin; i < end; ++i) {
       calls.push_back([this, &bucket, &placement, key = parsed.objects[i].first]() -> http::Awaitable<Outcome> {
-        if (const Status valid = cluster::validate_object_name(key); !valid.is_ok()) {
+        if (const Status valid = s3::validate_object_name(key); !valid.is_ok()) {
           co_return Outcome{"InvalidArgument", valid.message()};
         }
         const wire::NodeInfo& owner = placement->owner(ObjectRef{BucketId(bucket.id()), key});
@@ -483,7 +483,7 @@ http::Awaitable<Status> Proxy::s3_delete_objects(http::Exchange& exchange, const
         if (!to) co_return Outcome{"InternalError", to.error().message()};
         http::ClientRequest call;
         call.method = http::Method::kDelete;
-        call.target = "/v1/objects/" + http::percent_encode(bucket.name(), false) + "/" + http::percent_encode(key, true);
+        call.target = "/v1/objects/" + text::percent_encode(bucket.name()) + "/" + text::percent_encode_path(key);
         call.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
         auto response = co_await client_->call(*to, std::move(call), "", 64 * 1024);
         if (!response) co_return Outcome{"ServiceUnavailable", response.error().message()};

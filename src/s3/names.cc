@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "base/text.h"
+
 namespace silo::s3 {
 namespace {
 
@@ -20,24 +22,6 @@ bool is_ipv4(std::string_view s) {
     start = end + 1;
   }
   return parts == 4;
-}
-
-bool is_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
-    for (size_t k = 1; k < n; ++k) {
-      const auto next = static_cast<unsigned char>(s[i + k]);
-      if ((next & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (next & 0x3f);
-    }
-    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += n;
-  }
-  return true;
 }
 
 Status bad_bucket(std::string_view name, std::string_view why) {
@@ -68,13 +52,18 @@ Status validate_bucket_name(std::string_view name) {
   return Status::ok();
 }
 
-Status validate_object_key(std::string_view key) {
-  if (key.empty()) return Status::invalid_argument("the object key is empty").with_reason("InvalidArgument");
-  if (key.size() > 1024) {
-    return Status::invalid_argument("Your key is too long: {} bytes, at most 1024", key.size())
+Status validate_object_name(std::string_view name) {
+  if (name.empty()) return Status::invalid_argument("the object name is empty").with_reason("InvalidArgument");
+  if (name.size() > kMaxObjectNameBytes) {
+    return Status::invalid_argument("Your key is too long: {} bytes, at most {}", name.size(), kMaxObjectNameBytes)
         .with_reason("KeyTooLongError");
   }
-  if (!is_utf8(key)) return Status::invalid_argument("the object key is not valid UTF-8").with_reason("InvalidArgument");
+  if (!text::is_utf8(name)) {
+    return Status::invalid_argument("the object name is not valid UTF-8").with_reason("InvalidArgument");
+  }
+  if (name.find('\0') != std::string_view::npos) {
+    return Status::invalid_argument("the object name holds a NUL byte").with_reason("InvalidArgument");
+  }
   return Status::ok();
 }
 

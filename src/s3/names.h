@@ -1,17 +1,23 @@
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include "base/status.h"
 
 namespace silo::s3 {
 
+// The one set of naming rules: every front-end (S3, native API, CLI through them) and the
+// store check names with these.
+inline constexpr size_t kMaxObjectNameBytes = 1024;  // as S3
+
 // AWS general purpose bucket naming rules: 3..63 characters of a-z 0-9 . -, starting and
 // ending with a letter or digit, no "..", not an IPv4 address, none of AWS's reserved
 // prefixes and suffixes. Error reason InvalidBucketName.
 Status validate_bucket_name(std::string_view name);
-// 1..1024 bytes (KeyTooLongError beyond) of valid UTF-8 (InvalidArgument otherwise: the
-// store keeps names as protobuf strings).
-Status validate_object_key(std::string_view key);
+// 1..1024 bytes (KeyTooLongError beyond) of valid UTF-8 without NUL (InvalidArgument
+// otherwise: the store keeps names as protobuf strings). Names never become paths, so '/',
+// "..", '%' and spaces are all fine.
+Status validate_object_name(std::string_view name);
 
 }  // namespace silo::s3

@@ -236,9 +236,17 @@ TEST(NamesTest, BucketRulesOfAws) {
     EXPECT_EQ(validate_bucket_name(bad).reason(), "InvalidBucketName") << bad;
   }
   EXPECT_EQ(validate_bucket_name(std::string(64, 'a')).reason(), "InvalidBucketName");
-  EXPECT_TRUE(validate_object_key(std::string(1024, 'k')).is_ok());
-  EXPECT_EQ(validate_object_key(std::string(1025, 'k')).reason(), "KeyTooLongError");
-  EXPECT_EQ(validate_object_key("bad\xff").reason(), "InvalidArgument");
+  EXPECT_TRUE(validate_object_name(std::string(1024, 'k')).is_ok());
+  EXPECT_EQ(validate_object_name(std::string(1025, 'k')).reason(), "KeyTooLongError");
+  EXPECT_EQ(validate_object_name("bad\xff").reason(), "InvalidArgument");
+  for (const char* bad : {"Abc", "a_b", "-ab", "ab-", "a..b", "192.168.0.1", "a b", "", "xn--ab"}) {
+    EXPECT_EQ(validate_bucket_name(bad).reason(), "InvalidBucketName") << bad;
+  }
+  for (const char* good : {"a", "a/b", "../../etc/passwd", "with space", "100%", "ünï/cødé"}) {
+    EXPECT_TRUE(validate_object_name(good).is_ok()) << good;
+  }
+  EXPECT_EQ(validate_object_name("").reason(), "InvalidArgument");
+  EXPECT_EQ(validate_object_name(std::string("a\0b", 3)).reason(), "InvalidArgument");
 }
 
 TEST(ErrorsTest, StatusBecomesTheRightS3Error) {

@@ -1,3 +1,4 @@
+#include "base/text.h"
 #include "s3/route.h"
 
 #include <strings.h>
@@ -207,8 +208,8 @@ Result<QueryParams> parse_query(std::string_view raw) {
     start = end + 1;
     if (part.empty()) continue;
     const size_t eq = part.find('=');
-    auto key = uri_decode(part.substr(0, eq));
-    auto value = uri_decode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
+    auto key = text::percent_decode(part.substr(0, eq));
+    auto value = text::percent_decode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
     if (!key || !value) {
       return Status::invalid_argument("the query string is not percent-encoded correctly").with_reason("InvalidArgument");
     }

@@ -11,6 +11,7 @@
 #include <openssl/hmac.h>
 
 #include "base/base64.h"
+#include "base/text.h"
 #include "s3/checksum.h"
 #include "s3/http_time.h"
 
@@ -19,6 +20,12 @@ namespace {
 
 constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
 constexpr int64_t kMaxSkewSeconds = 15 * 60;
+
+// A query part percent-decoded, or as sent when it is not valid percent-encoding.
+std::string decoded_or_raw(std::string_view part) {
+  auto decoded = text::percent_decode(part);
+  return decoded ? std::move(decoded).value() : std::string(part);
+}
 constexpr int64_t kMaxPresignedExpiry = 7 * 24 * 3600;
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
@@ -71,7 +78,7 @@ std::vector<QueryPair> query_pairs(std::string_view raw) {
       const std::string_view v =
           eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
       out.push_back(
-          {uri_decode(k).value_or(std::string(k)), uri_decode(v).value_or(std::string(v))});
+          {decoded_or_raw(k), decoded_or_raw(v)});
     }
     start = end + 1;
   }
@@ -89,7 +96,7 @@ std::string canonical_query(const std::vector<QueryPair>& pairs, bool skip_signa
   std::vector<std::pair<std::string, std::string>> encoded;
   for (const auto& p : pairs) {
     if (skip_signature && p.key == "X-Amz-Signature") continue;
-    encoded.emplace_back(uri_encode(p.key, false), uri_encode(p.value, false));
+    encoded.emplace_back(text::percent_encode(p.key), text::percent_encode(p.value));
   }
   std::sort(encoded.begin(), encoded.end());
   std::string out;
@@ -111,7 +118,7 @@ std::string raw_sorted_query(std::string_view raw, bool skip_signature) {
     if (part.empty()) continue;
     const size_t eq = part.find('=');
     const std::string_view k = part.substr(0, eq);
-    if (skip_signature && uri_decode(k) == "X-Amz-Signature") continue;
+    if (skip_signature && decoded_or_raw(k) == "X-Amz-Signature") continue;
     parts.emplace_back(k, eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
   }
   std::sort(parts.begin(), parts.end());
@@ -173,9 +180,9 @@ std::vector<std::string> split(std::string_view text, char separator) {
 }
 
 std::string canonical_uri(std::string_view raw_path) {
-  const auto decoded = uri_decode(raw_path);
+  const auto decoded = text::percent_decode(raw_path);
   if (!decoded) return std::string(raw_path);
-  std::string out = uri_encode(*decoded, true);
+  std::string out = text::percent_encode_path(*decoded);
   return out.empty() ? "/" : out;
 }
 
@@ -357,41 +364,6 @@ Result<PayloadKind> payload_kind(std::string_view hash) {
 }
 
 }  // namespace
-
-std::string uri_encode(std::string_view text, bool keep_slash) {
-  static constexpr char kDigits[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size());
-  for (const unsigned char c : text) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~' || (keep_slash && c == '/')) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kDigits[c >> 4]);
-      out.push_back(kDigits[c & 0xf]);
-    }
-  }
-  return out;
-}
-
-std::optional<std::string> uri_decode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out.push_back(text[i]);
-      continue;
-    }
-    if (i + 2 >= text.size()) return std::nullopt;
-    unsigned value = 0;
-    const auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
-    if (ec != std::errc() || end != text.data() + i + 3) return std::nullopt;
-    out.push_back(static_cast<char>(value));
-    i += 2;
-  }
-  return out;
-}
 
 std::string signing_key(std::string_view secret, std::string_view date, std::string_view region,
                         std::string_view service) {

@@ -54,16 +54,12 @@ using SecretLookup = std::function<std::optional<std::string>(std::string_view a
 // Accepts any region; the service must be "s3". Header auth: the request time (x-amz-date,
 // else Date) may be at most 15 minutes from now. Presigned: valid from X-Amz-Date until
 // X-Amz-Date + X-Amz-Expires inclusive. Clients differ in what they escape, so the
-// signature may be over the canonical URI and query (percent-decoded, then uri_encode'd;
+// signature may be over the canonical URI and query (percent-decoded, then text::percent_encode'd;
 // a raw '+' in the query is a literal '+') or over the path and the query pairs exactly
 // as sent (sorted). Signatures are compared in constant time.
 Result<Authenticated> verify(const SigningInput& input, const SecretLookup& secret_of,
                              int64_t now_unix_seconds);
 
-// AWS UriEncode: A-Z a-z 0-9 - . _ ~ kept (and '/' when keep_slash), the rest %XX.
-std::string uri_encode(std::string_view text, bool keep_slash);
-// Percent-decoding ('+' stays '+'); nullopt on a bad escape.
-std::optional<std::string> uri_decode(std::string_view text);
 
 // The SigV4 signing key: HMAC chain over date (YYYYMMDD), region, service, "aws4_request".
 std::string signing_key(std::string_view secret, std::string_view date, std::string_view region,

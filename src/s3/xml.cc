@@ -1,3 +1,4 @@
+#include "base/text.h"
 #include "s3/xml.h"
 
 #include <expat.h>
@@ -306,8 +307,8 @@ Result<std::map<std::string, std::string>> parse_tagging_header(std::string_view
         if (c == '+') c = ' ';  // form encoding, as x-amz-tagging uses
       }
     }
-    auto key = uri_decode(raw_key);
-    auto value = uri_decode(raw_value);
+    auto key = text::percent_decode(raw_key);
+    auto value = text::percent_decode(raw_value);
     if (!key || !value) return invalid_tag("x-amz-tagging is not URL-encoded correctly");
     RETURN_IF_ERROR(check_tag(tags, *key, *value));
     tags.emplace(std::move(*key), std::move(*value));

@@ -16,6 +16,7 @@
 
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "store/detail/object_file.h"
 #include "store/detail/object_lister.h"
 #include "store/detail/store_impl.h"
@@ -74,52 +75,12 @@ std::string_view mountpath_state_name(MountpathState state) {
 }
 
 namespace detail {
-namespace {
 
 // ObjectRecord.name is a proto3 string: protobuf refuses to parse one that is not UTF-8,
 // so such a name must never be stored.
-bool is_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t length = 0;
-    uint32_t code_point = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      length = 2;
-      code_point = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      length = 3;
-      code_point = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      length = 4;
-      code_point = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + length > s.size()) return false;
-    for (size_t k = 1; k < length; ++k) {
-      const auto next = static_cast<unsigned char>(s[i + k]);
-      if ((next & 0xc0) != 0x80) return false;
-      code_point = (code_point << 6) | (next & 0x3f);
-    }
-    static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code_point < kSmallest[length] || code_point > 0x10ffff ||
-        (code_point >= 0xd800 && code_point <= 0xdfff)) {
-      return false;  // overlong, out of range, or a surrogate
-    }
-    i += length;
-  }
-  return true;
-}
-
-}  // namespace
-
 Status check_object_name(const ObjectRef& object) {
   if (object.name.empty()) return Status::invalid_argument("object name is empty");
-  if (!is_utf8(object.name)) {
+  if (!text::is_utf8(object.name)) {
     return Status::invalid_argument("object name in bucket {} is not valid UTF-8",
                                     object.bucket_id);
   }

@@ -13,7 +13,6 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "cluster/gather.h"
-#include "cluster/names.h"
 #include "cluster/reply.h"
 #include "ec/layout.h"
 #include "ec/reed_solomon.h"

@@ -1,3 +1,4 @@
+#include "base/text.h"
 #include "target/object_headers.h"
 
 #include <strings.h>
@@ -83,7 +84,7 @@ std::string encode_tags(const google::protobuf::Map<std::string, std::string>& t
   std::string out;
   for (const auto& [key, value] : sorted) {
     if (!out.empty()) out += '&';
-    out += s3::uri_encode(key, false) + "=" + s3::uri_encode(value, false);
+    out += text::percent_encode(key) + "=" + text::percent_encode(value);
   }
   return out;
 }

@@ -10,7 +10,6 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "cluster/gather.h"
-#include "cluster/names.h"
 #include "target/copy_wire.h"
 #include "target/target.h"
 #include "wire/json.h"

@@ -13,8 +13,8 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "cluster/gather.h"
-#include "cluster/names.h"
 #include "cluster/primary.h"
 #include "cluster/relay.h"
 #include "cluster/reply.h"
@@ -46,7 +46,7 @@ uint64_t query_u64(const http::RequestHead& request, const char* name) {
 }  // namespace
 
 std::string internal_object_target(const ObjectRef& object) {
-  return fmt::format("{}{}/{}", kInternalObjects, object.bucket_id.value(), http::percent_encode(object.name, true));
+  return fmt::format("{}{}/{}", kInternalObjects, object.bucket_id.value(), text::percent_encode_path(object.name));
 }
 
 // [4-byte big-endian record length][record]: what precedes an object's bytes in a copy.

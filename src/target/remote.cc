@@ -12,7 +12,6 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "cluster/gather.h"
-#include "cluster/names.h"
 #include "cluster/relay.h"
 #include "cluster/reply.h"
 #include "target/read_here_or_neighbor.h"

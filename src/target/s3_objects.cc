@@ -5,7 +5,8 @@
 #include "base/base64.h"
 #include "base/hash.h"
 #include "base/log.h"
-#include "cluster/names.h"
+#include "base/text.h"
+#include "s3/names.h"
 #include "cluster/reply.h"
 #include "http/range.h"
 #include "s3/conditions.h"
@@ -165,7 +166,7 @@ Result<CopySource> parse_copy_source(std::string_view value) {
     text = text.substr(0, q);
   }
   if (!text.empty() && text.front() == '/') text.remove_prefix(1);
-  auto decoded = http::percent_decode(text);
+  auto decoded = text::percent_decode(text);
   if (!decoded) return Status::invalid_argument("x-amz-copy-source is not URL-encoded correctly").with_reason("InvalidArgument");
   const size_t slash = decoded->find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == decoded->size()) {
@@ -199,7 +200,7 @@ http::Awaitable<void> Target::handle_s3(http::Exchange& exchange, const cluster:
                             op == s3::Op::kCompleteMultipartUpload || op == s3::Op::kAbortMultipartUpload ||
                             op == s3::Op::kListParts;
   const s3::Subject subject = is_upload_op ? s3::Subject::kUpload : s3::Subject::kObject;
-  Status s = s3::validate_object_key(request.route.key);
+  Status s = s3::validate_object_name(request.route.key);
   std::optional<Resolved> resolved;
   if (s.is_ok()) {
     auto found = co_await resolve(exchange.request(), request.route.bucket, request.route.key);
@@ -468,7 +469,7 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   if (!source_bucket) {
     co_return Status::not_found("The specified bucket does not exist: {}", source.bucket).with_reason("NoSuchBucket");
   }
-  CO_RETURN_IF_ERROR(cluster::validate_object_name(source.key));
+  CO_RETURN_IF_ERROR(s3::validate_object_name(source.key));
   const std::string metadata_directive(in.headers.get("x-amz-metadata-directive").value_or("COPY"));
   const std::string tagging_directive(in.headers.get("x-amz-tagging-directive").value_or("COPY"));
   for (const auto& d : {metadata_directive, tagging_directive}) {
@@ -495,7 +496,7 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   CO_ASSIGN_OR_RETURN(const http::Endpoint from, http::Endpoint::parse(owner.url()));
   http::ClientRequest get;
   get.method = http::Method::kGet;
-  get.target = "/v1/objects/" + http::percent_encode(source.bucket, false) + "/" + http::percent_encode(source.key, true);
+  get.target = "/v1/objects/" + text::percent_encode(source.bucket) + "/" + text::percent_encode_path(source.key);
   get.headers.set("x-amz-checksum-mode", "ENABLED");
   get.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
   const auto copy_range = in.headers.get("x-amz-copy-source-range");

@@ -17,7 +17,7 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
-#include "cluster/names.h"
+#include "s3/names.h"
 #include "cluster/relay.h"
 #include "cluster/reply.h"
 #include "cluster/sleep.h"
@@ -180,7 +180,7 @@ http::Awaitable<Result<wire::Bucket>> Target::find_bucket(const std::string& nam
 http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHead& request,
                                                           const std::string& bucket_name,
                                                           const std::string& name) {
-  CO_RETURN_IF_ERROR(cluster::validate_object_name(name));
+  CO_RETURN_IF_ERROR(s3::validate_object_name(name));
   // The sender's maps are newer than ours (a push has not arrived yet): catch up first. The
   // primary may route with maps a moment before it hands them out: ask again, briefly.
   const auto is_stale = [this, &request] {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "test_util.h"
+#include "base/text.h"
 
 namespace silo::integration {
 namespace {
@@ -28,7 +29,7 @@ TEST(BucketTest, CreateListPropsAndDelete) {
                                  std::string("abc-"), std::string("a..b"), std::string("192.168.1.1"),
                                  std::string("sp ace"), too_long}) {
     EXPECT_CODE(c.create_bucket(bad), Code::kInvalidArgument);
-    auto raw = c.request(http::Method::kPut, "/v1/buckets/" + http::percent_encode(bad, false));
+    auto raw = c.request(http::Method::kPut, "/v1/buckets/" + text::percent_encode(bad));
     ASSERT_OK(raw);
     EXPECT_EQ(raw->status, 400) << "bucket name '" << bad << "': " << raw->body;
   }

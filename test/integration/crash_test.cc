@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "test_util.h"
+#include "base/text.h"
 #include "testing/random.h"
 #include "wire/codec.h"
 
@@ -31,7 +32,7 @@ Result<size_t> objects_listed_by(LocalCluster& cluster, const std::string& id, s
   std::string start_after;
   for (;;) {
     const std::string target = fmt::format("/v1/internal/list/{}?limit=10000&start_after={}", bucket,
-                                           http::percent_encode(start_after, false));
+                                           text::percent_encode(start_after));
     ASSIGN_OR_RETURN(const client::Response r, direct->request(http::Method::kGet, target));
     RETURN_IF_ERROR(client::Client::status_of(r, "GET " + target));
     ASSIGN_OR_RETURN(const wire::ListPage page, wire::decode<wire::ListPage>(r.body, wire::Source::kNetwork));
