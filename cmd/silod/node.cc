@@ -190,6 +190,7 @@ http::Awaitable<void> Node::start() {
     }
     proxy_ = std::make_unique<proxy::Proxy>(std::move(options), *maps_, data_client_, primary_.get(), stats_);
   }
+  add_native_routes();
   stats_.gauge("silo_http_connections", "Open client connections.",
                [this] { return static_cast<double>(server_->connection_count()); });
   if (primary_) {
@@ -360,8 +361,6 @@ http::Awaitable<void> Node::dispatch_s3(http::Exchange& exchange, bool is_forwar
 http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_intra_cluster) {
   const http::RequestHead& request = exchange.request();
   const std::string& path = request.path;
-  std::string bucket;
-  std::string name;
   const bool is_internal = starts_with(path, "/v1/internal/");
   bool is_admin = is_intra_cluster;
   if (!is_intra_cluster) {
@@ -381,52 +380,97 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
     co_await cluster::send_error(exchange, Status::permission_denied("{} is for the nodes of the cluster only", path));
     co_return;
   }
-  if (path == "/v1/cluster/map") {
-    co_await cluster::send_json(exchange, 200, wire::node_map_json(*maps_->node_map()));
-  } else if (path == "/v1/config") {
-    co_await proxy_->handle_config(exchange, config_.node, is_admin);
-  } else if (path == cluster::kKeepalivePath && request.method == http::Method::kPost) {
-    co_await handle_keepalive(exchange);
-  } else if (path == cluster::kMetasyncPath && request.method == http::Method::kPost) {
-    co_await handle_metasync(exchange);
-  } else if (path == cluster::kAttachPath && request.method == http::Method::kPost) {
-    co_await handle_attach(exchange);
-  } else if (path == cluster::kLeavePath && request.method == http::Method::kPost) {
-    co_await handle_leave(exchange);
-  } else if (path == cluster::kRebalancePath && target_) {
-    co_await target_->handle_rebalance_progress(exchange);
-  } else if (starts_with(path, cluster::kTasksPath) && target_) {
-    co_await target_->handle_task(exchange, path.substr(std::string_view(cluster::kTasksPath).size()));
-  } else if (starts_with(path, "/v1/internal/objects/") && target_) {
-    co_await target_->handle_internal_object(exchange, std::string_view(path).substr(21));
-  } else if ((path == "/v1/mountpaths" || starts_with(path, "/v1/mountpaths/")) && target_) {
-    co_await target_->handle_mountpaths(exchange, std::string_view(path).substr(14), is_admin);
-  } else if (path == "/v1/cluster/nodes" || starts_with(path, "/v1/cluster/nodes/")) {
-    co_await proxy_->handle_nodes(exchange, path.substr(std::string_view("/v1/cluster/nodes").size()), is_admin);
-  } else if (path == "/v1/jobs" || starts_with(path, "/v1/jobs/")) {
-    co_await proxy_->handle_jobs(exchange, path.substr(std::string_view("/v1/jobs").size()), is_admin);
-  } else if (starts_with(path, "/v1/internal/evict/") && target_) {
-    co_await target_->handle_evict(exchange, path.substr(std::string_view("/v1/internal/evict/").size()));
-  } else if (starts_with(path, "/v1/internal/list/") && target_) {
-    co_await target_->handle_list(exchange, path.substr(std::string_view("/v1/internal/list/").size()));
-  } else if (starts_with(path, "/v1/internal/uploads/") && target_) {
-    co_await target_->handle_list_uploads(exchange, path.substr(std::string_view("/v1/internal/uploads/").size()));
-  } else if (starts_with(path, "/v1/objects/") &&
-             split_object_path(std::string_view(path).substr(12), bucket, name)) {
-    if (request.headers.has(cluster::kForwardedHeader) && target_) {
-      co_await target_->handle_object(exchange, std::move(bucket), std::move(name));
-    } else {
-      co_await proxy_->handle_object(exchange, std::move(bucket), std::move(name));
-    }
-  } else if (path == "/v1/buckets" || starts_with(path, "/v1/buckets/")) {
-    co_await proxy_->handle_buckets(exchange, path.substr(std::string_view("/v1/buckets").size()));
-  } else if (path == "/v1/users" || starts_with(path, "/v1/users/")) {
-    co_await proxy_->handle_users(exchange, path.substr(std::string_view("/v1/users").size()), is_admin);
-  } else {
-    co_await cluster::send_error(exchange, Status::not_found("no such endpoint: {} {} on a {} node",
-                                                             request.method_text, path,
-                                                             config::role_name(config_.node.role)));
+  std::string_view rest;
+  const auto* handler = native_routes_.find(request.method, path, rest);
+  if (handler == nullptr) {
+    co_await send_no_such_endpoint(exchange);
+    co_return;
   }
+  co_await (*handler)(exchange, NativeCaller{is_admin}, rest);
+}
+
+void Node::add_native_routes() {
+  using http::Method;
+  using Exchange = http::Exchange;
+  auto& routes = native_routes_;
+  routes.add(std::nullopt, "/v1/cluster/map", [this](Exchange& exchange, const NativeCaller&, std::string_view) {
+    return cluster::send_json(exchange, 200, wire::node_map_json(*maps_->node_map()));
+  });
+  routes.add(std::nullopt, "/v1/config", [this](Exchange& exchange, const NativeCaller& caller, std::string_view) {
+    return proxy_->handle_config(exchange, config_.node, caller.is_admin);
+  });
+  routes.add(Method::kPost, cluster::kKeepalivePath,
+             [this](Exchange& exchange, const NativeCaller&, std::string_view) { return handle_keepalive(exchange); });
+  routes.add(Method::kPost, cluster::kMetasyncPath,
+             [this](Exchange& exchange, const NativeCaller&, std::string_view) { return handle_metasync(exchange); });
+  routes.add(Method::kPost, cluster::kAttachPath,
+             [this](Exchange& exchange, const NativeCaller&, std::string_view) { return handle_attach(exchange); });
+  routes.add(Method::kPost, cluster::kLeavePath,
+             [this](Exchange& exchange, const NativeCaller&, std::string_view) { return handle_leave(exchange); });
+  if (target_) {
+    routes.add(std::nullopt, cluster::kRebalancePath, [this](Exchange& exchange, const NativeCaller&, std::string_view) {
+      return target_->handle_rebalance_progress(exchange);
+    });
+    routes.add(std::nullopt, std::string(cluster::kTasksPath) + "*",
+               [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
+                 return target_->handle_task(exchange, std::string(rest));
+               });
+    routes.add(std::nullopt, "/v1/internal/objects/*",
+               [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
+                 return target_->handle_internal_object(exchange, rest);
+               });
+    routes.add(std::nullopt, "/v1/mountpaths**",
+               [this](Exchange& exchange, const NativeCaller& caller, std::string_view rest) {
+                 return target_->handle_mountpaths(exchange, rest, caller.is_admin);
+               });
+    routes.add(std::nullopt, "/v1/internal/evict/*",
+               [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
+                 return target_->handle_evict(exchange, std::string(rest));
+               });
+    routes.add(std::nullopt, "/v1/internal/list/*", [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
+      return target_->handle_list(exchange, std::string(rest));
+    });
+    routes.add(std::nullopt, "/v1/internal/uploads/*",
+               [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
+                 return target_->handle_list_uploads(exchange, std::string(rest));
+               });
+  }
+  routes.add(std::nullopt, "/v1/cluster/nodes**",
+             [this](Exchange& exchange, const NativeCaller& caller, std::string_view rest) {
+               return proxy_->handle_nodes(exchange, std::string(rest), caller.is_admin);
+             });
+  routes.add(std::nullopt, "/v1/jobs**", [this](Exchange& exchange, const NativeCaller& caller, std::string_view rest) {
+    return proxy_->handle_jobs(exchange, std::string(rest), caller.is_admin);
+  });
+  routes.add(std::nullopt, "/v1/objects/*", [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
+    return route_object(exchange, rest);
+  });
+  routes.add(std::nullopt, "/v1/buckets**", [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
+    return proxy_->handle_buckets(exchange, std::string(rest));
+  });
+  routes.add(std::nullopt, "/v1/users**", [this](Exchange& exchange, const NativeCaller& caller, std::string_view rest) {
+    return proxy_->handle_users(exchange, std::string(rest), caller.is_admin);
+  });
+}
+
+http::Awaitable<void> Node::route_object(http::Exchange& exchange, std::string_view rest) {
+  std::string bucket;
+  std::string name;
+  if (!split_object_path(rest, bucket, name)) {
+    co_await send_no_such_endpoint(exchange);
+    co_return;
+  }
+  if (exchange.request().headers.has(cluster::kForwardedHeader) && target_) {
+    co_await target_->handle_object(exchange, std::move(bucket), std::move(name));
+  } else {
+    co_await proxy_->handle_object(exchange, std::move(bucket), std::move(name));
+  }
+}
+
+http::Awaitable<void> Node::send_no_such_endpoint(http::Exchange& exchange) {
+  const http::RequestHead& request = exchange.request();
+  co_await cluster::send_error(exchange, Status::not_found("no such endpoint: {} {} on a {} node", request.method_text,
+                                                           request.path, config::role_name(config_.node.role)));
 }
 
 http::Awaitable<void> Node::handle_keepalive(http::Exchange& exchange) {

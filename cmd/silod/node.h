@@ -13,6 +13,7 @@
 #include "config/live_config.h"
 #include "backend/backend_pool.h"
 #include "http/client.h"
+#include "http/route_table.h"
 #include "http/server.h"
 #include "proxy/proxy.h"
 #include "stats/registry.h"
@@ -41,6 +42,15 @@ class Node {
   http::Awaitable<void> dispatch(http::Exchange& exchange);
   http::Awaitable<void> dispatch_native(http::Exchange& exchange, bool is_intra_cluster);
   http::Awaitable<void> dispatch_s3(http::Exchange& exchange, bool is_forwarded);
+  // What the native dispatcher learned about the caller before routing.
+  struct NativeCaller {
+    bool is_admin = false;  // an admin's keys, or another node of the cluster
+  };
+  // Fills native_routes_ from the roles this node runs; called once they exist.
+  void add_native_routes();
+  // /v1/objects/{bucket}/{name}: to the target when forwarded to it, else to the proxy.
+  http::Awaitable<void> route_object(http::Exchange& exchange, std::string_view rest);
+  http::Awaitable<void> send_no_such_endpoint(http::Exchange& exchange);
 
   http::Awaitable<void> handle_metasync(http::Exchange& exchange);
   http::Awaitable<void> handle_keepalive(http::Exchange& exchange);
@@ -73,6 +83,7 @@ class Node {
   std::unique_ptr<cluster::Member> member_;
   std::unique_ptr<target::Target> target_;
   std::unique_ptr<proxy::Proxy> proxy_;
+  http::RouteTable<NativeCaller> native_routes_;  // /v1/...: filled before serving
   wire::NodeInfo self_;
   std::atomic<bool> is_ready_{false};
   std::atomic<bool> is_stopping_{false};
