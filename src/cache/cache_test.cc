@@ -462,26 +462,65 @@ TEST_F(CacheTest, EvictRemovesTheSelectedCachedObjects) {
 TEST_F(CacheTest, OutOfSpaceRefusesNewObjectsUntilSpaceIsFreed) {
   EXPECT_TRUE(cache_->check_space().is_ok());
   ASSERT_TRUE(config_->set_overrides(R"({"cache":{"space_check_interval_ms":1}})").is_ok());
+  // Runs the space watcher until check_space() says `is_full` (a condition with a
+  // deadline, not a sleep).
+  const auto watch_until = [&](bool is_full) {
+    asio::io_context io;
+    Cache& cache = *cache_;
+    asio::co_spawn(io, cache.watch_space(), asio::detached);
+    asio::co_spawn(
+        io,
+        [&]() -> http::Awaitable<void> {
+          asio::steady_timer timer(co_await asio::this_coro::executor);
+          for (int i = 0; i < 5000 && cache.check_space().is_ok() == is_full; ++i) {
+            timer.expires_after(std::chrono::milliseconds(1));
+            boost::system::error_code ec;
+            co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+          }
+          cache.stop();
+        },
+        asio::detached);
+    io.run();
+  };
   usage_ = {97};  // past out-of-space (95), nothing to evict
+  watch_until(true);
+  const Status s = cache_->check_space();
+  EXPECT_EQ(s.code(), Code::kResourceExhausted);
+  EXPECT_EQ(s.reason(), "InsufficientStorage");
+  // A fetch is a new object too: refused before the backend is asked.
+  backend_->put_object("a", "bytes", "etag-a");
+  auto cold = run(cache_->fetch(remote_, remote("a")));
+  ASSERT_FALSE(cold.has_value());
+  EXPECT_EQ(cold.status().code(), Code::kResourceExhausted);
+  EXPECT_EQ(backend_->gets_of("a"), 0);
+}
+
+TEST_F(CacheTest, OutOfSpaceEndsOnceTheMountpathsAreUnderTheMarkAgain) {
+  ASSERT_TRUE(config_->set_overrides(R"({"cache":{"space_check_interval_ms":1}})").is_ok());
+  // Full at the first look, then 50 %: the watcher takes new objects again.
+  usage_ = {97, 97, 50};
   asio::io_context io;
-  asio::co_spawn(io, cache_->watch_space(), asio::detached);
-  // Stop once the watcher saw it (a condition, not a sleep: the io_context runs until then).
+  Cache& cache = *cache_;
+  bool was_full = false;
+  asio::co_spawn(io, cache.watch_space(), asio::detached);
   asio::co_spawn(
       io,
       [&]() -> http::Awaitable<void> {
         asio::steady_timer timer(co_await asio::this_coro::executor);
-        for (int i = 0; i < 5000 && cache_->check_space().is_ok(); ++i) {
+        for (int i = 0; i < 5000; ++i) {
+          const bool is_full = !cache.check_space().is_ok();
+          was_full = was_full || is_full;
+          if (was_full && !is_full) break;
           timer.expires_after(std::chrono::milliseconds(1));
           boost::system::error_code ec;
           co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         }
-        cache_->stop();
+        cache.stop();
       },
       asio::detached);
   io.run();
-  const Status s = cache_->check_space();
-  EXPECT_EQ(s.code(), Code::kResourceExhausted);
-  EXPECT_EQ(s.reason(), "InsufficientStorage");
+  EXPECT_TRUE(was_full);
+  EXPECT_TRUE(cache_->check_space().is_ok());
 }
 
 }  // namespace
