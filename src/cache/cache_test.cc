@@ -129,6 +129,57 @@ class FakeBackend : public backend::ObjectBackend {
   std::optional<Status> cut_;
 };
 
+// An exchange whose response keeps what a handler sends (send_file reads the file).
+class FakeExchange : public http::Exchange, public http::ResponseWriter, public http::BodyReader {
+ public:
+  explicit FakeExchange(boost::asio::any_io_executor executor) : executor_(std::move(executor)) {}
+  const http::RequestHead& request() const override { return request_; }
+  http::BodyReader& body() override { return *this; }
+  http::ResponseWriter& response() override { return *this; }
+  boost::asio::any_io_executor executor() override { return executor_; }
+
+  http::Awaitable<Status> send(http::ResponseHead head, std::string body) override {
+    head_ = std::move(head);
+    sent_ = std::move(body);
+    has_begun_ = true;
+    co_return Status::ok();
+  }
+  http::Awaitable<Status> begin(http::ResponseHead head, std::optional<uint64_t> length) override {
+    head_ = std::move(head);
+    length_ = length;
+    has_begun_ = true;
+    co_return Status::ok();
+  }
+  http::Awaitable<Status> write(std::span<const char> data) override {
+    sent_.append(data.data(), data.size());
+    co_return Status::ok();
+  }
+  http::Awaitable<Status> send_file(int fd, uint64_t offset, uint64_t length) override {
+    std::string bytes(length, '\0');
+    const ssize_t n = ::pread(fd, bytes.data(), length, static_cast<off_t>(offset));
+    if (n != static_cast<ssize_t>(length)) co_return Status::data_loss("short pread");
+    sent_ += bytes;
+    ++sends_;
+    co_return Status::ok();
+  }
+  bool has_begun() const override { return has_begun_; }
+  http::Awaitable<Result<size_t>> read(std::span<char>) override { co_return size_t{0}; }
+  bool is_done() const override { return true; }
+
+  const std::string& sent() const { return sent_; }
+  std::optional<uint64_t> length() const { return length_; }
+  int sends() const { return sends_; }
+
+ private:
+  boost::asio::any_io_executor executor_;
+  http::RequestHead request_;
+  http::ResponseHead head_;
+  std::optional<uint64_t> length_;
+  std::string sent_;
+  bool has_begun_ = false;
+  int sends_ = 0;
+};
+
 // Runs `work` and everything it spawns to completion on a private io_context.
 template <typename T>
 T run(http::Awaitable<T> work) {
@@ -334,6 +385,65 @@ TEST_F(CacheTest, AFailedFetchLeavesNothingInTheStore) {
   auto again = run(fetch_all());
   EXPECT_FALSE(again.has_value());
   EXPECT_EQ(backend_->gets_of("a"), 2);
+}
+
+TEST_F(CacheTest, ReadersStreamFromTheGrowingWorkFileAndGetTheirBytes) {
+  ASSERT_TRUE(config_->set_overrides(R"({"cache":{"range_get_size":1048576,"range_get_streams":1}})").is_ok());
+  std::string bytes(3 * 1048576 + 17, '\0');
+  std::mt19937 rng(11);
+  for (char& c : bytes) c = static_cast<char>(rng());
+  backend_->put_object("s", bytes, "etag-s");
+  asio::io_context io;
+  FakeExchange whole(io.get_executor());
+  FakeExchange ranged(io.get_executor());
+  Status whole_status = Status::internal("not run");
+  Status ranged_status = Status::internal("not run");
+  const uint64_t offset = 1048576 - 10;  // across a piece boundary
+  const uint64_t length = 1048576 + 20;
+  const auto read = [&](FakeExchange& exchange, Status& out, uint64_t at, uint64_t n) -> http::Awaitable<void> {
+    auto cold = co_await cache_->fetch(remote_, remote("s"));
+    if (!cold) {
+      out = cold.status();
+      co_return;
+    }
+    out = co_await cache_->send_fetching(exchange, *cold->fetch, http::ResponseHead{}, at, n);
+  };
+  asio::co_spawn(io, read(whole, whole_status, 0, bytes.size()), asio::detached);
+  asio::co_spawn(io, read(ranged, ranged_status, offset, length), asio::detached);
+  io.run();
+  ASSERT_TRUE(whole_status.is_ok()) << whole_status;
+  ASSERT_TRUE(ranged_status.is_ok()) << ranged_status;
+  EXPECT_EQ(whole.length(), bytes.size());
+  EXPECT_TRUE(whole.sent() == bytes);
+  EXPECT_GT(whole.sends(), 1) << "sent while the fetch went on, not once at the end";
+  EXPECT_TRUE(ranged.sent() == bytes.substr(offset, length));
+  EXPECT_EQ(backend_->gets_of("s"), 4);  // one fetch for both readers
+  EXPECT_EQ(counter("silo_target_bytes_sent_total"), bytes.size() + length);
+}
+
+TEST_F(CacheTest, AReaderOfAFetchThatFailsGetsACutAnswerNeverWrongBytes) {
+  const std::string bytes(100'000, 'z');
+  backend_->put_object("a", bytes, "etag-a");
+  backend_->cut_gets(Status::unavailable("connection reset"));
+  asio::io_context io;
+  FakeExchange exchange(io.get_executor());
+  Status status;
+  asio::co_spawn(
+      io,
+      [&]() -> http::Awaitable<void> {
+        auto cold = co_await cache_->fetch(remote_, remote("a"));
+        if (!cold) {
+          status = cold.status();
+          co_return;
+        }
+        status = co_await cache_->send_fetching(exchange, *cold->fetch, http::ResponseHead{}, 0, bytes.size());
+      },
+      asio::detached);
+  io.run();
+  EXPECT_EQ(status.code(), Code::kUnavailable) << status;
+  EXPECT_LT(exchange.sent().size(), bytes.size());
+  EXPECT_EQ(exchange.sent(), bytes.substr(0, exchange.sent().size()));
+  EXPECT_FALSE(is_here(remote("a")));
 }
 
 TEST_F(CacheTest, AFetchOfAnObjectTheBackendDoesNotHaveIsNotFound) {
