@@ -268,8 +268,21 @@ http::Awaitable<Status> Cache::fetch_into(Fetch& fetch, store::ObjectWriter& out
   }
   if (!got) co_return std::move(got).error();
   const uint64_t size = got->size;
-  const std::string etag = got->etag;
-  const size_t streams = snapshot->cache.range_get_streams;
+  CO_RETURN_IF_ERROR(co_await fetch_rest(*backend, name, *got, *snapshot, sink));
+  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await out.commit());
+  if (record.size() != size) {
+    co_return Status::data_loss("fetched {} bytes of {}, the backend said {}", record.size(), name, size);
+  }
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Cache::fetch_rest(backend::ObjectBackend& backend, const std::string& name,
+                                          const backend::RemoteObject& first, const config::ClusterConfig& config,
+                                          const backend::Sink& sink) {
+  const uint64_t size = first.size;
+  const std::string& etag = first.etag;
+  const uint64_t piece = config.cache.range_get_size;
+  const size_t streams = config.cache.range_get_streams;
   // At least one batch always fits, so a fetch never waits for memory it can not get.
   const size_t budget = std::max<size_t>(streams, kPieceMemory / piece);
   for (uint64_t at = std::min(size, piece); at < size;) {
@@ -296,7 +309,7 @@ http::Awaitable<Status> Cache::fetch_into(Fetch& fetch, store::ObjectWriter& out
           co_return Status::ok();
         };
         const backend::GetOptions ranged{.range = ranges[i], .if_match = etag, .on_object = {}};
-        auto part = co_await backend->get(name, ranged, fill);
+        auto part = co_await backend.get(name, ranged, fill);
         if (!part) co_return std::move(part).error();
         co_return Status::ok();
       });
@@ -306,10 +319,6 @@ http::Awaitable<Status> Cache::fetch_into(Fetch& fetch, store::ObjectWriter& out
       const std::span<const char> bytes(buffer.data(), buffer.size());
       CO_RETURN_IF_ERROR(co_await sink(bytes));
     }
-  }
-  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await out.commit());
-  if (record.size() != size) {
-    co_return Status::data_loss("fetched {} bytes of {}, the backend said {}", record.size(), name, size);
   }
   co_return Status::ok();
 }

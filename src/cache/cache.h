@@ -165,6 +165,12 @@ class Cache {
   // The bytes of a fetch into `out`, then its commit.
   http::Awaitable<Status> fetch_into(Fetch& fetch, store::ObjectWriter& out,
                                      std::shared_ptr<backend::ObjectBackend> backend);
+  // The bytes after the first piece (`first` describes the object): pieces of
+  // range_get_size, range_get_streams at a time, of the first piece's version (If-Match),
+  // given to `sink` in order.
+  http::Awaitable<Status> fetch_rest(backend::ObjectBackend& backend, const std::string& name,
+                                     const backend::RemoteObject& first, const config::ClusterConfig& config,
+                                     const backend::Sink& sink);
   // `op`, counted and timed as one backend operation.
   template <typename T>
   http::Awaitable<T> timed(http::Awaitable<T> op);
