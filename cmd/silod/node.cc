@@ -171,8 +171,14 @@ http::Awaitable<void> Node::start() {
     member_ = std::make_unique<cluster::Member>(*maps_, state_disk_, control_client_, self_, seed, config_.cluster);
   }
   if (store_) {
-    target_ = std::make_unique<target::Target>(target::TargetOptions{self_, live_config_, nc.data_dir + "/state", backends_}, *maps_, *store_,
-                                               data_client_, member_.get(), stats_);
+    writes_ = std::make_unique<cluster::BucketWrites>(*maps_);
+    cache_ = std::make_unique<cache::Cache>(cache::CacheOptions{.node_id = self_.id(),
+                                                                .config = live_config_,
+                                                                .backend_of = cache::backends_of(backends_),
+                                                                .fullest_mountpath_percent = {}},
+                                            *maps_, *store_, *writes_, stats_);
+    target_ = std::make_unique<target::Target>(target::TargetOptions{self_, live_config_, nc.data_dir + "/state"}, *maps_,
+                                               *store_, data_client_, member_.get(), stats_, *writes_, *cache_);
     maps_->on_change([this] {
       asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
       asio::co_spawn(io_, target_->sync_rebalance(), asio::detached);
@@ -237,7 +243,8 @@ http::Awaitable<void> Node::start() {
     asio::co_spawn(io_, target_->sweep_uploads(std::chrono::hours(1)), asio::detached);
     asio::co_spawn(io_, target_->sync_rebalance(), asio::detached);  // resumes one cut off by a restart
     asio::co_spawn(io_, target_->watch_mountpaths(std::chrono::seconds(1)), asio::detached);
-    asio::co_spawn(io_, target_->watch_space(), asio::detached);
+    asio::co_spawn(io_, cache_->watch_space(), asio::detached);
+    asio::co_spawn(io_, target_->replicate_fetched(), asio::detached);
   }
   is_ready_ = true;
   if (const Status s = write_ready_file(); !s.is_ok()) SILO_LOG_ERROR("ready file: {}", s);
@@ -300,6 +307,7 @@ http::Awaitable<void> Node::shutdown() {
   if (primary_) primary_->stop();
   if (member_) member_->stop();
   if (target_) target_->stop_rebalance();
+  if (cache_) cache_->stop();
   co_await server_->stop();
   if (store_) store_->close();
   if (!config_.node.ready_file.empty()) ::unlink(config_.node.ready_file.c_str());

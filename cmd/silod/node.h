@@ -12,6 +12,8 @@
 #include "cluster/s3_request.h"
 #include "config/live_config.h"
 #include "backend/backend_pool.h"
+#include "cache/cache.h"
+#include "cluster/bucket_writes.h"
 #include "http/client.h"
 #include "http/route_table.h"
 #include "http/server.h"
@@ -81,6 +83,10 @@ class Node {
   cluster::EtcdMetaStore* etcd_meta_ = nullptr;  // meta_ when it is etcd
   std::unique_ptr<cluster::Primary> primary_;
   std::unique_ptr<cluster::Member> member_;
+  // A target's commits into buckets (shared by the target and the cache) and the cache of
+  // remote buckets beneath the target: made before it and destroyed after it.
+  std::unique_ptr<cluster::BucketWrites> writes_;
+  std::unique_ptr<cache::Cache> cache_;
   std::unique_ptr<target::Target> target_;
   std::unique_ptr<proxy::Proxy> proxy_;
   http::RouteTable<NativeCaller> native_routes_;  // /v1/...: filled before serving

@@ -245,7 +245,7 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
     case s3::Op::kPutObject: co_return co_await s3_put(exchange, request, r);
     case s3::Op::kGetObject:
     case s3::Op::kHeadObject:
-      co_return co_await read_through(exchange, r, [this, &exchange, &request, &r](const ColdRead* cold) {
+      co_return co_await read_object(exchange, r, [this, &exchange, &request, &r](const ColdRead* cold) {
         return s3_get(exchange, request, r, cold);
       });
     case s3::Op::kDeleteObject: {
@@ -261,7 +261,7 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
     }
     case s3::Op::kCopyObject:
     case s3::Op::kUploadPartCopy:
-      CO_RETURN_IF_ERROR(check_space());
+      CO_RETURN_IF_ERROR(cache_.check_space());
       co_return co_await s3_copy(exchange, request, r);
     case s3::Op::kGetObjectTagging:
     case s3::Op::kPutObjectTagging:
@@ -274,7 +274,7 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
     case s3::Op::kCreateMultipartUpload:
     case s3::Op::kUploadPart:
     case s3::Op::kCompleteMultipartUpload:
-      CO_RETURN_IF_ERROR(check_space());  // (abort and list free or read)
+      CO_RETURN_IF_ERROR(cache_.check_space());  // (abort and list free or read)
       co_return co_await s3_multipart(exchange, request, r);
     case s3::Op::kAbortMultipartUpload:
     case s3::Op::kListParts: co_return co_await s3_multipart(exchange, request, r);
@@ -317,7 +317,7 @@ http::Awaitable<Status> Target::receive_object(http::Exchange& exchange, const c
 http::Awaitable<Status> Target::s3_put(http::Exchange& exchange, const cluster::S3Request& request,
                                        const Resolved& r) {
   puts_.add();
-  CO_RETURN_IF_ERROR(check_space());
+  CO_RETURN_IF_ERROR(cache_.check_space());
   CO_RETURN_IF_ERROR(check_holders_up(r));
   CO_ASSIGN_OR_RETURN(store::PutOptions options, s3_put_options(exchange.request(), r.bucket));
   WriteTicket ticket(*this);
@@ -409,7 +409,7 @@ http::Awaitable<Status> Target::s3_get(http::Exchange& exchange, const cluster::
   }
   set_overrides(request, head.headers);
   if (!is_head && length > 0 && cold) {
-    co_return co_await send_fetching(exchange, *cold->fetch, std::move(head), offset, length);
+    co_return co_await cache_.send_fetching(exchange, *cold->fetch, std::move(head), offset, length);
   }
   if (!is_head && length > 0 && is_slice) co_return co_await send_ec(exchange, r, *object, std::move(head), offset, length);
   if (!is_head && length > 0) CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, *object));

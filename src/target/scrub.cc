@@ -28,6 +28,11 @@ constexpr size_t kMaxTaskBody = 1 << 20;
 }  // namespace
 
 http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string id) {
+  if (id.starts_with("prefetch-")) {
+    // Prefetch tasks are the cache's (remote.cc).
+    co_await handle_prefetch_task(exchange, id);
+    co_return;
+  }
   const http::RequestHead& request = exchange.request();
   std::shared_ptr<Task> task;
   {
@@ -68,11 +73,7 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
           }
         }
         const auto executor = co_await asio::this_coro::executor;
-        if (task->request.kind == "prefetch") {
-          asio::co_spawn(executor, run_prefetch(task), asio::detached);
-        } else {
-          asio::co_spawn(executor, run_scrub(task), asio::detached);
-        }
+        asio::co_spawn(executor, run_scrub(task), asio::detached);
         co_await cluster::send_json(exchange, 200, R"({"started":true})");
         co_return;
       }

@@ -53,13 +53,7 @@ Result<store::PutOptions> put_options(const http::RequestHead& request, store::D
 }  // namespace
 
 store::Durability Target::durability_of(const wire::Bucket& bucket) const {
-  switch (bucket.props().durability()) {
-    case wire::DURABILITY_FSYNC: return store::Durability::kFsync;
-    case wire::DURABILITY_PAGE_CACHE: return store::Durability::kPageCache;
-    default: break;
-  }
-  return live_config()->durability == config::Durability::kFsync ? store::Durability::kFsync
-                                                             : store::Durability::kPageCache;
+  return cluster::durability_of(bucket, *live_config());
 }
 
 http::Awaitable<Result<uint64_t>> Target::receive(http::BodyReader& body, store::ObjectWriter& writer,
@@ -89,52 +83,22 @@ http::Awaitable<Result<uint64_t>> Target::receive(http::BodyReader& body, store:
   co_return total;
 }
 
-Target::WriteTicket::~WriteTicket() {
-  if (*bucket_id_ == 0) return;
-  std::lock_guard lock(target_.writes_mutex_);
-  if (--target_.writes_in_flight_[*bucket_id_] == 0) target_.writes_in_flight_.erase(*bucket_id_);
-}
-
 void Target::guard_bucket(store::PutOptions& options, const wire::Bucket& bucket, WriteTicket& ticket) {
-  options.precondition = [this, name = bucket.name(), id = bucket.id(), inner = std::move(options.precondition),
-                          counted = ticket.bucket_id_](const wire::ObjectRecord* current) -> Status {
-    // The check and the count are one step under writes_mutex_: a drain_writes that
-    // finds no commit in flight runs after the map marking the bucket deleting arrived,
-    // so every later check here sees that mark.
-    std::lock_guard lock(writes_mutex_);
-    const auto now = maps_.find_bucket(name);
-    if (!now || now->id() != id || now->is_deleting()) {
-      return Status::not_found("The specified bucket does not exist (it is being deleted): {}", name)
-          .with_reason("NoSuchBucket");
-    }
-    if (inner) RETURN_IF_ERROR(inner(current));
-    ++writes_in_flight_[id];
-    *counted = id;
-    return Status::ok();
-  };
+  writes_.guard(options, bucket, ticket.ticket_);
 }
 
-http::Awaitable<Status> Target::drain_writes(uint64_t bucket_id) {
-  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
-  for (int i = 0; i < 2000; ++i) {  // 10 s
-    {
-      std::lock_guard lock(writes_mutex_);
-      if (!writes_in_flight_.contains(bucket_id)) co_return Status::ok();
-    }
-    timer.expires_after(std::chrono::milliseconds(5));
-    boost::system::error_code ec;
-    co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
-  }
-  co_return Status::unavailable("commits into bucket id {} did not finish within 10 s", bucket_id);
-}
+http::Awaitable<Status> Target::drain_writes(uint64_t bucket_id) { return writes_.drain(bucket_id); }
 
 Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& store,
-               std::shared_ptr<http::Client> client, cluster::Member* member, stats::Registry& stats)
+               std::shared_ptr<http::Client> client, cluster::Member* member, stats::Registry& stats,
+               cluster::BucketWrites& writes, cache::Cache& cache)
     : options_(std::move(options)),
       maps_(maps),
       store_(store),
       client_(std::move(client)),
       member_(member),
+      writes_(writes),
+      cache_(cache),
       bytes_received_(stats.counter("silo_target_bytes_received_total", "Object bytes written by PUTs.")),
       bytes_sent_(stats.counter("silo_target_bytes_sent_total", "Object bytes sent by GETs.")),
       puts_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="put")")),
@@ -154,18 +118,7 @@ Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& 
                                     "Erasure-coded GETs that reconstructed missing or corrupt slices.")),
       duplicate_slices_dropped_(stats.counter(
           "silo_target_ec_duplicate_slices_dropped_total",
-          "Second copies of one erasure-coded slice removed from a holder (so it can take the missing one).")),
-      cache_hits_(stats.counter("silo_target_cache_hits_total", "GETs of remote buckets' objects served from the cache.")),
-      cache_misses_(stats.counter("silo_target_cache_misses_total",
-                                  "Objects of remote buckets fetched from their backend (cold GETs and prefetch).")),
-      backend_bytes_(stats.counter("silo_target_backend_bytes_received_total", "Object bytes fetched from backends.")),
-      backend_errors_(stats.counter("silo_target_backend_errors_total", "Backend operations that failed.")),
-      backend_requests_(stats.counter("silo_target_backend_operations_total",
-                                      "Backend operations (fetch, head, put, delete) started by this target.")),
-      backend_nanos_(stats.counter("silo_target_backend_operation_nanoseconds_total",
-                                   "Time spent in backend operations (divide by operations for the mean).")),
-      evictions_(stats.counter("silo_target_evicted_objects_total",
-                               "Cached objects of remote buckets evicted (by request or by the watermarks).")) {}
+          "Second copies of one erasure-coded slice removed from a holder (so it can take the missing one).")) {}
 
 http::Awaitable<Result<wire::Bucket>> Target::find_bucket(const std::string& name) {
   auto bucket = maps_.find_bucket(name);
@@ -227,7 +180,7 @@ http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::strin
       case http::Method::kGet:
       case http::Method::kHead: {
         const Resolved& r = *resolved;
-        s = co_await read_through(exchange, r, [this, &exchange, &r](const ColdRead* cold) { return get(exchange, r, cold); });
+        s = co_await read_object(exchange, r, [this, &exchange, &r](const ColdRead* cold) { return get(exchange, r, cold); });
         break;
       }
       case http::Method::kDelete: s = co_await remove(exchange, *resolved); break;
@@ -293,7 +246,7 @@ http::Awaitable<Status> Target::relay_to(http::Exchange& exchange, const wire::N
 
 http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r) {
   puts_.add();
-  CO_RETURN_IF_ERROR(check_space());
+  CO_RETURN_IF_ERROR(cache_.check_space());
   CO_RETURN_IF_ERROR(check_holders_up(r));
   CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), durability_of(r.bucket)));
   // The same bound as S3's PutObject (cluster.s3.max_object_size, settable at run time).
@@ -344,7 +297,9 @@ http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r,
     }
   }
   const bool sends_bytes = request.method != http::Method::kHead && length > 0;
-  if (sends_bytes && cold) co_return co_await send_fetching(exchange, *cold->fetch, std::move(head), offset, length);
+  if (sends_bytes && cold) {
+    co_return co_await cache_.send_fetching(exchange, *cold->fetch, std::move(head), offset, length);
+  }
   if (sends_bytes && object && object->record().has_ec()) {
     co_return co_await send_ec(exchange, r, *object, std::move(head), offset, length);
   }

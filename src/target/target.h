@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend_pool.h"
+#include "cache/cache.h"
+#include "cluster/bucket_writes.h"
 #include "cluster/cluster_maps.h"
 #include "config/live_config.h"
 #include "cluster/signal.h"
@@ -30,8 +31,6 @@ struct TargetOptions {
   // through cluster(), once per request or loop round, so changes apply at once.
   std::shared_ptr<const config::LiveConfig> config;
   std::string state_dir;  // the node's state directory (the mountpath set last seen)
-  // The backends of remote buckets; null: remote buckets fail with a clear error.
-  std::shared_ptr<backend::BackendPool> backends;
 };
 
 // The mountpaths a target opens at start: the configured ones, less those detached at run
@@ -49,8 +48,11 @@ class Target {
  public:
   // `member` is the link to the primary used to catch up when a request shows this node's
   // maps are stale; null on the primary itself (role all), whose maps are the newest.
+  // `writes` and `cache` are the node's, shared with the cache (which commits fetched
+  // objects); both outlive the Target.
   Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& store,
-         std::shared_ptr<http::Client> client, cluster::Member* member, stats::Registry& stats);
+         std::shared_ptr<http::Client> client, cluster::Member* member, stats::Registry& stats,
+         cluster::BucketWrites& writes, cache::Cache& cache);
 
   // PUT, GET, HEAD, DELETE /v1/objects/{bucket}/{name}: the exchange's path decides.
   http::Awaitable<void> handle_object(http::Exchange& exchange, std::string bucket, std::string name);
@@ -83,6 +85,9 @@ class Target {
   // POST /v1/internal/evict/{bucket} (wire::EvictRequest): removes the cached objects of a
   // remote bucket that the request selects from this target -> {"evicted": N}.
   http::Awaitable<void> handle_evict(http::Exchange& exchange, std::string bucket);
+  // Gives the other holders of every object the cache fetched (cold GETs, prefetch) their
+  // copies, as after any write. Runs until the cache stops.
+  http::Awaitable<void> replicate_fetched();
 
   // Tasks the primary runs on every target as one job (scrub.cc): /v1/internal/tasks/{job
   // id}: POST starts it (scrub-N: ?bucket=&rate_bytes=), GET answers its
@@ -100,11 +105,6 @@ class Target {
   // Probes the mountpaths every `period` and takes failed ones out; resilvers at start
   // when the set of mountpaths changed since the last run. Runs until stop_rebalance().
   http::Awaitable<void> watch_mountpaths(std::chrono::milliseconds period);
-  // Capacity (space.cc, docs/remote-buckets.md "Capacity"): every
-  // cluster.cache.space_check_interval, past the high watermark on any mountpath, evicts
-  // cached objects of remote buckets, least recently used first, down to the low one;
-  // past out-of-space, new objects are refused. Runs until stop_rebalance().
-  http::Awaitable<void> watch_space();
 
  private:
   struct Resolved {
@@ -124,7 +124,7 @@ class Target {
   // Where object `name` of `bucket` lives under this node's maps.
   Result<Resolved> placed(const wire::Bucket& bucket, const std::string& name) const;
   http::Awaitable<Status> put(http::Exchange& exchange, const Resolved& r);
-  struct ColdRead;
+  using ColdRead = cache::ColdRead;
   // A GET or HEAD of the copy here, or with `cold` of an object of a remote bucket being
   // fetched from its backend.
   http::Awaitable<Status> get(http::Exchange& exchange, const Resolved& r, const ColdRead* cold);
@@ -139,18 +139,15 @@ class Target {
   http::Awaitable<Status> relay_to(http::Exchange& exchange, const wire::NodeInfo& node);
   store::Durability durability_of(const wire::Bucket& bucket) const;
   // Counts a commit into a bucket from the moment it passed guard_bucket's check until it
-  // is done, so that a bucket delete can wait for those before it checks for emptiness.
+  // is done, so that a bucket delete can wait for those before it checks for emptiness
+  // (cluster::BucketWrites, shared with the cache).
   class WriteTicket {
    public:
-    explicit WriteTicket(Target& target) : target_(target) {}
-    ~WriteTicket();
-    WriteTicket(const WriteTicket&) = delete;
-    WriteTicket& operator=(const WriteTicket&) = delete;
+    explicit WriteTicket(Target& target) : ticket_(target.writes_) {}
 
    private:
     friend class Target;
-    Target& target_;
-    std::shared_ptr<uint64_t> bucket_id_ = std::make_shared<uint64_t>(0);  // set once counted
+    cluster::BucketWrites::Ticket ticket_;
   };
   // Wraps options.precondition: the commit fails with NoSuchBucket when the bucket is
   // gone or being deleted by then (checked under the object lock), else counts `ticket`.
@@ -180,84 +177,28 @@ class Target {
   http::Awaitable<Status> s3_multipart(http::Exchange& exchange, const cluster::S3Request& request,
                                        const Resolved& r);
 
-  // Remote buckets (remote.cc, docs/remote-buckets.md).
- public:
-  // One object being fetched from its backend into this store; public only for remote.cc's
-  // helpers.
-  struct Fetch;
-
- private:
-  // What a read of an object that is not cached serves: the backend's description, and
-  // the fetch that brings its bytes (null for a HEAD, which fetches nothing).
-  struct ColdRead {
-    wire::ObjectRecord record;
-    std::shared_ptr<Fetch> fetch;
-  };
+  // Remote buckets (remote.cc, docs/remote-buckets.md): the cache (src/cache) does the
+  // work; these decide, once per request, whether a bucket goes through it, and do what
+  // only the target can (relay a miss to the owner, remove every copy, replicate).
   using CachedReadFn = std::function<http::Awaitable<Status>(const ColdRead* cold)>;
-  // A GET or HEAD: `read(nullptr)` serves the copy here (or a neighbor's); in a remote
-  // bucket a miss becomes a cold read (`read(&cold)`) at the owner, a stale copy
-  // (revalidating bucket) is fetched anew, and one deleted at the backend is dropped.
-  http::Awaitable<Status> read_through(http::Exchange& exchange, const Resolved& r, CachedReadFn read);
-  // The fetch of `r.object` from the backend, started here or joined when one runs
-  // (single flight); returns once the backend described the object.
-  http::Awaitable<Result<std::shared_ptr<Fetch>>> join_fetch(const Resolved& r);
-  // Runs a fetch to its end (detached from the requests that wait on it).
-  http::Awaitable<void> run_fetch(std::shared_ptr<Fetch> fetch, Resolved r);
-  http::Awaitable<Status> fetch_into_store(Fetch& fetch, const Resolved& r);
-  // The bytes of a fetch into `out`, then its commit. On failure fetch_into_store()
-  // discards `out` before reporting, so a failed fetch has left nothing once it is seen.
-  http::Awaitable<Status> fetch_into(Fetch& fetch, const Resolved& r, store::ObjectWriter& out,
-                                     std::shared_ptr<backend::ObjectBackend> backend);
-  // Streams bytes [offset, offset + length) of `fetch` to the client as they land.
-  http::Awaitable<Status> send_fetching(http::Exchange& exchange, Fetch& fetch, http::ResponseHead head,
-                                        uint64_t offset, uint64_t length);
-  // Whether the copy here differs from the backend's object (ETag); kNotFound when the
-  // backend no longer has it (the copies here are then removed).
-  http::Awaitable<Result<bool>> is_stale(const Resolved& r, const wire::ObjectRecord& cached);
+  // A GET or HEAD: `read(nullptr)` serves the copy here (or a neighbor's). A local
+  // bucket's read goes nowhere else; a remote bucket's goes through read_remote().
+  http::Awaitable<Status> read_object(http::Exchange& exchange, const Resolved& r, CachedReadFn read);
+  // In a remote bucket a miss becomes a cold read (`read(&cold)`) at the owner, a stale
+  // copy (revalidating bucket) is fetched anew, and one deleted at the backend is dropped.
+  http::Awaitable<Status> read_remote(http::Exchange& exchange, const Resolved& r, CachedReadFn read);
   // After a client's write committed at the owner: in a remote bucket the object goes to
   // the backend first (write-through; on failure the write is taken back), then to the
   // other holders (replicate).
   http::Awaitable<Status> publish(const Resolved& r);
-  // The backend of a remote bucket (kFailedPrecondition when this node has no pool).
-  Result<std::shared_ptr<backend::ObjectBackend>> backend_of(const wire::Bucket& bucket);
-  http::Awaitable<Result<uint64_t>> evict(http::Exchange& exchange, const std::string& bucket_name);
-  // A DELETE in a remote bucket: the backend's object first, then the copies here.
+  // A DELETE in a remote bucket: the backend's object first, then the copies everywhere.
   http::Awaitable<Status> remove_remote(const Resolved& r);
-  // Waits until `fetch` ended; the bytes fetched, or why it failed.
-  http::Awaitable<Result<uint64_t>> wait_fetched(Fetch& fetch);
-  // A target's part of a prefetch job (prefetch.cc).
+  // replicate() of one object the cache fetched (`r` is owned by the coroutine).
+  http::Awaitable<void> replicate_fetched_object(Resolved r);
+  // /v1/internal/tasks/prefetch-*: the cache's prefetch tasks (see handle_task).
+  http::Awaitable<void> handle_prefetch_task(http::Exchange& exchange, const std::string& id);
+  // A target's part of a scrub job (scrub.cc, detail/task.h).
   struct Task;
-  struct PrefetchItem {
-    std::string name;
-    std::optional<std::string> etag;  // the backend's, when a listing told it
-  };
-  http::Awaitable<void> run_prefetch(std::shared_ptr<Task> task);
-  // Fetches the items this target owns, task.request.workers (or the configured number)
-  // at a time; those cached with the backend's ETag are skipped.
-  http::Awaitable<void> prefetch_batch(Task& task, const std::vector<PrefetchItem>& items);
-  http::Awaitable<Status> prefetch_one(Task& task, const PrefetchItem& item);
-  // Space (space.cc).
-  // kResourceExhausted (507 InsufficientStorage) while a mountpath is past out-of-space.
-  Status check_space() const;
-  // Notes a read of a cached object of a remote bucket (the LRU's order).
-  void touch(const ObjectRef& object);
-  // Evicts least recently used cached objects until every mountpath is under the low
-  // watermark (or nothing is left to evict); how many went.
-  http::Awaitable<uint64_t> evict_lru();
-  // The fullest in-service mountpath's use, in percent.
-  double fullest_mountpath_percent() const;
-  std::atomic<bool> is_out_of_space_{false};
-  std::mutex atimes_mutex_;
-  std::map<std::pair<uint64_t, std::string>, int64_t> atimes_;  // GUARDED_BY(atimes_mutex_); reads since start
-  std::mutex fetches_mutex_;
-  std::map<std::pair<uint64_t, std::string>, std::shared_ptr<Fetch>> fetches_;  // GUARDED_BY(fetches_mutex_)
-  // Memory for the pieces of parallel range GETs, shared by all fetches here: a fetch
-  // takes its batch's pieces before it asks for them and gives them back once written.
-  http::Awaitable<void> take_pieces(size_t n);
-  void give_back_pieces(size_t n);
-  std::mutex pieces_mutex_;
-  size_t pieces_in_use_ = 0;  // GUARDED_BY(pieces_mutex_)
-  cluster::Signal pieces_signal_;
 
   // Rebalance (rebalance.cc).
   struct Walk;
@@ -468,9 +409,6 @@ class Target {
   std::shared_ptr<Walk> walk_;     // GUARDED_BY(rebalance_mutex_); the current or last walk
   store::DiskExecutor reader_{2};  // reads object files for pushes
 
-  std::mutex writes_mutex_;
-  std::unordered_map<uint64_t, int> writes_in_flight_;  // bucket id -> commits past the guard
-
   // The effective cluster config now (one snapshot: read every value of a request from it).
   std::shared_ptr<const config::ClusterConfig> live_config() const { return options_.config->get(); }
 
@@ -479,6 +417,8 @@ class Target {
   store::Store& store_;
   std::shared_ptr<http::Client> client_;
   cluster::Member* member_;
+  cluster::BucketWrites& writes_;
+  cache::Cache& cache_;
   stats::Counter& bytes_received_;
   stats::Counter& bytes_sent_;
   stats::Counter& puts_;
@@ -492,13 +432,6 @@ class Target {
   stats::Counter& slices_made_;
   stats::Counter& degraded_reads_;
   stats::Counter& duplicate_slices_dropped_;
-  stats::Counter& cache_hits_;
-  stats::Counter& cache_misses_;
-  stats::Counter& backend_bytes_;
-  stats::Counter& backend_errors_;
-  stats::Counter& backend_requests_;
-  stats::Counter& backend_nanos_;
-  stats::Counter& evictions_;
 };
 
 }  // namespace silo::target

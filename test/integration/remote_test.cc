@@ -128,6 +128,42 @@ TEST_F(RemoteTest, ColdGetFetchesOnceAndTheCacheServesWithTheBackendStopped) {
 
 
 
+// The cache commits a fetched object on the owner and hands it to the target, which gives
+// the other holders their copies (Target::replicate_fetched): after cold GETs and a
+// prefetch every object of a bucket with copies: 2 is on two targets, and reads go on
+// with the backend stopped.
+TEST_F(RemoteTest, FetchedObjectsOfABucketWithCopiesReachEveryHolder) {
+  Objects objects;
+  for (int i = 0; i < 6; ++i) objects[fmt::format("cold-{}", i)] = random_.bytes(1000 + i);
+  for (int i = 0; i < 6; ++i) objects[fmt::format("pre-{}", i)] = random_.bytes(2000 + i);
+  for (const auto& [name, bytes] : objects) put_origin(name, bytes);
+  ASSERT_NO_FATAL_FAILURE(start_cluster(3, R"(, "copies": 2)"));
+  client::Client& c = cluster_->client();
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kRemote));
+  EXPECT_EQ(props.copies, 2u);
+  for (int i = 0; i < 6; ++i) {
+    const std::string name = fmt::format("cold-{}", i);
+    ASSERT_OK_AND_ASSIGN(const std::string got, c.get(kRemote, name));
+    EXPECT_TRUE(got == objects[name]) << name;
+  }
+  ASSERT_OK_AND_ASSIGN(const auto started, c.start_job(fmt::format(
+      R"({{"kind": "prefetch", "bucket": "{}", "template": "pre-{{0..5}}"}})", kRemote)));
+  ASSERT_OK_AND_ASSIGN(const auto done, c.wait_job(started.id, seconds(60)));
+  EXPECT_EQ(done.state, "finished") << done.detail;
+  // The copies go out in the background, after each commit.
+  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
+  while (bucket_files(*cluster_, props.id) < 2 * objects.size() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(bucket_files(*cluster_, props.id), 2 * objects.size()) << "two copies of every fetched object";
+  EXPECT_EQ(metric("silo_target_cache_misses_total"), objects.size());
+  moto_->stop();
+  for (const auto& [name, bytes] : objects) {
+    ASSERT_OK_AND_ASSIGN(const std::string got, c.get(kRemote, name));
+    EXPECT_TRUE(got == bytes) << name;
+  }
+}
+
 TEST_F(RemoteTest, PrefetchByTemplateAndPrefixCachesEverythingAndServesWithTheBackendStopped) {
   Objects objects;
   for (int i = 0; i < 1000; ++i) objects[fmt::format("train-{:04}.tar", i)] = random_.bytes(random_.uniform(0, 16 * 1024));

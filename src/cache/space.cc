@@ -1,16 +1,14 @@
-// Capacity of a target's mountpaths (docs/remote-buckets.md "Capacity"): past the high
+// Capacity of a node's mountpaths (docs/remote-buckets.md "Capacity"): past the high
 // watermark the cached objects of remote buckets are evicted, least recently used first,
 // down to the low watermark; local buckets' objects are never evicted; past out-of-space,
 // writes of new objects are refused with 507 InsufficientStorage before they fill the disk.
 #include <algorithm>
 
-#include "base/clock.h"
 #include "base/log.h"
+#include "cache/cache.h"
 #include "cluster/sleep.h"
-#include "target/target.h"
-#include "wire/json.h"
 
-namespace silo::target {
+namespace silo::cache {
 namespace {
 
 constexpr size_t kEvictBatch = 2;  // objects removed between two looks at the mountpaths
@@ -23,7 +21,8 @@ struct Candidate {
 
 }  // namespace
 
-double Target::fullest_mountpath_percent() const {
+double Cache::fullest_mountpath_percent() const {
+  if (options_.fullest_mountpath_percent) return options_.fullest_mountpath_percent();
   double worst = 0;
   for (const auto& m : store_.mountpaths()) {
     if (m.state != store::MountpathState::kInService || m.capacity_bytes == 0) continue;
@@ -33,20 +32,15 @@ double Target::fullest_mountpath_percent() const {
   return worst;
 }
 
-Status Target::check_space() const {
+Status Cache::check_space() const {
   if (!is_out_of_space_) return Status::ok();
   return Status::resource_exhausted("target {} is out of space (a mountpath is past {}% full); free space or add "
                                     "mountpaths",
-                                    options_.self.id(), live_config()->cache.oos_wm)
+                                    options_.node_id, live_config()->cache.oos_wm)
       .with_reason("InsufficientStorage");
 }
 
-void Target::touch(const ObjectRef& object) {
-  std::lock_guard lock(atimes_mutex_);
-  atimes_[{object.bucket_id.value(), object.name}] = Clock::real().unix_nanos();
-}
-
-http::Awaitable<void> Target::watch_space() {
+http::Awaitable<void> Cache::watch_space() {
   std::unique_ptr<boost::asio::steady_timer> timer;
   while (!is_stopping_) {
     // Each round reads the watermarks and interval anew: they may change at run time.
@@ -72,7 +66,7 @@ http::Awaitable<void> Target::watch_space() {
   }
 }
 
-http::Awaitable<uint64_t> Target::evict_lru() {
+http::Awaitable<uint64_t> Cache::evict_lru() {
   // Every cached object of every remote bucket here, by last access: a read since start,
   // else when it was fetched or written.
   std::vector<Candidate> candidates;
@@ -95,7 +89,7 @@ http::Awaitable<uint64_t> Target::evict_lru() {
   {
     std::lock_guard lock(atimes_mutex_);
     for (auto& c : candidates) {
-      const auto it = atimes_.find({c.object.bucket_id.value(), c.object.name});
+      const auto it = atimes_.find(key_of(c.object));
       if (it != atimes_.end()) c.atime = std::max(c.atime, it->second);
     }
   }
@@ -107,14 +101,12 @@ http::Awaitable<uint64_t> Target::evict_lru() {
     for (const size_t end = std::min(candidates.size(), i + kEvictBatch); i < end; ++i) {
       const Status removed = co_await store_.remove(candidates[i].object);
       if (removed.is_ok()) ++evicted;
-      {
-        std::lock_guard lock(atimes_mutex_);
-        atimes_.erase({candidates[i].object.bucket_id.value(), candidates[i].object.name});
-      }
+      std::lock_guard lock(atimes_mutex_);
+      atimes_.erase(key_of(candidates[i].object));
     }
   }
   evictions_.add(evicted);
   co_return evicted;
 }
 
-}  // namespace silo::target
+}  // namespace silo::cache

@@ -1,0 +1,27 @@
+#include "cache/piece_budget.h"
+
+namespace silo::cache {
+
+http::Awaitable<void> PieceBudget::take(size_t n, size_t budget) {
+  for (;;) {
+    const uint64_t seen = signal_.count();
+    {
+      std::lock_guard lock(mutex_);
+      if (in_use_ + n <= budget) {
+        in_use_ += n;
+        co_return;
+      }
+    }
+    co_await signal_.wait(seen);
+  }
+}
+
+void PieceBudget::give_back(size_t n) {
+  {
+    std::lock_guard lock(mutex_);
+    in_use_ -= n;
+  }
+  signal_.notify();
+}
+
+}  // namespace silo::cache
