@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string_view>
 #include <thread>
+#include <tuple>
 
 #include "store/detail/object_file.h"
 #include "store/store.h"
@@ -145,7 +147,7 @@ TEST_F(StoreFaultTest, EveryChangeToObjectAndWorkFilesGoesThroughTheFileSystem) 
 
 TEST_F(StoreFaultTest, FailedWorkFileSyncNeverCommits) {
   ASSERT_TRUE(store_);
-  file_system_->inject(Fault{.op = FileOp::kSyncData, .error = EIO, .path_contains = "/work/"});
+  file_system_->inject(Fault(FileOp::kSyncData, EIO).on_paths_containing("/work/"));
   auto writer = create("synced");
   ASSERT_TRUE(writer) << writer.status();
   ASSERT_TRUE(write_in_pieces(**writer, bytes_of(10000, 'a'), 3).is_ok());
@@ -166,7 +168,7 @@ TEST_F(StoreFaultTest, FailedWorkFileSyncNeverCommits) {
 
 TEST_F(StoreFaultTest, FailedRenameNeverCommits) {
   ASSERT_TRUE(store_);
-  file_system_->inject(Fault{.op = FileOp::kRename, .error = EIO});
+  file_system_->inject(Fault(FileOp::kRename, EIO));
   auto writer = create("renamed");
   ASSERT_TRUE(writer) << writer.status();
   ASSERT_TRUE(write_in_pieces(**writer, bytes_of(10000, 'b'), 2).is_ok());
@@ -187,7 +189,7 @@ TEST_F(StoreFaultTest, FailedRenameNeverCommits) {
 
 TEST_F(StoreFaultTest, NoSpaceMidWriteIsResourceExhaustedAndLeavesNothing) {
   ASSERT_TRUE(store_);
-  file_system_->inject(Fault{.op = FileOp::kWrite, .error = ENOSPC, .nth = 3});
+  file_system_->inject(Fault(FileOp::kWrite, ENOSPC).on_call(3));
   auto writer = create("full");
   ASSERT_TRUE(writer) << writer.status();
   const std::string data = bytes_of(40000, 'c');
@@ -210,7 +212,7 @@ TEST_F(StoreFaultTest, NoSpaceAfterAShortWriteIsResourceExhausted) {
   ASSERT_TRUE(store_);
   // A disk filling up: write(2) takes part of the bytes, then refuses the rest.
   file_system_->set_max_write_bytes(1000);
-  file_system_->inject(Fault{.op = FileOp::kWrite, .error = ENOSPC, .nth = 5});
+  file_system_->inject(Fault(FileOp::kWrite, ENOSPC).on_call(5));
   auto writer = create("half");
   ASSERT_TRUE(writer) << writer.status();
   const Status written = write_in_pieces(**writer, bytes_of(8000, 'd'), 1);
@@ -253,7 +255,7 @@ TEST_F(StoreFaultTest, FailedPartRenameLeavesNoPart) {
   const ObjectRef object{bucket_, "multi"};
   Result<UploadInfo> upload = run(store_->create_upload(object, {}));
   ASSERT_TRUE(upload) << upload.status();
-  file_system_->inject(Fault{.op = FileOp::kRename, .error = EIO});
+  file_system_->inject(Fault(FileOp::kRename, EIO));
   auto writer = run(store_->create_part(object, upload->upload_id, 1, durable()));
   ASSERT_TRUE(writer) << writer.status();
   ASSERT_TRUE(write_in_pieces(**writer, bytes_of(5000, 'f'), 2).is_ok());
@@ -278,7 +280,7 @@ TEST_F(StoreFaultTest, NoSpaceWhileCompletingKeepsTheUpload) {
   ASSERT_TRUE(part) << part.status();
   writer->reset();
 
-  file_system_->inject(Fault{.op = FileOp::kAppend, .error = ENOSPC});
+  file_system_->inject(Fault(FileOp::kAppend, ENOSPC));
   Result<wire::ObjectRecord> completed = run(store_->complete_upload(
       object, upload->upload_id, {CompletePart{1, part->md5_hex()}}, durable()));
   ASSERT_FALSE(completed);
@@ -325,21 +327,25 @@ TEST_P(StoreOverwriteFaultTest, FailedOverwriteKeepsThePreviousVersion) {
   EXPECT_TRUE(work_files().empty());
 }
 
+std::string fault_test_name(const ::testing::TestParamInfo<Fault>& info) {
+  static constexpr std::string_view kOps[] = {"Create",        "Write",         "Append",
+                                              "SyncData",      "SyncDirectory", "MakeDirectory",
+                                              "Rename",        "RemoveFile",    "RemoveTree"};
+  return fmt::format("{}{}{}{}", kOps[static_cast<size_t>(info.param.op)],
+                     info.param.error == ENOSPC ? "NoSpace" : "Eio", info.param.nth,
+                     info.param.times == Times::kFromThenOn ? "AndAfter" : "");
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Faults, StoreOverwriteFaultTest,
-    ::testing::Values(Fault{.op = FileOp::kWrite, .error = ENOSPC, .nth = 2},
-                      Fault{.op = FileOp::kWrite, .error = EIO, .nth = 1},
-                      Fault{.op = FileOp::kSyncData, .error = EIO},
-                      Fault{.op = FileOp::kMakeDirectory, .error = EIO},
-                      Fault{.op = FileOp::kRename, .error = EIO},
-                      Fault{.op = FileOp::kSyncDirectory, .error = EIO, .path_contains = "/obj/"}),
-    [](const ::testing::TestParamInfo<Fault>& info) {
-      static constexpr const char* kNames[] = {"Create", "Write", "Append", "SyncData",
-                                               "SyncDirectory", "MakeDirectory", "Rename",
-                                               "RemoveFile", "RemoveTree"};
-      return fmt::format("{}{}{}", kNames[static_cast<size_t>(info.param.op)],
-                         info.param.error == ENOSPC ? "NoSpace" : "Eio", info.param.nth);
-    });
+    ::testing::Values(Fault(FileOp::kWrite, ENOSPC).on_call(2),
+                      Fault(FileOp::kWrite, ENOSPC).on_call(2).from_then_on(),
+                      Fault(FileOp::kWrite, EIO).on_call(1),
+                      Fault(FileOp::kSyncData, EIO),
+                      Fault(FileOp::kMakeDirectory, EIO),
+                      Fault(FileOp::kRename, EIO),
+                      Fault(FileOp::kSyncDirectory, EIO).on_paths_containing("/obj/")),
+    fault_test_name);
 
 // A crash at each named point of a PUT, then a restart: the object is the old version or
 // the new one, whole, and recovery leaves neither a work file nor an orphan object file.
@@ -392,14 +398,15 @@ TEST_P(StoreCrashTest, RestartShowsTheOldOrTheNewVersionWhole) {
   expect_object("torn?", "after");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Points, StoreCrashTest,
-    ::testing::Combine(::testing::ValuesIn(testing::kCrashPoints),
-                       ::testing::Values(Before::kNothing, Before::kOldVersion)),
-    [](const ::testing::TestParamInfo<std::tuple<CrashPoint, Before>>& info) {
-      return fmt::format("{}{}", std::get<0>(info.param).name,
-                         std::get<1>(info.param) == Before::kNothing ? "New" : "Overwrite");
-    });
+std::string crash_test_name(const ::testing::TestParamInfo<std::tuple<CrashPoint, Before>>& info) {
+  return fmt::format("{}{}", std::get<0>(info.param).name,
+                     std::get<1>(info.param) == Before::kNothing ? "New" : "Overwrite");
+}
+
+INSTANTIATE_TEST_SUITE_P(Points, StoreCrashTest,
+                         ::testing::Combine(::testing::ValuesIn(testing::kCrashPoints),
+                                            ::testing::Values(Before::kNothing, Before::kOldVersion)),
+                         crash_test_name);
 
 }  // namespace
 }  // namespace silo::store

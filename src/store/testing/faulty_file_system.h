@@ -34,12 +34,32 @@ enum class FileOp {
 // Which calls of a kind a fault hits, counted from when it is set.
 enum class Times { kOnce, kFromThenOn };
 
+// Fails calls of one kind with an errno: Fault(FileOp::kWrite, ENOSPC).on_call(3).
 struct Fault {
-  FileOp op = FileOp::kWrite;
-  int error = EIO;  // the errno the call fails with (EIO, ENOSPC...)
-  uint64_t nth = 1;  // the first matching call that fails (1-based)
+  Fault(FileOp kind, int errno_value) : op(kind), error(errno_value) {}
+  // The first matching call that fails is the nth (1-based) since the fault was set.
+  Fault on_call(uint64_t n) const {
+    Fault fault = *this;
+    fault.nth = n;
+    return fault;
+  }
+  Fault from_then_on() const {
+    Fault fault = *this;
+    fault.times = Times::kFromThenOn;
+    return fault;
+  }
+  // Only calls on paths that contain `part` match.
+  Fault on_paths_containing(std::string part) const {
+    Fault fault = *this;
+    fault.path_contains = std::move(part);
+    return fault;
+  }
+
+  FileOp op;
+  int error;  // the errno the call fails with (EIO, ENOSPC...)
+  uint64_t nth = 1;
   Times times = Times::kOnce;
-  std::string path_contains;  // only calls on such paths match; "" matches every path
+  std::string path_contains;  // "" matches every path
 };
 
 // Where a crash happens relative to the call it is named after: kBefore, the call has no
@@ -60,16 +80,16 @@ struct CrashPoint {
 
 // The named points of a PUT with Durability::kFsync, in the order it passes them.
 inline constexpr CrashPoint kBeforeWorkFileSync{"BeforeWorkFileSync", FileOp::kSyncData,
-                                                CrashTiming::kBefore, "/work/"};
+                                                CrashTiming::kBefore, "/work/", false};
 inline constexpr CrashPoint kBeforeRename{"BeforeRename", FileOp::kRename, CrashTiming::kBefore,
-                                          "/work/"};
+                                          "/work/", false};
 inline constexpr CrashPoint kAfterRename{"AfterRename", FileOp::kRename, CrashTiming::kAfter,
-                                         "/work/"};
+                                         "/work/", false};
 inline constexpr CrashPoint kAfterDirectorySync{"AfterDirectorySync", FileOp::kSyncDirectory,
                                                 CrashTiming::kAfter, "/obj/", true};
 // After the metadata commit: the old generation's unlink (only an overwrite has one).
 inline constexpr CrashPoint kAfterCommit{"AfterCommit", FileOp::kRemoveFile, CrashTiming::kBefore,
-                                         "/obj/"};
+                                         "/obj/", false};
 inline constexpr CrashPoint kCrashPoints[] = {kBeforeWorkFileSync, kBeforeRename, kAfterRename,
                                               kAfterDirectorySync, kAfterCommit};
 
