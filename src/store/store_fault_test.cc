@@ -297,6 +297,39 @@ TEST_F(StoreFaultTest, NoSpaceWhileCompletingKeepsTheUpload) {
   expect_object("assembled", bytes_of(5000, 'g'));
 }
 
+TEST_F(StoreFaultTest, FailedMoveToANewMountpathLeavesNoCopyThere) {
+  ASSERT_TRUE(store_);
+  std::vector<std::string> names;
+  // Mountpath ids are random, so which names move is too: with 16, none does once in 65536.
+  for (int i = 0; i < 16; ++i) {
+    names.push_back(fmt::format("n{}", i));
+    ASSERT_TRUE(testing::put(*store_, {bucket_, names.back()}, "v-" + names.back()));
+  }
+  Result<MountpathInfo> attached = run(store_->attach_mountpath(dir_.sub("mp2")));
+  ASSERT_TRUE(attached) << attached.status();
+  // The sync of the directory a moved copy was just renamed into (not those of its parents
+  // while they are made) fails, so each move fails after its rename.
+  for (const std::string& name : names) {
+    const std::string stem = detail::object_file_relative_stem(bucket_, name);
+    file_system_->inject(Fault(FileOp::kSyncDirectory, EIO)
+                             .on_paths_containing("mp2/obj/" + stem.substr(0, stem.rfind('/'))));
+  }
+  const auto never = [] { return false; };
+  Result<ResilverStats> moved = run(store_->resilver(never));
+  ASSERT_FALSE(moved);
+  EXPECT_EQ(moved.status().code(), Code::kUnavailable) << moved.status();
+  EXPECT_TRUE(files_under(dir_.sub("mp2/obj")).empty());
+  EXPECT_TRUE(files_under(dir_.sub("mp2/work")).empty());
+  for (const std::string& name : names) expect_object(name, "v-" + name);
+
+  file_system_->restart();  // the disk works again
+  moved = run(store_->resilver(never));
+  ASSERT_TRUE(moved) << moved.status();
+  EXPECT_GT(moved->objects_moved, 0u);
+  for (const std::string& name : names) expect_object(name, "v-" + name);
+  EXPECT_EQ(object_files().size() + files_under(dir_.sub("mp2/obj")).size(), names.size());
+}
+
 // A failed write of a new version leaves the previous one readable and intact.
 class StoreOverwriteFaultTest : public StoreFaultTest,
                                 public ::testing::WithParamInterface<Fault> {};

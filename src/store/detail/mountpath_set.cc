@@ -182,11 +182,17 @@ Status StoreImpl::move_within(const ObjectRef& object, size_t from, size_t to, R
   Status installed = make_directories(file_system, owner.object_dir(),
                                       std::string_view(relative).substr(0, relative.rfind('/')), Durability::kFsync);
   const std::string final_path = owner.object_dir() + "/" + relative;
-  if (installed.is_ok()) installed = file_system.rename(work.path, final_path);
+  bool is_renamed = false;
+  if (installed.is_ok()) {
+    installed = file_system.rename(work.path, final_path);
+    is_renamed = installed.is_ok();
+  }
   if (installed.is_ok()) installed = file_system.sync_directory(final_path.substr(0, final_path.rfind('/')));
   if (installed.is_ok()) installed = owner.meta().put(object.bucket_id, *record, Durability::kFsync);
   if (!installed.is_ok()) {
-    std::ignore = file_system.remove_file(work.path);
+    // After the rename the copy is in obj/ with no record: remove it there, or it stays
+    // until an unclean start reconciles (the source still holds the object).
+    std::ignore = file_system.remove_file(is_renamed ? final_path : work.path);
     return installed;
   }
   RETURN_IF_ERROR(source.meta().remove(object.bucket_id, object.name, Durability::kFsync));

@@ -34,7 +34,8 @@ enum class FileOp {
 // Which calls of a kind a fault hits, counted from when it is set.
 enum class Times { kOnce, kFromThenOn };
 
-// Fails calls of one kind with an errno: Fault(FileOp::kWrite, ENOSPC).on_call(3).
+// Fails calls of one kind with an errno: the nth one, or (from_then_on) every one from the
+// nth on. Fault(FileOp::kWrite, ENOSPC).on_call(3) fails the third write.
 struct Fault {
   Fault(FileOp kind, int errno_value) : op(kind), error(errno_value) {}
   // The first matching call that fails is the nth (1-based) since the fault was set.
