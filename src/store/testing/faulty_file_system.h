@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,6 +63,13 @@ struct Fault {
   Times times = Times::kOnce;
   std::string path_contains;  // "" matches every path
 };
+
+// How gtest prints a Fault parameter.
+inline void PrintTo(const Fault& fault, std::ostream* out) {
+  *out << "Fault(op " << static_cast<int>(fault.op) << ", errno " << fault.error << ", call "
+       << fault.nth << (fault.times == Times::kFromThenOn ? " and after" : "") << ", paths '"
+       << fault.path_contains << "')";
+}
 
 // Where a crash happens relative to the call it is named after: kBefore, the call has no
 // effect; kAfter, it takes effect and the process dies before it learns so.
