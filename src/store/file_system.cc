@@ -63,7 +63,8 @@ class PosixFileSystem final : public FileSystem {
   Status sync_directory(const std::string& dir) override { return detail::sync_directory(dir); }
 
   Status make_directory(const std::string& path) override {
-    if (::mkdir(path.c_str(), 0755) != 0) return Status::from_errno(errno, fmt::format("mkdir {}", path));
+    if (::mkdir(path.c_str(), 0755) != 0)
+      return Status::from_errno(errno, fmt::format("mkdir {}", path));
     return Status::ok();
   }
 
@@ -90,14 +91,15 @@ class PosixFileSystem final : public FileSystem {
     std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(size, kBufferBytes)));
     uint64_t left = size;
     while (left > 0) {
-      const ssize_t n = ::pread(from, buffer.data(), std::min<uint64_t>(left, buffer.size()), offset);
+      const ssize_t n =
+          ::pread(from, buffer.data(), std::min<uint64_t>(left, buffer.size()), offset);
       if (n < 0) {
         if (errno == EINTR) continue;
         return Status::from_errno(errno, fmt::format("read {}", from_path));
       }
       if (n == 0) return Status::data_loss("{} is shorter than {} bytes", from_path, size);
-      RETURN_IF_ERROR(detail::write_fully(*this, to, std::span<const char>(buffer.data(), static_cast<size_t>(n)),
-                                          to_path));
+      RETURN_IF_ERROR(detail::write_fully(
+          *this, to, std::span<const char>(buffer.data(), static_cast<size_t>(n)), to_path));
       offset += n;
       left -= static_cast<uint64_t>(n);
     }

@@ -109,7 +109,8 @@ class StoreFaultTest : public ::testing::Test {
     EXPECT_EQ(seen, 1u);
   }
 
-  Result<std::unique_ptr<ObjectWriter>> create(const std::string& name, PutOptions options = durable()) {
+  Result<std::unique_ptr<ObjectWriter>> create(const std::string& name,
+                                               PutOptions options = durable()) {
     return run(store_->create({bucket_, name}, std::move(options)));
   }
 
@@ -137,7 +138,8 @@ TEST_F(StoreFaultTest, EveryChangeToObjectAndWorkFilesGoesThroughTheFileSystem) 
   EXPECT_EQ(file_system_->calls(FileOp::kCreate), 2u);
   EXPECT_GE(file_system_->calls(FileOp::kWrite), 2u);
   EXPECT_EQ(file_system_->calls(FileOp::kSyncData), 2u);
-  EXPECT_GE(file_system_->calls(FileOp::kMakeDirectory), 4u);  // <bucket>/<h0:2>/<h2:4>, then exists
+  EXPECT_GE(file_system_->calls(FileOp::kMakeDirectory),
+            4u);  // <bucket>/<h0:2>/<h2:4>, then exists
   EXPECT_GE(file_system_->calls(FileOp::kSyncDirectory), 2u);
   EXPECT_EQ(file_system_->calls(FileOp::kRename), 2u);
   EXPECT_EQ(file_system_->calls(FileOp::kRemoveFile), 2u);  // the old generation, then DELETE
@@ -361,9 +363,9 @@ TEST_P(StoreOverwriteFaultTest, FailedOverwriteKeepsThePreviousVersion) {
 }
 
 std::string fault_test_name(const ::testing::TestParamInfo<Fault>& info) {
-  static constexpr std::string_view kOps[] = {"Create",        "Write",         "Append",
-                                              "SyncData",      "SyncDirectory", "MakeDirectory",
-                                              "Rename",        "RemoveFile",    "RemoveTree"};
+  static constexpr std::string_view kOps[] = {"Create",   "Write",         "Append",
+                                              "SyncData", "SyncDirectory", "MakeDirectory",
+                                              "Rename",   "RemoveFile",    "RemoveTree"};
   return fmt::format("{}{}{}{}", kOps[static_cast<size_t>(info.param.op)],
                      info.param.error == ENOSPC ? "NoSpace" : "Eio", info.param.nth,
                      info.param.times == Times::kFromThenOn ? "AndAfter" : "");
@@ -373,10 +375,8 @@ INSTANTIATE_TEST_SUITE_P(
     Faults, StoreOverwriteFaultTest,
     ::testing::Values(Fault(FileOp::kWrite, ENOSPC).on_call(2),
                       Fault(FileOp::kWrite, ENOSPC).on_call(2).from_then_on(),
-                      Fault(FileOp::kWrite, EIO).on_call(1),
-                      Fault(FileOp::kSyncData, EIO),
-                      Fault(FileOp::kMakeDirectory, EIO),
-                      Fault(FileOp::kRename, EIO),
+                      Fault(FileOp::kWrite, EIO).on_call(1), Fault(FileOp::kSyncData, EIO),
+                      Fault(FileOp::kMakeDirectory, EIO), Fault(FileOp::kRename, EIO),
                       Fault(FileOp::kSyncDirectory, EIO).on_paths_containing("/obj/")),
     fault_test_name);
 
@@ -402,14 +402,17 @@ TEST_P(StoreCrashTest, RestartShowsTheOldOrTheNewVersionWhole) {
   const bool is_committed = run((*writer)->commit()).has_value();
   writer->reset();
   // Only the old version has a file to unlink after the commit.
-  const bool reaches_point = point.name != testing::kAfterCommit.name || before == Before::kOldVersion;
+  const bool reaches_point =
+      point.name != testing::kAfterCommit.name || before == Before::kOldVersion;
   EXPECT_EQ(file_system_->has_crashed(), reaches_point);
   // What the crash left for recovery: the work file until the rename, the renamed file
   // (or the old generation's) after it.
-  const bool is_renamed = point.op != FileOp::kSyncData && point.name != testing::kBeforeRename.name;
+  const bool is_renamed =
+      point.op != FileOp::kSyncData && point.name != testing::kBeforeRename.name;
   if (reaches_point) {
     EXPECT_EQ(work_files().size(), is_renamed ? 0u : 1u);
-    EXPECT_EQ(object_files().size(), (is_renamed ? 1u : 0u) + (before == Before::kOldVersion ? 1u : 0u));
+    EXPECT_EQ(object_files().size(),
+              (is_renamed ? 1u : 0u) + (before == Before::kOldVersion ? 1u : 0u));
   }
 
   restart();
@@ -438,7 +441,8 @@ std::string crash_test_name(const ::testing::TestParamInfo<std::tuple<CrashPoint
 
 INSTANTIATE_TEST_SUITE_P(Points, StoreCrashTest,
                          ::testing::Combine(::testing::ValuesIn(testing::kCrashPoints),
-                                            ::testing::Values(Before::kNothing, Before::kOldVersion)),
+                                            ::testing::Values(Before::kNothing,
+                                                              Before::kOldVersion)),
                          crash_test_name);
 
 }  // namespace

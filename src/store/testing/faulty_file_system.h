@@ -221,7 +221,8 @@ class FaultyFileSystem final : public FileSystem {
       ++armed.matched;
       const bool hits = armed.fault.times == Times::kOnce ? armed.matched == armed.fault.nth
                                                           : armed.matched >= armed.fault.nth;
-      if (hits) return Status::from_errno(armed.fault.error, "injected fault on " + std::string(path));
+      if (hits)
+        return Status::from_errno(armed.fault.error, "injected fault on " + std::string(path));
     }
     ++calls_[static_cast<size_t>(op)];
     return Status::ok();
