@@ -253,7 +253,8 @@ TEST(ErrorsTest, StatusBecomesTheRightS3Error) {
   EXPECT_EQ(internal.message.find("secret"), std::string::npos);
   EXPECT_EQ(to_s3_error(Status::unavailable("down"), Subject::kObject).http_status, 503);
   // A store write that hit ENOSPC (kResourceExhausted, no reason) is a 507 on PUT.
-  const S3Error full = to_s3_error(Status::from_errno(ENOSPC, "write /mp/work/0123"), Subject::kObject);
+  const S3Error full =
+      to_s3_error(Status::from_errno(ENOSPC, "write /mp/work/0123"), Subject::kObject);
   EXPECT_EQ(full.code, "InsufficientStorage");
   EXPECT_EQ(full.http_status, 507);
   const std::string xml = error_xml({"NoSuchKey", "gone", 404}, "/b/k", "RID", {{"Key", "k"}});

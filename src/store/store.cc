@@ -61,9 +61,9 @@ Result<std::unique_ptr<Store>> Store::open(StoreOptions options) {
                                              options.threads_per_mountpath, options.file_system));
     mountpaths.push_back(std::move(mountpath));
   }
-  return std::unique_ptr<Store>(new detail::StoreImpl(std::move(mountpaths), resources,
-                                                       options.threads_per_mountpath, options.min_part_size,
-                                                       std::move(options.file_system)));
+  return std::unique_ptr<Store>(
+      new detail::StoreImpl(std::move(mountpaths), resources, options.threads_per_mountpath,
+                            options.min_part_size, std::move(options.file_system)));
 }
 
 std::string_view mountpath_state_name(MountpathState state) {
@@ -245,7 +245,8 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
     status = mountpath.meta().put(object.bucket_id, record, durability, finished);
   }
   if (!status.is_ok()) {
-    std::ignore = file_system.remove_file(final_path);  // if this fails, reconciliation removes it
+    // If this fails, reconciliation removes it.
+    std::ignore = file_system.remove_file(final_path);
     return status;
   }
   if (previous_generation && *previous_generation != record.generation()) {
@@ -452,7 +453,8 @@ Awaitable<Status> StoreImpl::remove_bucket(BucketId bucket) {
       // reconciliation at the next start removes.
       RETURN_IF_ERROR(mountpath.meta().remove_bucket(bucket));
       for (const std::string& base : {mountpath.object_dir(), mountpath.parts_dir()}) {
-        RETURN_IF_ERROR(mountpath.file_system().remove_tree(fmt::format("{}/{}", base, bucket.value())));
+        RETURN_IF_ERROR(
+            mountpath.file_system().remove_tree(fmt::format("{}/{}", base, bucket.value())));
       }
       return Status::ok();
     });

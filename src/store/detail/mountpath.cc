@@ -105,8 +105,7 @@ Mountpath::Mountpath(std::string path, std::string id, size_t threads,
       disk_(threads) {}
 
 Result<std::unique_ptr<Mountpath>> Mountpath::open(const std::string& path, const std::string& id,
-                                                   const MetaDbResources& resources,
-                                                   size_t threads,
+                                                   const MetaDbResources& resources, size_t threads,
                                                    std::shared_ptr<FileSystem> file_system) {
   std::unique_ptr<Mountpath> mountpath(new Mountpath(path, id, threads, std::move(file_system)));
   Status status = mountpath->recover(resources);
@@ -135,8 +134,8 @@ Status Mountpath::recover(const MetaDbResources& resources) {
   if (work_files > 0) SILO_LOG_INFO("mountpath {}: removed {} work files", path_, work_files);
   // Cheap (only uploads in flight have part files), and it also catches the part files
   // that an abort or completion failed to remove while the mountpath stayed up.
-  RETURN_IF_ERROR(reconcile_parts(*file_system_, parts_dir_, *meta_, was_clean ? PartCheck::kUploadsOnly
-                                                                : PartCheck::kFull));
+  RETURN_IF_ERROR(reconcile_parts(*file_system_, parts_dir_, *meta_,
+                                  was_clean ? PartCheck::kUploadsOnly : PartCheck::kFull));
   if (was_clean) return Status::ok();
   SILO_LOG_INFO("mountpath {}: not closed cleanly, reconciling files and metadata", path_);
   return reconcile(*file_system_, object_dir_, *meta_);

@@ -1,9 +1,8 @@
 #pragma once
 
 #include <atomic>
-#include <mutex>
-
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -85,7 +84,8 @@ class Mountpath {
   Status probe() const;
 
  private:
-  Mountpath(std::string path, std::string id, size_t threads, std::shared_ptr<FileSystem> file_system);
+  Mountpath(std::string path, std::string id, size_t threads,
+            std::shared_ptr<FileSystem> file_system);
   Status recover(const MetaDbResources& resources);
 
   std::string path_;

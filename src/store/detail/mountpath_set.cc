@@ -170,7 +170,8 @@ Status StoreImpl::move_within(const ObjectRef& object, size_t from, size_t to, R
   ASSIGN_OR_RETURN(WorkFile work, owner.create_work_file());
   const int source_fd = ::open(source_path.c_str(), O_RDONLY | O_CLOEXEC);
   Status copied = source_fd < 0 ? Status::from_errno(errno, "open " + source_path)
-                                : file_system.append_file(work.fd, work.path, source_fd, source_path, record->size());
+                                : file_system.append_file(work.fd, work.path, source_fd,
+                                                          source_path, record->size());
   if (source_fd >= 0) ::close(source_fd);
   if (copied.is_ok()) copied = file_system.sync_data(work.fd, work.path);
   ::close(work.fd);
@@ -180,14 +181,16 @@ Status StoreImpl::move_within(const ObjectRef& object, size_t from, size_t to, R
   }
   const std::string relative = object_file_relative_path(object.bucket_id, object.name, record->generation());
   Status installed = make_directories(file_system, owner.object_dir(),
-                                      std::string_view(relative).substr(0, relative.rfind('/')), Durability::kFsync);
+                                      std::string_view(relative).substr(0, relative.rfind('/')),
+                                      Durability::kFsync);
   const std::string final_path = owner.object_dir() + "/" + relative;
   bool is_renamed = false;
   if (installed.is_ok()) {
     installed = file_system.rename(work.path, final_path);
     is_renamed = installed.is_ok();
   }
-  if (installed.is_ok()) installed = file_system.sync_directory(final_path.substr(0, final_path.rfind('/')));
+  if (installed.is_ok())
+    installed = file_system.sync_directory(final_path.substr(0, final_path.rfind('/')));
   if (installed.is_ok()) installed = owner.meta().put(object.bucket_id, *record, Durability::kFsync);
   if (!installed.is_ok()) {
     // After the rename the copy is in obj/ with no record: remove it there, or it stays

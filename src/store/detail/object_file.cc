@@ -35,7 +35,8 @@ Status write_fully(FileSystem& file_system, int fd, std::span<const char> data,
   while (!data.empty()) {
     ASSIGN_OR_RETURN(const size_t n, file_system.write(fd, path, data));
     // write(2) to a regular file returns 0 only when nothing can go: looping would spin.
-    if (n == 0) return Status::unavailable("write {}: no progress with {} bytes left", path, data.size());
+    if (n == 0)
+      return Status::unavailable("write {}: no progress with {} bytes left", path, data.size());
     data = data.subspan(n);
   }
   return Status::ok();

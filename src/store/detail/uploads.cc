@@ -273,8 +273,8 @@ Result<wire::ObjectRecord> StoreImpl::install_part(size_t index, const ObjectRef
     return status;
   }
   if (previous_generation && *previous_generation != record.generation()) {
-    Status removed = file_system.remove_file(mountpath.part_file_path(object.bucket_id, part.upload_id,
-                                                          part.part_number, *previous_generation));
+    Status removed = file_system.remove_file(mountpath.part_file_path(
+        object.bucket_id, part.upload_id, part.part_number, *previous_generation));
     if (!removed.is_ok()) SILO_LOG_WARN("replaced part file stays until restart: {}", removed);
   }
   return record;
@@ -365,7 +365,8 @@ Result<wire::ObjectRecord> StoreImpl::complete_blocking(const ObjectRef& object,
   // integrity checksum (and to prove its size).
   Result<uint64_t> xxh3 = status.is_ok() ? xxh3_of_file(work.path, size) : Result<uint64_t>(status);
   if (!xxh3) {
-    std::ignore = mountpath.file_system().remove_file(work.path);  // open() clears work/ if this fails
+    // open() clears work/ if this fails.
+    std::ignore = mountpath.file_system().remove_file(work.path);
     return std::move(xxh3).error();
   }
 
@@ -390,7 +391,8 @@ Result<wire::ObjectRecord> StoreImpl::complete_blocking(const ObjectRef& object,
                                                  options.durability, options.precondition,
                                                  &finished);
   if (!installed) {
-    std::ignore = mountpath.file_system().remove_file(work.path);  // open() clears work/ if this fails
+    // open() clears work/ if this fails.
+    std::ignore = mountpath.file_system().remove_file(work.path);
     return installed;
   }
   remove_directory(mountpath.file_system(), mountpath.upload_dir(object.bucket_id, upload_id));
@@ -429,7 +431,8 @@ Status StoreImpl::abort_blocking(const ObjectRef& object, const std::string& upl
   }
   // Records first, then files: a crash in between leaves only files without an upload,
   // which the next start removes.
-  remove_directory(mountpaths_[index]->file_system(), mountpaths_[index]->upload_dir(object.bucket_id, upload_id));
+  remove_directory(mountpaths_[index]->file_system(),
+                   mountpaths_[index]->upload_dir(object.bucket_id, upload_id));
   return Status::ok();
 }
 

@@ -40,10 +40,12 @@ WorkFileWriter::WorkFileWriter(StoreImpl& store, OpGate::Ticket ticket, size_t o
 WorkFileWriter::~WorkFileWriter() {
   if (fd_ < 0 && work_path_.empty()) return;
   // The mountpath (and so its FileSystem) outlives the work its executor runs.
-  mountpath_.disk().post([fd = fd_, path = std::move(work_path_), &file_system = mountpath_.file_system()] {
-    if (fd >= 0) ::close(fd);
-    if (!path.empty()) std::ignore = file_system.remove_file(path);  // open() clears work/ if this fails
-  });
+  mountpath_.disk().post(
+      [fd = fd_, path = std::move(work_path_), &file_system = mountpath_.file_system()] {
+        if (fd >= 0) ::close(fd);
+        // open() clears work/ if this fails.
+        if (!path.empty()) std::ignore = file_system.remove_file(path);
+      });
 }
 
 Awaitable<Status> WorkFileWriter::write(std::span<const char> data) {
@@ -177,7 +179,8 @@ Awaitable<void> WorkFileWriter::discard() {
 void WorkFileWriter::discard_blocking() {
   if (fd_ >= 0) ::close(std::exchange(fd_, -1));
   if (!work_path_.empty()) {
-    std::ignore = mountpath_.file_system().remove_file(work_path_);  // open() clears work/ if this fails
+    // open() clears work/ if this fails.
+    std::ignore = mountpath_.file_system().remove_file(work_path_);
     work_path_.clear();
   }
 }
