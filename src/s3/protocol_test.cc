@@ -1,6 +1,8 @@
 // route, xml, conditions, http_time, names and errors: the pure S3 rules.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include "s3/conditions.h"
 #include "s3/errors.h"
 #include "s3/http_time.h"
@@ -258,6 +260,11 @@ TEST(ErrorsTest, StatusBecomesTheRightS3Error) {
   EXPECT_EQ(internal.http_status, 500);
   EXPECT_EQ(internal.message.find("secret"), std::string::npos);
   EXPECT_EQ(to_s3_error(Status::unavailable("down"), Subject::kObject).http_status, 503);
+  // A store write that hit ENOSPC (kResourceExhausted, no reason) is a 507 on PUT.
+  const S3Error full =
+      to_s3_error(Status::from_errno(ENOSPC, "write /mp/work/0123"), Subject::kObject);
+  EXPECT_EQ(full.code, "InsufficientStorage");
+  EXPECT_EQ(full.http_status, 507);
   const std::string xml = error_xml({"NoSuchKey", "gone", 404}, "/b/k", "RID", {{"Key", "k"}});
   EXPECT_NE(xml.find("<Code>NoSuchKey</Code><Message>gone</Message><Key>k</Key><Resource>/b/k</Resource>"),
             std::string::npos);

@@ -36,6 +36,7 @@ Result<std::unique_ptr<Store>> Store::open(StoreOptions options) {
   if (options.threads_per_mountpath == 0) {
     return Status::invalid_argument("threads_per_mountpath must be at least 1");
   }
+  if (!options.file_system) return Status::invalid_argument("store has no file system");
   // Ids first: a copied mountpath directory must be refused before anything is modified.
   std::vector<std::string> ids;
   std::map<std::string, std::string> path_of_id;
@@ -58,11 +59,12 @@ Result<std::unique_ptr<Store>> Store::open(StoreOptions options) {
   for (size_t i = 0; i < options.mountpaths.size(); ++i) {
     ASSIGN_OR_RETURN(auto mountpath,
                      detail::Mountpath::open(options.mountpaths[i], ids[i], resources,
-                                             options.threads_per_mountpath));
+                                             options.threads_per_mountpath, options.file_system));
     mountpaths.push_back(std::move(mountpath));
   }
-  return std::unique_ptr<Store>(new detail::StoreImpl(std::move(mountpaths), resources,
-                                                       options.threads_per_mountpath, options.min_part_size));
+  return std::unique_ptr<Store>(
+      new detail::StoreImpl(std::move(mountpaths), resources, options.threads_per_mountpath,
+                            options.min_part_size, std::move(options.file_system)));
 }
 
 std::string_view mountpath_state_name(MountpathState state) {
@@ -101,9 +103,11 @@ void copy_descriptive_fields(const wire::ObjectRecord& from, wire::ObjectRecord&
 }
 
 StoreImpl::StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths, MetaDbResources resources,
-                     size_t threads_per_mountpath, uint64_t min_part_size)
+                     size_t threads_per_mountpath, uint64_t min_part_size,
+                     std::shared_ptr<FileSystem> file_system)
     : resources_(std::move(resources)),
       threads_per_mountpath_(threads_per_mountpath),
+      file_system_(std::move(file_system)),
       next_generation_(random_u64()),
       min_part_size_(min_part_size) {
   for (auto& mountpath : mountpaths) mountpaths_.append(std::move(mountpath));
@@ -189,25 +193,25 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
     RETURN_IF_ERROR(precondition(current ? &current->record : nullptr));
   }
 
-  RETURN_IF_ERROR(make_directories(mountpath.object_dir(),
+  FileSystem& file_system = mountpath.file_system();
+  RETURN_IF_ERROR(make_directories(file_system, mountpath.object_dir(),
                                    std::string_view(relative).substr(0, relative.rfind('/')),
                                    durability));
-  if (::rename(work_path.c_str(), final_path.c_str()) != 0) {
-    return Status::from_errno(errno, fmt::format("rename {} to {}", work_path, final_path));
-  }
+  RETURN_IF_ERROR(file_system.rename(work_path, final_path));
   // From here a failure must take the new file away again: the old generation and its
   // record are untouched, so the object stays what it was.
   Status status;
-  if (durability == Durability::kFsync) status = sync_directory(parent);
+  if (durability == Durability::kFsync) status = file_system.sync_directory(parent);
   if (status.is_ok()) {
     status = mountpath.meta().put(object.bucket_id, record, durability, finished);
   }
   if (!status.is_ok()) {
-    std::ignore = remove_file(final_path);  // if this fails, reconciliation removes it
+    // If this fails, reconciliation removes it.
+    std::ignore = file_system.remove_file(final_path);
     return status;
   }
   if (previous_generation && *previous_generation != record.generation()) {
-    Status removed = remove_file(
+    Status removed = file_system.remove_file(
         mountpath.object_file_path(object.bucket_id, object.name, *previous_generation));
     if (!removed.is_ok()) SILO_LOG_WARN("old generation stays until reconciliation: {}", removed);
   }
@@ -225,7 +229,7 @@ void StoreImpl::remove_stale_copies(const ObjectRef& object, size_t owner, Durab
     if (!stale && stale.error().code() == Code::kNotFound) continue;
     Status status = mountpath.meta().remove(object.bucket_id, object.name, durability);
     if (status.is_ok() && stale) {
-      status = remove_file(
+      status = mountpath.file_system().remove_file(
           mountpath.object_file_path(object.bucket_id, object.name, stale->generation()));
     }
     if (!status.is_ok())
@@ -314,7 +318,7 @@ Status StoreImpl::remove_blocking(const ObjectRef& object, size_t owner, std::op
     // without its bytes.
     RETURN_IF_ERROR(mountpath.meta().remove(object.bucket_id, object.name, Durability::kFsync));
     if (!record) continue;
-    Status removed = remove_file(
+    Status removed = mountpath.file_system().remove_file(
         mountpath.object_file_path(object.bucket_id, object.name, record->generation()));
     if (!removed.is_ok()) SILO_LOG_WARN("file stays until reconciliation: {}", removed);
   }
@@ -410,10 +414,8 @@ Awaitable<Status> StoreImpl::remove_bucket(BucketId bucket) {
       // reconciliation at the next start removes.
       RETURN_IF_ERROR(mountpath.meta().remove_bucket(bucket));
       for (const std::string& base : {mountpath.object_dir(), mountpath.parts_dir()}) {
-        const std::string dir = fmt::format("{}/{}", base, bucket.value());
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-        if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", dir));
+        RETURN_IF_ERROR(
+            mountpath.file_system().remove_tree(fmt::format("{}/{}", base, bucket.value())));
       }
       return Status::ok();
     });

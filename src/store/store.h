@@ -12,6 +12,7 @@
 
 #include "base/object_ref.h"
 #include "base/result.h"
+#include "store/file_system.h"
 #include "wire/codec.h"
 
 namespace silo::store {
@@ -139,6 +140,9 @@ struct StoreOptions {
   size_t threads_per_mountpath = 4;
   // complete_upload refuses a part below this size unless it is the last (S3: 5 MiB).
   uint64_t min_part_size = uint64_t{5} << 20;
+  // Every change to object, part and work files goes through it (file_system.h); tests
+  // pass one that injects faults.
+  std::shared_ptr<FileSystem> file_system = posix_file_system();
 };
 
 // A multipart upload in flight.

@@ -57,7 +57,7 @@ Status make_directory(const std::string& path) {
 }
 
 // Work files belong to PUTs of a previous run, which were never acknowledged.
-Result<size_t> remove_work_files(const std::string& work_dir) {
+Result<size_t> remove_work_files(FileSystem& file_system, const std::string& work_dir) {
   std::error_code ec;
   size_t count = 0;
   std::vector<std::string> paths;
@@ -67,8 +67,7 @@ Result<size_t> remove_work_files(const std::string& work_dir) {
   }
   if (ec) return Status::from_errno(ec.value(), fmt::format("list {}", work_dir));
   for (const std::string& path : paths) {
-    std::filesystem::remove_all(path, ec);
-    if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", path));
+    RETURN_IF_ERROR(file_system.remove_tree(path));
     ++count;
   }
   return count;
@@ -94,19 +93,21 @@ Result<std::string> Mountpath::read_or_create_id(const std::string& path) {
   return id;
 }
 
-Mountpath::Mountpath(std::string path, std::string id, size_t threads)
+Mountpath::Mountpath(std::string path, std::string id, size_t threads,
+                     std::shared_ptr<FileSystem> file_system)
     : path_(std::move(path)),
       id_(std::move(id)),
       object_dir_(path_ + "/obj"),
       work_dir_(path_ + "/work"),
       parts_dir_(path_ + "/parts"),
+      file_system_(std::move(file_system)),
       hrw_hash_(placement::candidate_hash(id_)),
       disk_(threads) {}
 
 Result<std::unique_ptr<Mountpath>> Mountpath::open(const std::string& path, const std::string& id,
-                                                   const MetaDbResources& resources,
-                                                   size_t threads) {
-  std::unique_ptr<Mountpath> mountpath(new Mountpath(path, id, threads));
+                                                   const MetaDbResources& resources, size_t threads,
+                                                   std::shared_ptr<FileSystem> file_system) {
+  std::unique_ptr<Mountpath> mountpath(new Mountpath(path, id, threads, std::move(file_system)));
   Status status = mountpath->recover(resources);
   if (!status.is_ok()) return status.annotate("mountpath {}", path);
   return mountpath;
@@ -129,15 +130,15 @@ Status Mountpath::recover(const MetaDbResources& resources) {
     RETURN_IF_ERROR(remove_file(clean_path));
     RETURN_IF_ERROR(sync_directory(path_));
   }
-  ASSIGN_OR_RETURN(const size_t work_files, remove_work_files(work_dir_));
+  ASSIGN_OR_RETURN(const size_t work_files, remove_work_files(*file_system_, work_dir_));
   if (work_files > 0) SILO_LOG_INFO("mountpath {}: removed {} work files", path_, work_files);
   // Cheap (only uploads in flight have part files), and it also catches the part files
   // that an abort or completion failed to remove while the mountpath stayed up.
-  RETURN_IF_ERROR(reconcile_parts(parts_dir_, *meta_, was_clean ? PartCheck::kUploadsOnly
-                                                                : PartCheck::kFull));
+  RETURN_IF_ERROR(reconcile_parts(*file_system_, parts_dir_, *meta_,
+                                  was_clean ? PartCheck::kUploadsOnly : PartCheck::kFull));
   if (was_clean) return Status::ok();
   SILO_LOG_INFO("mountpath {}: not closed cleanly, reconciling files and metadata", path_);
-  return reconcile(object_dir_, *meta_);
+  return reconcile(*file_system_, object_dir_, *meta_);
 }
 
 std::string Mountpath::object_file_path(BucketId bucket, std::string_view name,
@@ -159,11 +160,12 @@ Result<WorkFile> Mountpath::create_work_file() {
   for (;;) {
     WorkFile work;
     work.path = fmt::format("{}/{:016x}", work_dir_, random_u64());
-    work.fd = ::open(work.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-    if (work.fd >= 0) return work;
-    if (errno != EEXIST) {
-      return Status::from_errno(errno, fmt::format("create work file {}", work.path));
+    Result<int> fd = file_system_->create_file(work.path);
+    if (fd) {
+      work.fd = *fd;
+      return work;
     }
+    if (fd.error().code() != Code::kAlreadyExists) return std::move(fd).error();
   }
 }
 

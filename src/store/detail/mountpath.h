@@ -1,9 +1,8 @@
 #pragma once
 
 #include <atomic>
-#include <mutex>
-
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -11,6 +10,7 @@
 #include "base/strong_id.h"
 #include "store/detail/meta_db.h"
 #include "store/disk_executor.h"
+#include "store/file_system.h"
 #include "store/store.h"
 
 namespace silo::store::detail {
@@ -37,13 +37,17 @@ class Mountpath {
   static Result<std::string> read_or_create_id(const std::string& path);
   // Opens the MetaDb, empties work/, removes part files of uploads that no longer exist,
   // and after an unclean shutdown reconciles object and part files against the metadata.
-  // Blocking. Requires: read_or_create_id(path) returned `id`.
+  // Object, part and work files are changed through `file_system`, here and for the
+  // mountpath's life. Blocking. Requires: read_or_create_id(path) returned `id`.
   static Result<std::unique_ptr<Mountpath>> open(const std::string& path, const std::string& id,
-                                                 const MetaDbResources& resources, size_t threads);
+                                                 const MetaDbResources& resources, size_t threads,
+                                                 std::shared_ptr<FileSystem> file_system);
 
   const std::string& path() const { return path_; }
   const std::string& id() const { return id_; }
   DiskExecutor& disk() { return disk_; }
+  // Every change to object, part and work files goes through this (store/file_system.h).
+  FileSystem& file_system() { return *file_system_; }
   MetaDb& meta() { return *meta_; }
   const std::string& object_dir() const { return object_dir_; }
   std::string object_file_path(BucketId bucket, std::string_view name, uint64_t generation) const;
@@ -80,7 +84,8 @@ class Mountpath {
   Status probe() const;
 
  private:
-  Mountpath(std::string path, std::string id, size_t threads);
+  Mountpath(std::string path, std::string id, size_t threads,
+            std::shared_ptr<FileSystem> file_system);
   Status recover(const MetaDbResources& resources);
 
   std::string path_;
@@ -88,6 +93,8 @@ class Mountpath {
   std::string object_dir_;
   std::string work_dir_;
   std::string parts_dir_;
+  // Before disk_: work still queued when the executor joins may use it.
+  std::shared_ptr<FileSystem> file_system_;
   std::unique_ptr<MetaDb> meta_;
   uint64_t hrw_hash_;
   std::atomic<MountpathState> state_{MountpathState::kInService};

@@ -159,39 +159,47 @@ Status StoreImpl::move_within(const ObjectRef& object, size_t from, size_t to, R
     // The owner has the object (written there since): this copy is stale. (A record there
     // that does not decode is overwritten by the move below.)
     RETURN_IF_ERROR(source.meta().remove(object.bucket_id, object.name, Durability::kFsync));
-    std::ignore = remove_file(source_path);
+    std::ignore = source.file_system().remove_file(source_path);
     ++stats.stale_removed;
     return Status::ok();
   }
   // Copy the file under the owner's work/, then install it like a PUT (same record, same
   // generation), then forget the source: a crash in between leaves two copies, of which
   // lookups prefer the owner's, and the next resilver drops the other.
+  FileSystem& file_system = owner.file_system();
   ASSIGN_OR_RETURN(WorkFile work, owner.create_work_file());
   const int source_fd = ::open(source_path.c_str(), O_RDONLY | O_CLOEXEC);
   Status copied = source_fd < 0 ? Status::from_errno(errno, "open " + source_path)
-                                : append_file(work.fd, work.path, source_fd, source_path, record->size());
+                                : file_system.append_file(work.fd, work.path, source_fd,
+                                                          source_path, record->size());
   if (source_fd >= 0) ::close(source_fd);
-  if (copied.is_ok() && ::fdatasync(work.fd) != 0) copied = Status::from_errno(errno, "fdatasync " + work.path);
+  if (copied.is_ok()) copied = file_system.sync_data(work.fd, work.path);
   ::close(work.fd);
   if (!copied.is_ok()) {
-    std::ignore = remove_file(work.path);
+    std::ignore = file_system.remove_file(work.path);
     return copied;
   }
   const std::string relative = object_file_relative_path(object.bucket_id, object.name, record->generation());
-  Status installed = make_directories(owner.object_dir(), std::string_view(relative).substr(0, relative.rfind('/')),
+  Status installed = make_directories(file_system, owner.object_dir(),
+                                      std::string_view(relative).substr(0, relative.rfind('/')),
                                       Durability::kFsync);
   const std::string final_path = owner.object_dir() + "/" + relative;
-  if (installed.is_ok() && ::rename(work.path.c_str(), final_path.c_str()) != 0) {
-    installed = Status::from_errno(errno, fmt::format("rename {} to {}", work.path, final_path));
+  bool is_renamed = false;
+  if (installed.is_ok()) {
+    installed = file_system.rename(work.path, final_path);
+    is_renamed = installed.is_ok();
   }
-  if (installed.is_ok()) installed = sync_directory(final_path.substr(0, final_path.rfind('/')));
+  if (installed.is_ok())
+    installed = file_system.sync_directory(final_path.substr(0, final_path.rfind('/')));
   if (installed.is_ok()) installed = owner.meta().put(object.bucket_id, *record, Durability::kFsync);
   if (!installed.is_ok()) {
-    std::ignore = remove_file(work.path);
+    // After the rename the copy is in obj/ with no record: remove it there, or it stays
+    // until an unclean start reconciles (the source still holds the object).
+    std::ignore = file_system.remove_file(is_renamed ? final_path : work.path);
     return installed;
   }
   RETURN_IF_ERROR(source.meta().remove(object.bucket_id, object.name, Durability::kFsync));
-  std::ignore = remove_file(source_path);
+  std::ignore = source.file_system().remove_file(source_path);
   ++stats.objects_moved;
   stats.bytes_moved += record->size();
   return Status::ok();
@@ -270,7 +278,7 @@ Awaitable<Result<MountpathInfo>> StoreImpl::attach_mountpath(std::string path) {
           return Status::already_exists("mountpath {} has the id {} of attached mountpath {} (is one a copy of the other?)",
                                         path, *id, mountpaths_[*same]->path());
         }
-        return Mountpath::open(path, *id, resources_, threads_per_mountpath_);
+        return Mountpath::open(path, *id, resources_, threads_per_mountpath_, file_system_);
       });
   if (!opened) co_return std::move(opened).error();
   const size_t index = mountpaths_.append(std::move(*opened));

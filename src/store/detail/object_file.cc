@@ -30,14 +30,14 @@ std::string part_file_name(uint32_t part_number, uint64_t generation) {
   return fmt::format("{:05}.{:016x}", part_number, generation);
 }
 
-Status write_fully(int fd, std::span<const char> data, std::string_view path) {
+Status write_fully(FileSystem& file_system, int fd, std::span<const char> data,
+                   const std::string& path) {
   while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::from_errno(errno, fmt::format("write {}", path));
-    }
-    data = data.subspan(static_cast<size_t>(n));
+    ASSIGN_OR_RETURN(const size_t n, file_system.write(fd, path, data));
+    // write(2) to a regular file returns 0 only when nothing can go: looping would spin.
+    if (n == 0)
+      return Status::unavailable("write {}: no progress with {} bytes left", path, data.size());
+    data = data.subspan(n);
   }
   return Status::ok();
 }
@@ -51,8 +51,8 @@ Status sync_directory(const std::string& dir) {
   return status;
 }
 
-Status make_directories(const std::string& base, std::string_view relative_dir,
-                        Durability durability) {
+Status make_directories(FileSystem& file_system, const std::string& base,
+                        std::string_view relative_dir, Durability durability) {
   std::string path = base;
   std::string parent;
   size_t begin = 0;
@@ -63,10 +63,11 @@ Status make_directories(const std::string& base, std::string_view relative_dir,
     path.push_back('/');
     path.append(relative_dir.substr(begin, end - begin));
     begin = end + 1;
-    if (::mkdir(path.c_str(), 0755) == 0) {
-      if (durability == Durability::kFsync) RETURN_IF_ERROR(sync_directory(parent));
-    } else if (errno != EEXIST) {
-      return Status::from_errno(errno, fmt::format("mkdir {}", path));
+    const Status made = file_system.make_directory(path);
+    if (made.is_ok()) {
+      if (durability == Durability::kFsync) RETURN_IF_ERROR(file_system.sync_directory(parent));
+    } else if (made.code() != Code::kAlreadyExists) {
+      return made;
     }
   }
   return Status::ok();
@@ -85,7 +86,8 @@ Status write_file_durably(const std::string& dir, const std::string& name,
   const std::string tmp_path = final_path + ".tmp";
   const int fd = ::open(tmp_path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) return Status::from_errno(errno, fmt::format("create {}", tmp_path));
-  Status status = write_fully(fd, content, tmp_path);
+  // The mountpath's own small files go to the disk itself, whatever the store's FileSystem.
+  Status status = write_fully(*posix_file_system(), fd, content, tmp_path);
   if (status.is_ok() && ::fsync(fd) != 0) {
     status = Status::from_errno(errno, fmt::format("fsync {}", tmp_path));
   }
@@ -123,51 +125,6 @@ Result<std::string> read_small_file(const std::string& path, size_t max_size) {
   ::close(fd);
   if (!status.is_ok()) return status;
   return content;
-}
-
-namespace {
-
-Status copy_by_reading(int to, const std::string& to_path, int from, const std::string& from_path,
-                       off_t offset, uint64_t size) {
-  constexpr size_t kBufferBytes = 1u << 20;
-  std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(size, kBufferBytes)));
-  uint64_t left = size;
-  while (left > 0) {
-    const ssize_t n = ::pread(from, buffer.data(), std::min<uint64_t>(left, buffer.size()), offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::from_errno(errno, fmt::format("read {}", from_path));
-    }
-    if (n == 0) return Status::data_loss("{} is shorter than {} bytes", from_path, size);
-    RETURN_IF_ERROR(write_fully(to, std::span<const char>(buffer.data(), static_cast<size_t>(n)), to_path));
-    offset += n;
-    left -= static_cast<uint64_t>(n);
-  }
-  return Status::ok();
-}
-
-}  // namespace
-
-Status append_file(int to, const std::string& to_path, int from, const std::string& from_path,
-                   uint64_t size) {
-  off_t in_offset = 0;
-  uint64_t left = size;
-  while (left > 0) {
-    // Bounded per call so one huge part does not pin the thread in the kernel for long.
-    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(left, uint64_t{1} << 30));
-    const ssize_t n = ::copy_file_range(from, &in_offset, to, nullptr, chunk, 0);
-    if (n > 0) {
-      left -= static_cast<uint64_t>(n);
-      continue;
-    }
-    if (n == 0) return Status::data_loss("{} is shorter than {} bytes", from_path, size);
-    if (errno == EINTR) continue;
-    if (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL) {
-      return copy_by_reading(to, to_path, from, from_path, in_offset, left);
-    }
-    return Status::from_errno(errno, fmt::format("copy {} to {}", from_path, to_path));
-  }
-  return Status::ok();
 }
 
 uint64_t random_u64() {

@@ -7,6 +7,7 @@
 
 #include "base/result.h"
 #include "base/strong_id.h"
+#include "store/file_system.h"
 #include "store/store.h"
 
 // Blocking file helpers of the store: object file layout, full writes, fsync of files and
@@ -25,16 +26,20 @@ std::string object_file_relative_stem(BucketId bucket, std::string_view name);
 // "<part number as 5 decimal digits>.<generation as 16 hex>".
 std::string part_file_name(uint32_t part_number, uint64_t generation);
 
-// Writes all of `data` at the fd's offset, retrying short writes and EINTR.
-// Errors: kResourceExhausted (ENOSPC, EDQUOT), kUnavailable (EIO), others from errno.
-Status write_fully(int fd, std::span<const char> data, std::string_view path);
-// fsync of a directory, so that entries created or renamed in it survive a crash.
+// Writes all of `data` at the fd's offset through `file_system`, writing the rest after a
+// short write. Errors: kResourceExhausted (ENOSPC, EDQUOT), kUnavailable (EIO, or a write
+// that made no progress), others from errno.
+Status write_fully(FileSystem& file_system, int fd, std::span<const char> data,
+                   const std::string& path);
+// fsync of a directory, so that entries created or renamed in it survive a crash. For the
+// mountpath's own files; object directories are synced through the FileSystem.
 Status sync_directory(const std::string& dir);
-// mkdir -p of `relative_dir` below the existing directory `base`. With kFsync every new
-// directory's parent is synced, so the new entry survives a crash.
-Status make_directories(const std::string& base, std::string_view relative_dir,
-                        Durability durability);
-// unlink(); a file that is already gone is ok.
+// mkdir -p of `relative_dir` below the existing directory `base`, through `file_system`.
+// With kFsync every new directory's parent is synced, so the new entry survives a crash.
+Status make_directories(FileSystem& file_system, const std::string& base,
+                        std::string_view relative_dir, Durability durability);
+// unlink(); a file that is already gone is ok. For the mountpath's own files; object,
+// part and work files are removed through the FileSystem.
 Status remove_file(const std::string& path);
 // Writes `content` to dir/name through a temporary file, fsync and rename, then syncs dir:
 // readers see the old file or the whole new one.
@@ -42,11 +47,6 @@ Status write_file_durably(const std::string& dir, const std::string& name,
                           std::string_view content);
 // Reads a small file whole; kNotFound when it does not exist, kDataLoss past max_size.
 Result<std::string> read_small_file(const std::string& path, size_t max_size);
-// Appends the bytes of `from` (whole file, `size` bytes) at the end of `to`:
-// copy_file_range (in-kernel, a reflink where the file system can), falling back to a
-// bounded read/write loop where it is not supported. Errors from errno.
-Status append_file(int to, const std::string& to_path, int from, const std::string& from_path,
-                   uint64_t size);
 // 64 random bits from the kernel (ids, generations, work file names).
 uint64_t random_u64();
 

@@ -79,7 +79,8 @@ bool is_kept(const KeptFiles& kept, std::string_view relative) {
   return dot != std::string_view::npos && kept.stems.contains(hash::xxh64(relative.substr(0, dot)));
 }
 
-Status remove_orphans(const std::string& object_dir, const KeptFiles& kept, Counts& counts) {
+Status remove_orphans(FileSystem& file_system, const std::string& object_dir, const KeptFiles& kept,
+                      Counts& counts) {
   // Collect first and unlink after the walk: readdir need not be stable under removal.
   std::vector<std::filesystem::path> orphans;
   const std::filesystem::path root(object_dir);
@@ -93,7 +94,7 @@ Status remove_orphans(const std::string& object_dir, const KeptFiles& kept, Coun
   if (ec) return Status::from_errno(ec.value(), fmt::format("walk {}", object_dir));
   for (const std::filesystem::path& path : orphans) {
     SILO_LOG_WARN("removing orphan object file {}", path.string());
-    RETURN_IF_ERROR(remove_file(path.string()));
+    RETURN_IF_ERROR(file_system.remove_file(path.string()));
   }
   counts.orphan_files = orphans.size();
   return Status::ok();
@@ -176,7 +177,8 @@ std::vector<std::filesystem::path> list_dir(const std::filesystem::path& dir, st
 
 }  // namespace
 
-Status reconcile_parts(const std::string& parts_dir, MetaDb& meta, PartCheck check) {
+Status reconcile_parts(FileSystem& file_system, const std::string& parts_dir, MetaDb& meta,
+                       PartCheck check) {
   KeptParts kept;
   size_t dangling = 0;
   RETURN_IF_ERROR(check_part_records(parts_dir, meta, check, kept, dangling));
@@ -200,14 +202,12 @@ Status reconcile_parts(const std::string& parts_dir, MetaDb& meta, PartCheck che
           for (const std::filesystem::path& file : files) {
             if (is_kept_part(kept, upload, file.filename().string())) continue;
             SILO_LOG_WARN("removing orphan part file {}", file.string());
-            std::filesystem::remove_all(file, ec);
-            if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", file.string()));
+            RETURN_IF_ERROR(file_system.remove_tree(file.string()));
             ++removed_files;
           }
           continue;
         }
-        std::filesystem::remove_all(upload_dir, ec);
-        if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", upload_dir.string()));
+        RETURN_IF_ERROR(file_system.remove_tree(upload_dir.string()));
         ++removed_uploads;
       }
       // An emptied bucket directory goes too; one that still holds uploads stays (ENOTEMPTY).
@@ -215,8 +215,7 @@ Status reconcile_parts(const std::string& parts_dir, MetaDb& meta, PartCheck che
       ec.clear();
       continue;
     }
-    std::filesystem::remove_all(bucket_dir, ec);
-    if (ec) return Status::from_errno(ec.value(), fmt::format("remove {}", bucket_dir.string()));
+    RETURN_IF_ERROR(file_system.remove_tree(bucket_dir.string()));
   }
   if (dangling + removed_uploads + removed_files > 0) {
     SILO_LOG_INFO(
@@ -227,11 +226,11 @@ Status reconcile_parts(const std::string& parts_dir, MetaDb& meta, PartCheck che
   return Status::ok();
 }
 
-Status reconcile(const std::string& object_dir, MetaDb& meta) {
+Status reconcile(FileSystem& file_system, const std::string& object_dir, MetaDb& meta) {
   KeptFiles kept;
   Counts counts;
   RETURN_IF_ERROR(check_records(object_dir, meta, kept, counts));
-  RETURN_IF_ERROR(remove_orphans(object_dir, kept, counts));
+  RETURN_IF_ERROR(remove_orphans(file_system, object_dir, kept, counts));
   SILO_LOG_INFO(
       "reconciled {}: {} records, {} dangling records removed, {} corrupt records kept, {} "
       "orphan files removed",

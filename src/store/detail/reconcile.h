@@ -4,6 +4,7 @@
 
 #include "base/status.h"
 #include "store/detail/meta_db.h"
+#include "store/file_system.h"
 
 namespace silo::store::detail {
 
@@ -11,8 +12,9 @@ namespace silo::store::detail {
 // a record whose file is missing or has the wrong size is deleted; a file under
 // `object_dir` that no record names (a crash between rename and metadata commit, or an
 // old generation not yet unlinked) is unlinked. Files of records that do not decode are
-// kept, so a damaged record does not also cost the bytes. Blocking; logs counts.
-Status reconcile(const std::string& object_dir, MetaDb& meta);
+// kept, so a damaged record does not also cost the bytes. Files are removed through
+// `file_system`. Blocking; logs counts.
+Status reconcile(FileSystem& file_system, const std::string& object_dir, MetaDb& meta);
 
 enum class PartCheck {
   kUploadsOnly,  // only whole upload directories (after a clean shutdown)
@@ -25,7 +27,9 @@ enum class PartCheck {
 // that is not an upload directory. With kFull also deletes part records whose file is
 // missing, has another size or whose upload is gone, and unlinks part files that no part
 // record names (a crash between rename and record, or a replaced part's old file). Files
-// of part records that do not decode are kept. Blocking; logs counts.
-Status reconcile_parts(const std::string& parts_dir, MetaDb& meta, PartCheck check);
+// of part records that do not decode are kept. Files are removed through `file_system`.
+// Blocking; logs counts.
+Status reconcile_parts(FileSystem& file_system, const std::string& parts_dir, MetaDb& meta,
+                       PartCheck check);
 
 }  // namespace silo::store::detail

@@ -61,7 +61,8 @@ class MountpathSlots {
 class StoreImpl final : public Store {
  public:
   StoreImpl(std::vector<std::unique_ptr<Mountpath>> mountpaths, MetaDbResources resources,
-            size_t threads_per_mountpath, uint64_t min_part_size);
+            size_t threads_per_mountpath, uint64_t min_part_size,
+            std::shared_ptr<FileSystem> file_system);
 
   Awaitable<Result<std::unique_ptr<ObjectWriter>>> create(const ObjectRef& object,
                                                           PutOptions options) override;
@@ -200,6 +201,8 @@ class StoreImpl final : public Store {
   MountpathSlots mountpaths_;
   const MetaDbResources resources_;
   const size_t threads_per_mountpath_;
+  // Given to every mountpath, those attached later too.
+  const std::shared_ptr<FileSystem> file_system_;
   // Every operation holds a ticket while it may touch a mountpath (writers for their
   // lifetime), so detach knows when nothing uses the detached one any more.
   mutable OpGate gate_;

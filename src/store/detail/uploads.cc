@@ -116,11 +116,10 @@ Result<uint64_t> xxh3_of_file(const std::string& path, uint64_t expected_size) {
   return xxh3;
 }
 
-void remove_directory(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+void remove_directory(FileSystem& file_system, const std::string& dir) {
+  const Status removed = file_system.remove_tree(dir);
   // Whatever stays is removed at the next start (the upload's record is gone).
-  if (ec) SILO_LOG_WARN("part files in {} stay until restart: {}", dir, ec.message());
+  if (!removed.is_ok()) SILO_LOG_WARN("part files in {} stay until restart: {}", dir, removed);
 }
 
 }  // namespace
@@ -246,14 +245,13 @@ Result<wire::ObjectRecord> StoreImpl::install_part(size_t index, const ObjectRef
     return std::move(previous).error();
   }
 
-  RETURN_IF_ERROR(make_directories(mountpath.parts_dir(),
+  FileSystem& file_system = mountpath.file_system();
+  RETURN_IF_ERROR(make_directories(file_system, mountpath.parts_dir(),
                                    fmt::format("{}/{}", object.bucket_id.value(), part.upload_id),
                                    durability));
   const std::string final_path = mountpath.part_file_path(object.bucket_id, part.upload_id,
                                                           part.part_number, record.generation());
-  if (::rename(work_path.c_str(), final_path.c_str()) != 0) {
-    return Status::from_errno(errno, fmt::format("rename {} to {}", work_path, final_path));
-  }
+  RETURN_IF_ERROR(file_system.rename(work_path, final_path));
   // As in install(): until the record is committed, a failure takes the new file away.
   wire::UploadPartRecord part_record;
   part_record.set_part_number(part.part_number);
@@ -265,18 +263,18 @@ Result<wire::ObjectRecord> StoreImpl::install_part(size_t index, const ObjectRef
   part_record.mutable_checksums()->insert(record.checksums().begin(), record.checksums().end());
   Status status;
   if (durability == Durability::kFsync) {
-    status = sync_directory(mountpath.upload_dir(object.bucket_id, part.upload_id));
+    status = file_system.sync_directory(mountpath.upload_dir(object.bucket_id, part.upload_id));
   }
   if (status.is_ok()) {
     status = meta.put_part(object.bucket_id, object.name, part.upload_id, part_record, durability);
   }
   if (!status.is_ok()) {
-    std::ignore = remove_file(final_path);  // if this fails, reconciliation removes it
+    std::ignore = file_system.remove_file(final_path);  // if this fails, reconciliation removes it
     return status;
   }
   if (previous_generation && *previous_generation != record.generation()) {
-    Status removed = remove_file(mountpath.part_file_path(object.bucket_id, part.upload_id,
-                                                          part.part_number, *previous_generation));
+    Status removed = file_system.remove_file(mountpath.part_file_path(
+        object.bucket_id, part.upload_id, part.part_number, *previous_generation));
     if (!removed.is_ok()) SILO_LOG_WARN("replaced part file stays until restart: {}", removed);
   }
   return record;
@@ -351,14 +349,14 @@ Result<wire::ObjectRecord> StoreImpl::complete_blocking(const ObjectRef& object,
                                : Status::from_errno(errno, fmt::format("open {}", path));
       break;
     }
-    status = append_file(work.fd, work.path, fd, path, part->size());
+    status = mountpath.file_system().append_file(work.fd, work.path, fd, path, part->size());
     ::close(fd);
     if (!status.is_ok()) break;
     size += part->size();
     etag_md5.update(md5_raw(part->md5_hex()));
   }
-  if (status.is_ok() && options.durability == Durability::kFsync && ::fdatasync(work.fd) != 0) {
-    status = Status::from_errno(errno, fmt::format("fdatasync {}", work.path));
+  if (status.is_ok() && options.durability == Durability::kFsync) {
+    status = mountpath.file_system().sync_data(work.fd, work.path);
   }
   if (::close(work.fd) != 0 && status.is_ok()) {
     status = Status::from_errno(errno, fmt::format("close {}", work.path));
@@ -367,7 +365,8 @@ Result<wire::ObjectRecord> StoreImpl::complete_blocking(const ObjectRef& object,
   // integrity checksum (and to prove its size).
   Result<uint64_t> xxh3 = status.is_ok() ? xxh3_of_file(work.path, size) : Result<uint64_t>(status);
   if (!xxh3) {
-    std::ignore = remove_file(work.path);  // open() clears work/ if this fails
+    // open() clears work/ if this fails.
+    std::ignore = mountpath.file_system().remove_file(work.path);
     return std::move(xxh3).error();
   }
 
@@ -392,10 +391,11 @@ Result<wire::ObjectRecord> StoreImpl::complete_blocking(const ObjectRef& object,
                                                  options.durability, options.precondition,
                                                  &finished);
   if (!installed) {
-    std::ignore = remove_file(work.path);  // open() clears work/ if this fails
+    // open() clears work/ if this fails.
+    std::ignore = mountpath.file_system().remove_file(work.path);
     return installed;
   }
-  remove_directory(mountpath.upload_dir(object.bucket_id, upload_id));
+  remove_directory(mountpath.file_system(), mountpath.upload_dir(object.bucket_id, upload_id));
   return installed;
 }
 
@@ -431,7 +431,8 @@ Status StoreImpl::abort_blocking(const ObjectRef& object, const std::string& upl
   }
   // Records first, then files: a crash in between leaves only files without an upload,
   // which the next start removes.
-  remove_directory(mountpaths_[index]->upload_dir(object.bucket_id, upload_id));
+  remove_directory(mountpaths_[index]->file_system(),
+                   mountpaths_[index]->upload_dir(object.bucket_id, upload_id));
   return Status::ok();
 }
 

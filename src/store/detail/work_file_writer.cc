@@ -39,10 +39,13 @@ WorkFileWriter::WorkFileWriter(StoreImpl& store, OpGate::Ticket ticket, size_t o
 
 WorkFileWriter::~WorkFileWriter() {
   if (fd_ < 0 && work_path_.empty()) return;
-  mountpath_.disk().post([fd = fd_, path = std::move(work_path_)] {
-    if (fd >= 0) ::close(fd);
-    if (!path.empty()) std::ignore = remove_file(path);  // open() clears work/ if this fails
-  });
+  // The mountpath (and so its FileSystem) outlives the work its executor runs.
+  mountpath_.disk().post(
+      [fd = fd_, path = std::move(work_path_), &file_system = mountpath_.file_system()] {
+        if (fd >= 0) ::close(fd);
+        // open() clears work/ if this fails.
+        if (!path.empty()) std::ignore = file_system.remove_file(path);
+      });
 }
 
 Awaitable<Status> WorkFileWriter::write(std::span<const char> data) {
@@ -69,7 +72,7 @@ Status WorkFileWriter::write_blocking(std::span<const char> data) {
   xxh3_.update(data);
   // A copy takes its MD5 from the original's record (its XXH3 proves the bytes equal).
   if (computes_md5()) md5_.update(data);
-  Status status = write_fully(fd_, data, work_path_);
+  Status status = write_fully(mountpath_.file_system(), fd_, data, work_path_);
   if (!status.is_ok()) {
     state_ = State::kFailed;
     return status;
@@ -107,8 +110,8 @@ Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {
                               : !computes_md5() ? std::string()
                                                 : md5_.finish_hex();
   Status status = check_expected(md5_hex);
-  if (status.is_ok() && options_.durability == Durability::kFsync && ::fdatasync(fd_) != 0) {
-    status = Status::from_errno(errno, fmt::format("fdatasync {}", work_path_));
+  if (status.is_ok() && options_.durability == Durability::kFsync) {
+    status = mountpath_.file_system().sync_data(fd_, work_path_);
   }
   if (status.is_ok() && ::close(std::exchange(fd_, -1)) != 0) {
     status = Status::from_errno(errno, fmt::format("close {}", work_path_));
@@ -176,7 +179,8 @@ Awaitable<void> WorkFileWriter::discard() {
 void WorkFileWriter::discard_blocking() {
   if (fd_ >= 0) ::close(std::exchange(fd_, -1));
   if (!work_path_.empty()) {
-    std::ignore = remove_file(work_path_);  // open() clears work/ if this fails
+    // open() clears work/ if this fails.
+    std::ignore = mountpath_.file_system().remove_file(work_path_);
     work_path_.clear();
   }
 }
