@@ -11,7 +11,7 @@ namespace silo::store {
 
 // The calls through which the store changes object files, part files and work files on a
 // mountpath: create, write, copy, fdatasync, directory fsync, mkdir, rename, unlink
-// (LevelDB's Env, RocksDB's FileSystem; docs/adr/0014). Store::open takes one in
+// (LevelDB's Env, RocksDB's FileSystem; docs/adr/0015). Store::open takes one in
 // StoreOptions; production uses posix_file_system(), whose calls are the plain syscalls,
 // and tests pass one that injects faults (store/testing/faulty_file_system.h).
 //

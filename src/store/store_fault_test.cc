@@ -1,6 +1,6 @@
 // The store under injected file system faults: failed syncs, renames and writes, full
 // disks, short writes, and crashes at each named point of a PUT followed by a restart
-// (docs/adr/0014). Nothing a failed write did may be seen, and no work file may stay.
+// (docs/adr/0015). Nothing a failed write did may be seen, and no work file may stay.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
