@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "client/detail/json_reader.h"
+#include "client/json_reader.h"
 #include "test_util.h"
 #include "testing/random.h"
 
@@ -222,14 +222,14 @@ inline uint64_t sum_over_targets(const LocalCluster& cluster, std::string_view m
   return sum;
 }
 
-using client::detail::JsonValue;
+using client::JsonValue;
 
 // GET /v1/mountpaths of a target.
 inline Result<JsonValue> mountpaths_of(LocalCluster& cluster, std::string_view target) {
   ASSIGN_OR_RETURN(auto c, cluster.client_of(target));
   ASSIGN_OR_RETURN(const client::Response r, c->request(http::Method::kGet, "/v1/mountpaths"));
   if (r.status != 200) return Status::unavailable("GET /v1/mountpaths: HTTP {}: {}", r.status, r.body);
-  return client::detail::parse_json(r.body);
+  return client::parse_json(r.body);
 }
 
 inline std::string mountpath_field(const JsonValue& doc, std::string_view path, std::string_view field) {
