@@ -11,7 +11,6 @@
 #include <atomic>
 #include <exception>
 #include <future>
-#include <mutex>
 #include <thread>
 
 #include "client/json_reader.h"
@@ -231,7 +230,7 @@ std::string Client::object_url(std::string_view bucket, std::string_view name) {
   std::shared_ptr<const OwnerMap> owners;
   std::optional<uint64_t> bucket_id;
   {
-    std::lock_guard lock(routes_mutex_);
+    MutexLock lock(routes_mutex_);
     if (owners_ && std::chrono::steady_clock::now() - owners_at_ < kRoutesTtl) owners = owners_;
     if (const auto it = bucket_ids_.find(bucket); it != bucket_ids_.end()) bucket_id = it->second;
   }
@@ -242,7 +241,7 @@ std::string Client::object_url(std::string_view bucket, std::string_view name) {
     Result<OwnerMap> made = map ? OwnerMap::create(*map) : Result<OwnerMap>(map.error());
     if (!made) return target;
     owners = std::make_shared<const OwnerMap>(std::move(*made));
-    std::lock_guard lock(routes_mutex_);
+    MutexLock lock(routes_mutex_);
     owners_ = owners;
     owners_at_ = std::chrono::steady_clock::now();
     bucket_ids_.clear();  // a bucket deleted and made again has a new id
@@ -251,14 +250,14 @@ std::string Client::object_url(std::string_view bucket, std::string_view name) {
     Result<BucketEntry> entry = bucket_props(bucket);
     if (!entry) return target;
     bucket_id = entry->id;
-    std::lock_guard lock(routes_mutex_);
+    MutexLock lock(routes_mutex_);
     bucket_ids_.emplace(std::string(bucket), entry->id);
   }
   return owners->owner_url(*bucket_id, name) + target;
 }
 
 void Client::forget_routes() {
-  std::lock_guard lock(routes_mutex_);
+  MutexLock lock(routes_mutex_);
   owners_.reset();
   bucket_ids_.clear();
 }

@@ -13,13 +13,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "client/json_reader.h"
 #include "test_util.h"
 #include "testing/random.h"
@@ -106,7 +106,7 @@ class Reader {
   size_t reads() const { return reads_; }
   size_t failures() const { return failures_; }
   std::string first_failure() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return first_failure_;
   }
 
@@ -128,7 +128,7 @@ class Reader {
   }
   void fail(std::string what) {
     ++failures_;
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (first_failure_.empty()) first_failure_ = std::move(what);
   }
 
@@ -137,8 +137,8 @@ class Reader {
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> reads_{0};
   std::atomic<size_t> failures_{0};
-  std::mutex mutex_;
-  std::string first_failure_;
+  Mutex mutex_;
+  std::string first_failure_ GUARDED_BY(mutex_);
   std::thread thread_;
 };
 
