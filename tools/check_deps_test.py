@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Tests of tools/check_deps.py: the real tree passes; a copy of it with one planted
 violation fails and names it. Plain unittest: `python3 tools/check_deps_test.py`."""
+import contextlib
+import io
 import pathlib
 import re
 import shutil
@@ -11,13 +13,17 @@ import unittest
 
 TOOLS = pathlib.Path(__file__).resolve().parent
 ROOT = TOOLS.parent
-SCRIPT = TOOLS / "check_deps.py"
+
+
+sys.path.insert(0, str(TOOLS))
+import check_deps  # noqa: E402  (in-process: 14 runs stay well under a second each)
 
 
 def run_check(root):
-    p = subprocess.run([sys.executable, str(SCRIPT), "--root", str(root)],
-                       capture_output=True, text=True, check=False)
-    return p.returncode, p.stderr
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = check_deps.main(["--root", str(root)])
+    return rc, err.getvalue()
 
 
 class CheckDepsTest(unittest.TestCase):
@@ -59,6 +65,13 @@ class CheckDepsTest(unittest.TestCase):
     def test_real_tree_passes(self):
         rc, err = run_check(ROOT)
         self.assertEqual(rc, 0, err)
+
+    def test_command_exits_non_zero_on_a_violation(self):
+        self.plant_include("src/proxy/proxy.cc", "target/target.h")
+        p = subprocess.run([sys.executable, str(TOOLS / "check_deps.py"), "--root", str(self.root)],
+                           capture_output=True, text=True, check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("check_deps: src/proxy/proxy.cc: includes target/target.h", p.stderr)
 
     def test_unchanged_copy_passes(self):
         rc, err = run_check(self.root)
