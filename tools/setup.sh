@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Silo builds and tests with (see ../shared/ENV.md).
+# Installs the Debian packages Silo builds and tests with (see ../shared/ENV.md). clang (14)
+# runs the thread-safety analysis (tools/check_thread_safety.sh); the build itself uses g++.
 # Idempotent: installs only what is missing, so a second run costs about a second.
 set -euo pipefail
 
@@ -8,6 +9,7 @@ build_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev libssl-dev liburing-dev
   libprotobuf-dev protobuf-compiler libarchive-dev libcli11-dev libexpat1-dev
   pkg-config ninja-build ccache cmake g++ curl python3
+  clang
 )
 # Tools the tests and bench scripts drive (integration tests use curl and python3; the
 # client tests drive s3cmd, rclone and an s3fs-fuse mount; the bench scripts' smoke runs

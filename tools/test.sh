@@ -9,6 +9,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 tools/setup.sh
 python3 tools/check_deps.py
+tools/check_thread_safety.sh
 cmake --preset ci >/dev/null
 cmake --build --preset ci
 jobs=${SILO_TEST_JOBS:-$(nproc)}

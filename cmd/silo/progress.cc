@@ -30,7 +30,7 @@ Progress::Progress(std::string label, uint64_t total_items, uint64_t total_bytes
       total_bytes_(total_bytes) {}
 
 void Progress::add(uint64_t items, uint64_t bytes) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   items_ += items;
   bytes_ += bytes;
   draw(false);
@@ -38,7 +38,7 @@ void Progress::add(uint64_t items, uint64_t bytes) {
 
 void Progress::set(uint64_t items, uint64_t total_items, uint64_t bytes,
                    uint64_t bytes_per_second) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   items_ = items;
   total_items_ = total_items;
   bytes_ = bytes;
@@ -47,7 +47,7 @@ void Progress::set(uint64_t items, uint64_t total_items, uint64_t bytes,
 }
 
 void Progress::print_line(const std::string& line) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (is_drawn_ && !is_finished_) std::fprintf(stderr, "\r\033[K");
   std::fprintf(stdout, "%s\n", line.c_str());
   std::fflush(stdout);
@@ -55,7 +55,7 @@ void Progress::print_line(const std::string& line) {
 }
 
 void Progress::finish() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (is_finished_) return;
   draw(true);
   if (is_drawn_) std::fprintf(stderr, "\n");

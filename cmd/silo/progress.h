@@ -2,8 +2,9 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <string>
+
+#include "base/mutex.h"
 
 namespace silo::cli {
 
@@ -26,19 +27,19 @@ class Progress {
   void finish();
 
  private:
-  void draw(bool is_forced);  // Requires: mutex_ held
+  void draw(bool is_forced) REQUIRES(mutex_);
 
-  std::mutex mutex_;
+  Mutex mutex_;
   const std::string label_;
   const bool is_drawn_;
   const std::chrono::steady_clock::time_point started_;
-  std::chrono::steady_clock::time_point last_draw_{};
-  uint64_t items_ = 0;        // GUARDED_BY(mutex_)
-  uint64_t total_items_ = 0;  // GUARDED_BY(mutex_)
-  uint64_t bytes_ = 0;        // GUARDED_BY(mutex_)
-  uint64_t total_bytes_ = 0;  // GUARDED_BY(mutex_)
-  uint64_t rate_ = 0;         // GUARDED_BY(mutex_): server-reported bytes/s, or 0
-  bool is_finished_ = false;  // GUARDED_BY(mutex_)
+  std::chrono::steady_clock::time_point last_draw_ GUARDED_BY(mutex_) = {};
+  uint64_t items_ GUARDED_BY(mutex_) = 0;
+  uint64_t total_items_ GUARDED_BY(mutex_) = 0;
+  uint64_t bytes_ GUARDED_BY(mutex_) = 0;
+  uint64_t total_bytes_ GUARDED_BY(mutex_) = 0;
+  uint64_t rate_ GUARDED_BY(mutex_) = 0;  // server-reported bytes/s, or 0
+  bool is_finished_ GUARDED_BY(mutex_) = false;
 };
 
 // "1m05s", "12s"

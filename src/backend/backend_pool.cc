@@ -56,7 +56,7 @@ Result<std::shared_ptr<ObjectBackend>> BackendPool::get(const wire::Bucket& buck
       fingerprint += '\0' + *part;
     }
   }
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   Entry& entry = by_bucket_id_[bucket.id()];
   if (!entry.backend || entry.fingerprint != fingerprint) {
     ASSIGN_OR_RETURN(entry.backend, make(bucket.props().backend()));

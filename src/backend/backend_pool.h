@@ -3,10 +3,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "backend/object_backend.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "config/live_config.h"
 #include "http/client.h"
@@ -34,8 +34,8 @@ class BackendPool {
   };
   std::shared_ptr<http::Client> client_;
   const std::shared_ptr<const config::LiveConfig> config_;
-  std::mutex mutex_;
-  std::map<uint64_t, Entry> by_bucket_id_;  // GUARDED_BY(mutex_)
+  Mutex mutex_;
+  std::map<uint64_t, Entry> by_bucket_id_ GUARDED_BY(mutex_);
 };
 
 }  // namespace silo::backend

@@ -101,13 +101,13 @@ http::Awaitable<T> Cache::timed(http::Awaitable<T> op) {
 
 void Cache::note_hit(const ObjectRef& object) {
   hits_.add();
-  std::lock_guard lock(atimes_mutex_);
+  MutexLock lock(atimes_mutex_);
   atimes_[key_of(object)] = Clock::real().unix_nanos();
 }
 
 void Cache::note_gone(const ObjectRef& object) {
   evictions_.add();
-  std::lock_guard lock(atimes_mutex_);
+  MutexLock lock(atimes_mutex_);
   atimes_.erase(key_of(object));
 }
 
@@ -144,7 +144,7 @@ http::Awaitable<Result<ColdRead>> Cache::fetch(const wire::Bucket& bucket, const
   std::shared_ptr<Fetch> fetch;
   bool is_new = false;
   {
-    std::lock_guard lock(fetches_mutex_);
+    MutexLock lock(fetches_mutex_);
     auto& slot = fetches_[key_of(object)];
     if (!slot) {
       slot = std::make_shared<Fetch>(bucket, object);
@@ -179,7 +179,7 @@ http::Awaitable<std::optional<Fetched>> Cache::next_fetched() {
   for (;;) {
     const uint64_t seen = fetched_signal_.count();
     {
-      std::lock_guard lock(fetched_mutex_);
+      MutexLock lock(fetched_mutex_);
       if (!fetched_.empty()) {
         Fetched next = std::move(fetched_.front());
         fetched_.pop_front();
@@ -200,7 +200,7 @@ http::Awaitable<void> Cache::run_fetch(std::shared_ptr<Fetch> fetch) {
   }
   fetch->finish(s);
   {
-    std::lock_guard lock(fetches_mutex_);
+    MutexLock lock(fetches_mutex_);
     auto it = fetches_.find(key_of(object));
     if (it != fetches_.end() && it->second == fetch) fetches_.erase(it);
   }
@@ -213,7 +213,7 @@ http::Awaitable<void> Cache::run_fetch(std::shared_ptr<Fetch> fetch) {
     co_return;
   }
   {
-    std::lock_guard lock(fetched_mutex_);
+    MutexLock lock(fetched_mutex_);
     fetched_.push_back({fetch->bucket(), object});
   }
   fetched_signal_.notify();
@@ -399,7 +399,7 @@ http::Awaitable<Status> Cache::remove_at_backend(const wire::Bucket& bucket, con
   // A fetch of the object in flight must not cache it behind this delete: marked before
   // the caller removes the copies, its commit either came first (and is removed then) or
   // is refused.
-  std::lock_guard lock(fetches_mutex_);
+  MutexLock lock(fetches_mutex_);
   if (auto it = fetches_.find(key_of(object)); it != fetches_.end()) it->second->mark_deleted();
   co_return Status::ok();
 }

@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "base/mutex.h"
 #include "backend/backend_pool.h"
 #include "backend/object_backend.h"
 #include "base/object_ref.h"
@@ -196,17 +197,17 @@ class Cache {
   std::atomic<bool> is_stopping_{false};
   std::atomic<bool> is_out_of_space_{false};
 
-  std::mutex fetches_mutex_;
+  Mutex fetches_mutex_;
   std::map<Key, std::shared_ptr<Fetch>> fetches_ GUARDED_BY(fetches_mutex_);  // in flight
 
-  std::mutex atimes_mutex_;
+  Mutex atimes_mutex_;
   std::map<Key, int64_t> atimes_ GUARDED_BY(atimes_mutex_);  // reads since start (unix nanos)
 
-  std::mutex fetched_mutex_;
+  Mutex fetched_mutex_;
   std::deque<Fetched> fetched_ GUARDED_BY(fetched_mutex_);  // committed, not taken yet
   cluster::Signal fetched_signal_;
 
-  std::mutex tasks_mutex_;
+  Mutex tasks_mutex_;
   std::map<std::string, std::shared_ptr<PrefetchTask>> tasks_ GUARDED_BY(tasks_mutex_);  // by job id
 
   stats::Counter& hits_;

@@ -9,13 +9,13 @@ Fetch::~Fetch() {
 }
 
 Fetch::Progress Fetch::progress() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return Progress{record_, written_, is_done_, failure_};
 }
 
 void Fetch::set_record(wire::ObjectRecord record) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     record_ = std::move(record);
   }
   signal_.notify();
@@ -23,7 +23,7 @@ void Fetch::set_record(wire::ObjectRecord record) {
 
 void Fetch::add_written(uint64_t n) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     written_ += n;
   }
   signal_.notify();
@@ -31,7 +31,7 @@ void Fetch::add_written(uint64_t n) {
 
 void Fetch::finish(Status status) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     is_done_ = true;
     failure_ = std::move(status);
   }

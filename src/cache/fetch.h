@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 
+#include "base/mutex.h"
 #include "base/object_ref.h"
 #include "base/result.h"
 #include "base/thread_annotations.h"
@@ -59,7 +60,7 @@ class Fetch {
   const wire::Bucket bucket_;
   const ObjectRef object_;
   cluster::Signal signal_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::optional<wire::ObjectRecord> record_ GUARDED_BY(mutex_);
   uint64_t written_ GUARDED_BY(mutex_) = 0;
   bool is_done_ GUARDED_BY(mutex_) = false;

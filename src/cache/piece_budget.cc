@@ -6,7 +6,7 @@ http::Awaitable<void> PieceBudget::take(size_t n, size_t budget) {
   for (;;) {
     const uint64_t seen = signal_.count();
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (in_use_ + n <= budget) {
         in_use_ += n;
         co_return;
@@ -18,7 +18,7 @@ http::Awaitable<void> PieceBudget::take(size_t n, size_t budget) {
 
 void PieceBudget::give_back(size_t n) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     in_use_ -= n;
   }
   signal_.notify();

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "cluster/signal.h"
 #include "http/message.h"
@@ -20,7 +21,7 @@ class PieceBudget {
   void give_back(size_t n);
 
  private:
-  std::mutex mutex_;
+  Mutex mutex_;
   size_t in_use_ GUARDED_BY(mutex_) = 0;
   cluster::Signal signal_;
 };

@@ -6,6 +6,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
+#include "base/mutex.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "cache/cache.h"
@@ -36,19 +37,19 @@ struct Cache::PrefetchTask {
   std::atomic<uint64_t> errors{0};
   int64_t started_unix_nanos = 0;
   std::atomic<int64_t> finished_unix_nanos{0};
-  std::mutex mutex;
+  Mutex mutex;
   std::string last_error GUARDED_BY(mutex);
   std::vector<std::string> failed_objects GUARDED_BY(mutex);  // the first kMaxFailedObjects
 
   void fail(const Status& s) {
     errors.fetch_add(1);
-    std::lock_guard lock(mutex);
+    MutexLock lock(mutex);
     last_error = s.to_string();
   }
   // One object failed: counted and named.
   void fail_object(const std::string& name, const Status& s) {
     fail(s);
-    std::lock_guard lock(mutex);
+    MutexLock lock(mutex);
     if (failed_objects.size() < kMaxFailedObjects) failed_objects.push_back(name + ": " + s.message());
   }
 };
@@ -66,7 +67,7 @@ bool Cache::start_prefetch(const boost::asio::any_io_executor& executor, std::st
   task->bucket = std::move(bucket);
   task->started_unix_nanos = Clock::real().unix_nanos();
   {
-    std::lock_guard lock(tasks_mutex_);
+    MutexLock lock(tasks_mutex_);
     if (tasks_.contains(id)) return false;
     tasks_[id] = task;
     // The oldest finished ones go: the primary keeps the job's figures.
@@ -81,7 +82,7 @@ bool Cache::start_prefetch(const boost::asio::any_io_executor& executor, std::st
 std::optional<wire::RebalanceProgress> Cache::prefetch_progress(const std::string& id) {
   std::shared_ptr<PrefetchTask> task;
   {
-    std::lock_guard lock(tasks_mutex_);
+    MutexLock lock(tasks_mutex_);
     if (auto it = tasks_.find(id); it != tasks_.end()) task = it->second;
   }
   if (!task) return std::nullopt;
@@ -95,14 +96,14 @@ std::optional<wire::RebalanceProgress> Cache::prefetch_progress(const std::strin
   p.set_started_unix_nanos(task->started_unix_nanos);
   p.set_finished_unix_nanos(task->finished_unix_nanos);
   p.set_objects_skipped(task->skipped);
-  std::lock_guard lock(task->mutex);
+  MutexLock lock(task->mutex);
   p.set_last_error(task->last_error);
   for (const auto& f : task->failed_objects) p.add_failed_objects(f);
   return p;
 }
 
 bool Cache::stop_prefetch(const std::string& id) {
-  std::lock_guard lock(tasks_mutex_);
+  MutexLock lock(tasks_mutex_);
   auto it = tasks_.find(id);
   if (it == tasks_.end()) return false;
   it->second->is_cancelled = true;

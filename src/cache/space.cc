@@ -87,7 +87,7 @@ http::Awaitable<uint64_t> Cache::evict_lru() {
     }
   }
   {
-    std::lock_guard lock(atimes_mutex_);
+    MutexLock lock(atimes_mutex_);
     for (auto& c : candidates) {
       const auto it = atimes_.find(key_of(c.object));
       if (it != atimes_.end()) c.atime = std::max(c.atime, it->second);
@@ -101,7 +101,7 @@ http::Awaitable<uint64_t> Cache::evict_lru() {
     for (const size_t end = std::min(candidates.size(), i + kEvictBatch); i < end; ++i) {
       const Status removed = co_await store_.remove(candidates[i].object);
       if (removed.is_ok()) ++evicted;
-      std::lock_guard lock(atimes_mutex_);
+      MutexLock lock(atimes_mutex_);
       atimes_.erase(key_of(candidates[i].object));
     }
   }

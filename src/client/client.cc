@@ -12,10 +12,9 @@
 #include <atomic>
 #include <exception>
 #include <future>
-#include <mutex>
 #include <thread>
 
-#include "client/detail/json_reader.h"
+#include "client/json_reader.h"
 #include "client/owner_map.h"
 #include "wire/json.h"
 
@@ -23,7 +22,6 @@ namespace silo::client {
 namespace {
 
 namespace asio = boost::asio;
-using detail::JsonValue;
 
 constexpr size_t kStreamBufferBytes = 1024 * 1024;
 constexpr size_t kMaxSmallBody = 1024 * 1024;  // JSON answers of streamed calls
@@ -76,12 +74,12 @@ Response to_response(http::ClientResponse r) {
 }
 
 Result<JsonValue> parse_answer(const Response& response, std::string_view what) {
-  return detail::parse_answer_object(response.body, what);
+  return parse_answer_object(response.body, what);
 }
 
 Result<PutResult> put_result_of(const Response& response, std::string_view what) {
   PutResult out;
-  auto doc = detail::parse_json(response.body);
+  auto doc = parse_json(response.body);
   if (doc && doc->is_object()) {
     out.name = (*doc)["name"].str();
     if (auto size = (*doc)["size"].to_u64()) out.size = *size;
@@ -233,7 +231,7 @@ std::string Client::object_url(std::string_view bucket, std::string_view name) {
   std::shared_ptr<const OwnerMap> owners;
   std::optional<uint64_t> bucket_id;
   {
-    std::lock_guard lock(routes_mutex_);
+    MutexLock lock(routes_mutex_);
     if (owners_ && std::chrono::steady_clock::now() - owners_at_ < kRoutesTtl) owners = owners_;
     if (const auto it = bucket_ids_.find(bucket); it != bucket_ids_.end()) bucket_id = it->second;
   }
@@ -244,7 +242,7 @@ std::string Client::object_url(std::string_view bucket, std::string_view name) {
     Result<OwnerMap> made = map ? OwnerMap::create(*map) : Result<OwnerMap>(map.error());
     if (!made) return target;
     owners = std::make_shared<const OwnerMap>(std::move(*made));
-    std::lock_guard lock(routes_mutex_);
+    MutexLock lock(routes_mutex_);
     owners_ = owners;
     owners_at_ = std::chrono::steady_clock::now();
     bucket_ids_.clear();  // a bucket deleted and made again has a new id
@@ -253,14 +251,14 @@ std::string Client::object_url(std::string_view bucket, std::string_view name) {
     Result<BucketEntry> entry = bucket_props(bucket);
     if (!entry) return target;
     bucket_id = entry->id;
-    std::lock_guard lock(routes_mutex_);
+    MutexLock lock(routes_mutex_);
     bucket_ids_.emplace(std::string(bucket), entry->id);
   }
   return owners->owner_url(*bucket_id, name) + target;
 }
 
 void Client::forget_routes() {
-  std::lock_guard lock(routes_mutex_);
+  MutexLock lock(routes_mutex_);
   owners_.reset();
   bucket_ids_.clear();
 }
@@ -278,7 +276,7 @@ Status Client::status_of(const Response& response, std::string_view what) {
   if (response.status < 400) return Status::ok();
   Code code = code_of_http_status(response.status);
   std::string message;
-  if (auto doc = detail::parse_json(response.body); doc && doc->is_object() && (*doc)["error"].is_object()) {
+  if (auto doc = parse_json(response.body); doc && doc->is_object() && (*doc)["error"].is_object()) {
     const JsonValue& error = (*doc)["error"];
     if (auto named = code_of_name(error["code"].str()); named && *named != Code::kOk) code = *named;
     message = error["message"].str();
@@ -430,7 +428,7 @@ Result<std::string> Client::set_config(std::string patch) {
 }
 
 Result<std::string> json_value_at(std::string_view json_text, std::string_view dotted_path) {
-  ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_json(json_text));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_json(json_text));
   const JsonValue* at = &doc;
   while (!dotted_path.empty()) {
     const size_t dot = dotted_path.find('.');
@@ -442,7 +440,7 @@ Result<std::string> json_value_at(std::string_view json_text, std::string_view d
   return at->dump();
 }
 
-bool is_json(std::string_view text) { return detail::parse_json(text).has_value(); }
+bool is_json(std::string_view text) { return parse_json(text).has_value(); }
 
 Result<JobEntry> Client::job(std::string_view id) {
   const std::string target = "/v1/jobs/" + text::percent_encode(id);
@@ -595,7 +593,7 @@ std::string Client::list_target(std::string_view bucket, std::string_view prefix
 }
 
 Result<ListPage> Client::parse_list_page(std::string_view body) {
-  ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_json(body));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_json(body));
   if (!doc.is_object()) return Status::internal("a listing answer is not a JSON object");
   ListPage page;
   for (const JsonValue& o : doc["objects"].items()) {
@@ -723,7 +721,7 @@ Result<ObjectInfo> Client::get_stream(std::string_view bucket, std::string_view 
 }
 
 Result<Settings> parse_settings_json(std::string_view text) {
-  ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_json(text));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_json(text));
   if (!doc.is_object()) return Status::invalid_argument("the settings are not a JSON object");
   Settings settings;
   const std::pair<const char*, std::string*> fields[] = {

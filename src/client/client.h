@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "http/client.h"
 #include "http/message.h"
@@ -379,10 +379,10 @@ class Client {
   std::shared_ptr<http::Client> http_;
   std::thread thread_;
   // Direct routing (options_.direct): the owner map and bucket ids, fetched on demand.
-  std::mutex routes_mutex_;
-  std::shared_ptr<const OwnerMap> owners_;            // GUARDED_BY(routes_mutex_)
-  std::chrono::steady_clock::time_point owners_at_{};  // GUARDED_BY(routes_mutex_)
-  std::map<std::string, uint64_t, std::less<>> bucket_ids_;  // GUARDED_BY(routes_mutex_)
+  Mutex routes_mutex_;
+  std::shared_ptr<const OwnerMap> owners_ GUARDED_BY(routes_mutex_);
+  std::chrono::steady_clock::time_point owners_at_ GUARDED_BY(routes_mutex_) = {};
+  std::map<std::string, uint64_t, std::less<>> bucket_ids_ GUARDED_BY(routes_mutex_);
 };
 
 // The value at `dotted_path` ("cluster.cache.high_wm") of the JSON document `json_text`

@@ -1,4 +1,4 @@
-#include "client/detail/json_reader.h"
+#include "client/json_reader.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,6 @@
 namespace silo::client {
 namespace {
 
-using detail::parse_json;
 
 TEST(JsonReaderTest, ReadsTheListingAnswer) {
   auto doc = parse_json(
@@ -20,8 +19,8 @@ TEST(JsonReaderTest, ReadsTheListingAnswer) {
   EXPECT_EQ(*o["mtime"].to_i64(), -5);
   EXPECT_EQ((*doc)["next_token"].str(), "");
   EXPECT_TRUE((*doc)["flag"].to_bool());
-  EXPECT_EQ((*doc)["none"].kind(), detail::JsonValue::Kind::kNull);
-  EXPECT_EQ((*doc)["missing"].kind(), detail::JsonValue::Kind::kNull);
+  EXPECT_EQ((*doc)["none"].kind(), JsonValue::Kind::kNull);
+  EXPECT_EQ((*doc)["missing"].kind(), JsonValue::Kind::kNull);
 }
 
 TEST(JsonReaderTest, DecodesSurrogatePairsAndEscapes) {

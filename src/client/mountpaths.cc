@@ -4,13 +4,12 @@
 
 #include "base/text.h"
 #include "client/client.h"
-#include "client/detail/json_reader.h"
+#include "client/json_reader.h"
 #include "http/message.h"
 #include "wire/json.h"
 
 namespace silo::client {
 
-using detail::JsonValue;
 
 namespace {
 
@@ -37,7 +36,7 @@ Result<MountpathList> Client::mountpath_list(std::string_view node_url) {
   const std::string target = node_base(node_url) + "/v1/mountpaths";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_answer_object(r.body, "GET " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer_object(r.body, "GET " + target));
   MountpathList list;
   for (const JsonValue& m : doc["mountpaths"].items()) {
     list.mountpaths.push_back(mountpath_of(m));
@@ -65,7 +64,7 @@ Result<MountpathEntry> Client::mountpath_call(std::string_view node_url, std::st
       fmt::format("{}/v1/mountpaths/{}/{}", node_base(node_url), text::percent_encode(id), action);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, target));
   RETURN_IF_ERROR(status_of(r, "POST " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_answer_object(r.body, "POST " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer_object(r.body, "POST " + target));
   return mountpath_of(doc);
 }
 
@@ -74,7 +73,7 @@ Result<MountpathEntry> Client::attach_mountpath(std::string_view node_url, std::
   ASSIGN_OR_RETURN(const Response r,
                    request(http::Method::kPost, target, fmt::format(R"({{"path":{}}})", wire::json_string(path))));
   RETURN_IF_ERROR(status_of(r, "POST " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, detail::parse_answer_object(r.body, "POST " + target));
+  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer_object(r.body, "POST " + target));
   return mountpath_of(doc);
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <thread>
 
 #include "base/text.h"
@@ -51,13 +50,15 @@ Result<PutResult> Client::put_multipart(std::string_view bucket, std::string_vie
   const uint64_t parts = (size + part_size - 1) / part_size;
   std::vector<std::string> etags(parts);
   std::atomic<uint64_t> next{0};
-  std::mutex failure_mutex;
-  Status failure;  // GUARDED_BY(failure_mutex): the first part that failed
+  struct {
+    Mutex mutex;
+    Status first GUARDED_BY(mutex);  // the first part that failed
+  } failure;
   const auto send_parts = [&] {
     for (uint64_t i = next++; i < parts; i = next++) {
       {
-        std::lock_guard lock(failure_mutex);
-        if (!failure.is_ok()) return;
+        MutexLock lock(failure.mutex);
+        if (!failure.first.is_ok()) return;
       }
       const uint64_t offset = i * part_size, length = std::min(part_size, size - offset);
       std::string body(length, '\0');
@@ -74,8 +75,8 @@ Result<PutResult> Client::put_multipart(std::string_view bucket, std::string_vie
         if (s.is_ok()) etags[i] = unquoted(std::string(r->headers.get("ETag").value_or("")));
       }
       if (!s.is_ok()) {
-        std::lock_guard lock(failure_mutex);
-        if (failure.is_ok()) failure = s;
+        MutexLock lock(failure.mutex);
+        if (failure.first.is_ok()) failure.first = s;
         return;
       }
       if (on_bytes) on_bytes(length);
@@ -84,7 +85,11 @@ Result<PutResult> Client::put_multipart(std::string_view bucket, std::string_vie
   std::vector<std::thread> threads;
   for (int w = 0; w < std::max(1, workers) && static_cast<uint64_t>(w) < parts; ++w) threads.emplace_back(send_parts);
   for (auto& t : threads) t.join();
-  Status done = failure;
+  Status done;
+  {
+    MutexLock lock(failure.mutex);
+    done = failure.first;
+  }
   if (done.is_ok()) {
     std::string xml = "<CompleteMultipartUpload>";
     for (uint64_t i = 0; i < parts; ++i) {

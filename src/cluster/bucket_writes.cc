@@ -21,7 +21,7 @@ store::Durability durability_of(const wire::Bucket& bucket, const config::Cluste
 
 BucketWrites::Ticket::~Ticket() {
   if (*bucket_id_ == 0) return;
-  std::lock_guard lock(writes_.mutex_);
+  MutexLock lock(writes_.mutex_);
   if (--writes_.in_flight_[*bucket_id_] == 0) writes_.in_flight_.erase(*bucket_id_);
 }
 
@@ -31,7 +31,7 @@ void BucketWrites::guard(store::PutOptions& options, const wire::Bucket& bucket,
     // The check and the count are one step under mutex_: a drain() that finds no commit
     // in flight runs after the map marking the bucket deleting arrived, so every later
     // check here sees that mark.
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     const auto now = maps_.find_bucket(name);
     if (!now || now->id() != id || now->is_deleting()) {
       return Status::not_found("The specified bucket does not exist (it is being deleted): {}", name)
@@ -48,7 +48,7 @@ http::Awaitable<Status> BucketWrites::drain(uint64_t bucket_id) {
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
   for (int i = 0; i < 2000; ++i) {  // 10 s
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (!in_flight_.contains(bucket_id)) co_return Status::ok();
     }
     timer.expires_after(std::chrono::milliseconds(5));

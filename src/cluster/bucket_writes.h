@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "cluster/cluster_maps.h"
 #include "config/config.h"
@@ -54,7 +55,7 @@ class BucketWrites {
 
  private:
   const ClusterMaps& maps_;
-  std::mutex mutex_;
+  Mutex mutex_;
   std::unordered_map<uint64_t, int> in_flight_ GUARDED_BY(mutex_);  // bucket id -> commits past the guard
 };
 

@@ -114,7 +114,7 @@ Result<std::unique_ptr<ClusterMaps>> ClusterMaps::open(const std::string& state_
   std::unique_ptr<ClusterMaps> maps(new ClusterMaps(state_dir));
   ASSIGN_OR_RETURN(auto node_map, read_persisted<wire::NodeMap>(state_dir + "/" + kNodeMapFile));
   ASSIGN_OR_RETURN(auto bucket_map, read_persisted<wire::BucketMap>(state_dir + "/" + kBucketMapFile));
-  std::lock_guard lock(maps->mutex_);
+  MutexLock lock(maps->mutex_);
   maps->node_map_ = std::make_shared<const wire::NodeMap>(node_map.value_or(wire::NodeMap()));
   maps->placement_ = std::make_shared<const TargetPlacement>(*maps->node_map_);
   wire::BucketMap empty_buckets;
@@ -124,17 +124,17 @@ Result<std::unique_ptr<ClusterMaps>> ClusterMaps::open(const std::string& state_
 }
 
 std::shared_ptr<const wire::NodeMap> ClusterMaps::node_map() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return node_map_;
 }
 
 std::shared_ptr<const wire::BucketMap> ClusterMaps::bucket_map() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return bucket_map_;
 }
 
 std::shared_ptr<const TargetPlacement> ClusterMaps::placement() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return placement_;
 }
 
@@ -156,7 +156,7 @@ std::optional<wire::NodeInfo> ClusterMaps::find_node(std::string_view id) const 
 
 Result<bool> ClusterMaps::install(const wire::NodeMap& map) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (map.version() <= node_map_->version()) return false;
     // Persist before installing, under the lock, so the file never holds an older map
     // than the one being served.
@@ -170,7 +170,7 @@ Result<bool> ClusterMaps::install(const wire::NodeMap& map) {
 
 Result<bool> ClusterMaps::install(const wire::BucketMap& map) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (map.version() <= bucket_map_->version()) return false;
     RETURN_IF_ERROR(write_file_atomically(state_dir_ + "/" + kBucketMapFile, wire::encode(map)));
     bucket_map_ = std::make_shared<const wire::BucketMap>(map);
@@ -180,14 +180,14 @@ Result<bool> ClusterMaps::install(const wire::BucketMap& map) {
 }
 
 void ClusterMaps::on_change(std::function<void()> listener) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   listeners_.push_back(std::move(listener));
 }
 
 void ClusterMaps::notify() {
   std::vector<std::function<void()>> listeners;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     listeners = listeners_;
   }
   for (const auto& l : listeners) l();

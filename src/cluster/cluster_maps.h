@@ -2,14 +2,13 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/object_ref.h"
 #include "base/result.h"
-#include "base/thread_annotations.h"
+#include "base/mutex.h"
 #include "placement/hrw.h"
 #include "wire/codec.h"
 
@@ -74,7 +73,7 @@ class ClusterMaps {
   void notify();
 
   const std::string state_dir_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::shared_ptr<const wire::NodeMap> node_map_ GUARDED_BY(mutex_);
   std::shared_ptr<const wire::BucketMap> bucket_map_ GUARDED_BY(mutex_);
   std::shared_ptr<const TargetPlacement> placement_ GUARDED_BY(mutex_);

@@ -9,10 +9,10 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
+#include "base/mutex.h"
 #include "cluster/resume.h"
 
 namespace silo::cluster {
@@ -27,10 +27,12 @@ namespace gather_internal {
 // caller's completion sit behind the mutex.
 template <typename T>
 struct State {
-  std::mutex mutex;
-  std::vector<std::optional<T>> results;
-  size_t remaining = 0;
-  std::function<void()> resume;  // the waiting caller, once it waits
+  explicit State(size_t count) : results(count), remaining(count) {}
+
+  Mutex mutex;
+  std::vector<std::optional<T>> results;  // slot i written once by task i; read when all are done
+  size_t remaining GUARDED_BY(mutex);
+  std::function<void()> resume GUARDED_BY(mutex);  // the waiting caller, once it waits
 };
 
 // A named coroutine: its parameters are plainly copied into its frame.
@@ -40,7 +42,7 @@ boost::asio::awaitable<void> run_task(std::shared_ptr<State<T>> state, size_t in
   result.emplace(co_await task());
   std::function<void()> resume;
   {
-    std::lock_guard lock(state->mutex);
+    MutexLock lock(state->mutex);
     state->results[index] = std::move(result);
     if (--state->remaining == 0) resume = std::move(state->resume);
   }
@@ -55,7 +57,7 @@ struct Wait {
   template <typename Handler>
   void operator()(Handler handler) const {
     std::function<void()> resume = resume_later(std::move(handler));
-    std::unique_lock lock(state->mutex);
+    MutexLock lock(state->mutex);
     if (state->remaining == 0) {
       lock.unlock();
       resume();
@@ -72,9 +74,7 @@ struct Wait {
 template <typename T>
 boost::asio::awaitable<std::vector<T>> gather(std::vector<Task<T>> tasks) {
   namespace asio = boost::asio;
-  auto state = std::make_shared<gather_internal::State<T>>();
-  state->results.resize(tasks.size());
-  state->remaining = tasks.size();
+  auto state = std::make_shared<gather_internal::State<T>>(tasks.size());
   const auto executor = co_await asio::this_coro::executor;
   for (size_t i = 0; i < tasks.size(); ++i) {
     asio::co_spawn(executor, gather_internal::run_task<T>(state, i, std::move(tasks[i])), asio::detached);

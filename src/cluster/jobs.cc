@@ -24,7 +24,7 @@ Result<std::unique_ptr<JobRegistry>> JobRegistry::open(const std::string& state_
   std::stringstream buffer;
   buffer << in.rdbuf();
   ASSIGN_OR_RETURN(wire::JobList list, wire::decode<wire::JobList>(buffer.str(), wire::Source::kDisk));
-  std::lock_guard lock(registry->mutex_);
+  MutexLock lock(registry->mutex_);
   for (auto& job : *list.mutable_jobs()) registry->jobs_.push_back(std::move(job));
   return registry;
 }
@@ -40,7 +40,7 @@ Status JobRegistry::persist() {
 }
 
 Status JobRegistry::start(wire::JobInfo job) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   job.set_state("running");
   auto it = find_job(jobs_, job.id());
   if (it != jobs_.end()) {
@@ -53,7 +53,7 @@ Status JobRegistry::start(wire::JobInfo job) {
 }
 
 Status JobRegistry::finish(const std::string& id, std::string state, std::string detail, int64_t now_unix_nanos) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = find_job(jobs_, id);
   if (it == jobs_.end() || it->state() != "running") return Status::ok();
   it->set_state(std::move(state));
@@ -64,12 +64,12 @@ Status JobRegistry::finish(const std::string& id, std::string state, std::string
 
 Status JobRegistry::checkpoint(const wire::JobInfo& job) {
   update(job);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return persist();
 }
 
 void JobRegistry::update(const wire::JobInfo& job) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = find_job(jobs_, job.id());
   if (it == jobs_.end() || it->state() != "running") return;
   const std::string state = it->state();
@@ -80,14 +80,14 @@ void JobRegistry::update(const wire::JobInfo& job) {
 }
 
 std::optional<wire::JobInfo> JobRegistry::find(const std::string& id) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = find_job(jobs_, id);
   if (it == jobs_.end()) return std::nullopt;
   return *it;
 }
 
 std::vector<wire::JobInfo> JobRegistry::list() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return jobs_;
 }
 

@@ -1,12 +1,11 @@
 #pragma once
 
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
-#include "base/thread_annotations.h"
+#include "base/mutex.h"
 #include "wire/codec.h"
 
 namespace silo::cluster {
@@ -41,7 +40,7 @@ class JobRegistry {
   Status persist() REQUIRES(mutex_);
 
   const std::string path_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::vector<wire::JobInfo> jobs_ GUARDED_BY(mutex_);
 };
 

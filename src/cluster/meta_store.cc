@@ -70,7 +70,7 @@ bool EtcdMetaStore::is_authoritative() const {
 }
 
 std::string EtcdMetaStore::primary_id() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return primary_id_;
 }
 
@@ -115,7 +115,7 @@ http::Awaitable<void> EtcdMetaStore::follow() {
     }
   }
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     primary_id_ = primary;
   }
   if (nodes || buckets) co_await hooks_.install(std::move(nodes), std::move(buckets));
@@ -142,7 +142,7 @@ http::Awaitable<void> EtcdMetaStore::campaign() {
   renewed_at_ = sent;
   must_resign_ = false;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     primary_id_ = self_.id();
   }
   // The newest maps first: only then may this node change them.
@@ -189,7 +189,7 @@ void EtcdMetaStore::step_down(std::string_view why) {
   if (!is_leader_.exchange(false)) return;
   SILO_LOG_WARN("no longer the primary: {}", why);
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     primary_id_.clear();
   }
   hooks_.deposed();

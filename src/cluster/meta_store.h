@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 
+#include "base/mutex.h"
 #include "cluster/cluster_maps.h"
 #include "cluster/etcd.h"
 #include "config/config.h"
@@ -96,8 +97,8 @@ class EtcdMetaStore final : public MetaStore {
   std::atomic<int64_t> lease_{0};
   std::atomic<int64_t> leadership_revision_{0};  // create revision of our primary key
   std::atomic<int64_t> renewed_at_{0};           // steady clock ticks when the last renewal was sent
-  mutable std::mutex mutex_;
-  std::string primary_id_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  std::string primary_id_ GUARDED_BY(mutex_);
   std::unique_ptr<boost::asio::steady_timer> timer_;
   Hooks hooks_;  // set by run(); lives as long as this object, so late coroutines can use it
 };

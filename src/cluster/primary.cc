@@ -62,7 +62,7 @@ http::Awaitable<Status> Primary::start() {
   is_active_ = true;
   {
     // Every node already in the map gets a full timeout to check in before it is marked down.
-    std::lock_guard lock(seen_mutex_);
+    MutexLock lock(seen_mutex_);
     for (const auto& n : maps_.node_map()->nodes()) last_seen_[n.id()] = clock_.now();
   }
   const int64_t now = clock_.unix_nanos();
@@ -97,7 +97,7 @@ http::Awaitable<void> Primary::watch_keepalives() {
     if (!is_active()) continue;
     std::vector<std::string> silent;
     {
-      std::lock_guard lock(seen_mutex_);
+      MutexLock lock(seen_mutex_);
       const auto now = clock_.now();
       for (const auto& n : maps_.node_map()->nodes()) {
         if (n.id() == self_.id() || n.state() != wire::NODE_STATE_ONLINE) continue;
@@ -132,7 +132,7 @@ http::Awaitable<Result<wire::KeepaliveResponse>> Primary::keepalive(const wire::
     co_return Status::already_exists("node id {} is the primary's own id", node.id());
   }
   {
-    std::lock_guard lock(seen_mutex_);
+    MutexLock lock(seen_mutex_);
     last_seen_[node.id()] = clock_.now();
   }
   const auto current = maps_.node_map();
@@ -359,7 +359,7 @@ http::Awaitable<Result<wire::NodeMap>> Primary::remove_node(std::string id) {
     return Status::ok();
   }));
   {
-    std::lock_guard lock(seen_mutex_);
+    MutexLock lock(seen_mutex_);
     last_seen_.erase(id);
   }
   co_return *maps_.node_map();
@@ -368,7 +368,7 @@ http::Awaitable<Result<wire::NodeMap>> Primary::remove_node(std::string id) {
 http::Awaitable<Status> Primary::mutate(Change change) {
   if (!is_active()) co_return Status::unavailable("node {} is not the primary (any more); retry", self_.id());
   auto changed = co_await state_disk_.run([&]() -> Result<Changed> {
-    std::lock_guard lock(mutation_mutex_);
+    MutexLock lock(mutation_mutex_);
     wire::NodeMap nodes = *maps_.node_map();
     wire::BucketMap buckets = *maps_.bucket_map();
     Changed c;
@@ -441,12 +441,12 @@ Member::Member(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_p
       cluster_(std::move(cluster)) {}
 
 void Member::set_seed(http::Endpoint seed) {
-  std::lock_guard lock(seed_mutex_);
+  MutexLock lock(seed_mutex_);
   seed_ = std::move(seed);
 }
 
 bool Member::has_seed() const {
-  std::lock_guard lock(seed_mutex_);
+  MutexLock lock(seed_mutex_);
   return seed_.has_value();
 }
 
@@ -454,7 +454,7 @@ http::Awaitable<Status> Member::sync() {
   const auto map = maps_.node_map();
   std::optional<http::Endpoint> seed;
   {
-    std::lock_guard lock(seed_mutex_);
+    MutexLock lock(seed_mutex_);
     seed = seed_;
   }
   std::vector<http::Endpoint> candidates;

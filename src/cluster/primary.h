@@ -5,11 +5,10 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
 #include "base/clock.h"
-#include "base/thread_annotations.h"
+#include "base/mutex.h"
 #include "cluster/cluster_maps.h"
 #include "wire/json.h"
 #include "cluster/jobs.h"
@@ -130,8 +129,8 @@ class Primary {
   JobRegistry& jobs_;
   MetaStore& meta_;
   std::atomic<bool> is_active_{false};
-  std::mutex mutation_mutex_;  // held on the state disk thread only, never across co_await
-  std::mutex seen_mutex_;
+  Mutex mutation_mutex_;  // held on the state disk thread only, never across co_await
+  Mutex seen_mutex_;
   std::unordered_map<std::string, Clock::TimePoint> last_seen_ GUARDED_BY(seen_mutex_);
   std::atomic<bool> stopping_{false};
   std::unique_ptr<boost::asio::steady_timer> timer_;
@@ -164,8 +163,8 @@ class Member {
   store::DiskExecutor& state_disk_;
   std::shared_ptr<http::Client> client_;
   const wire::NodeInfo self_;
-  mutable std::mutex seed_mutex_;
-  std::optional<http::Endpoint> seed_;  // GUARDED_BY(seed_mutex_)
+  mutable Mutex seed_mutex_;
+  std::optional<http::Endpoint> seed_ GUARDED_BY(seed_mutex_);
   const config::ClusterConfig cluster_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<boost::asio::steady_timer> timer_;

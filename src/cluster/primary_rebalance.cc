@@ -192,7 +192,7 @@ http::Awaitable<void> Primary::retire_decommissioned() {
       return Status::ok();
     });
     if (!s.is_ok()) SILO_LOG_WARN("removing decommissioned node {}: {}", id, s);
-    std::lock_guard lock(seen_mutex_);
+    MutexLock lock(seen_mutex_);
     last_seen_.erase(id);
   }
 }

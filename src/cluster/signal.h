@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
 #include "cluster/resume.h"
 
 namespace silo::cluster {
@@ -20,14 +20,14 @@ namespace silo::cluster {
 class Signal {
  public:
   uint64_t count() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return count_;
   }
 
   void notify() {
     std::vector<std::function<void()>> waiters;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       ++count_;
       waiters.swap(waiters_);
     }
@@ -49,7 +49,7 @@ class Signal {
     template <typename Handler>
     void operator()(Handler handler) const {
       std::function<void()> resume = resume_later(std::move(handler));
-      std::unique_lock lock(signal->mutex_);
+      MutexLock lock(signal->mutex_);
       if (signal->count_ != seen) {
         lock.unlock();
         resume();
@@ -59,9 +59,9 @@ class Signal {
     }
   };
 
-  mutable std::mutex mutex_;
-  uint64_t count_ = 0;                          // GUARDED_BY(mutex_)
-  std::vector<std::function<void()>> waiters_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  uint64_t count_ GUARDED_BY(mutex_) = 0;
+  std::vector<std::function<void()>> waiters_ GUARDED_BY(mutex_);
 };
 
 }  // namespace silo::cluster

@@ -1,12 +1,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "base/result.h"
-#include "base/thread_annotations.h"
+#include "base/mutex.h"
 #include "config/config.h"
 
 namespace silo::config {
@@ -22,14 +21,14 @@ class LiveConfig {
 
   // The effective config now. Never null.
   std::shared_ptr<const ClusterConfig> get() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return current_;
   }
   // The config file's cluster section (what start-only settings come from).
   const ClusterConfig& file() const { return file_; }
   // The overrides the current snapshot was made from ("" when none).
   std::string overrides() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return overrides_;
   }
 
@@ -38,15 +37,15 @@ class LiveConfig {
   // from the primary's so that a cross-field rule fails) leave the previous effective
   // config and return the error (kInvalidArgument), for the caller to log.
   Status set_overrides(std::string_view overrides_json) {
-    std::lock_guard update(update_mutex_);  // one update at a time, in order
+    MutexLock update(update_mutex_);  // one update at a time, in order
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (overrides_ == overrides_json) return Status::ok();
     }
     ClusterConfig next = file_;
     RETURN_IF_ERROR(apply_overrides(next, overrides_json));
     auto snapshot = std::make_shared<const ClusterConfig>(std::move(next));
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     current_ = std::move(snapshot);
     overrides_ = std::string(overrides_json);
     return Status::ok();
@@ -54,8 +53,8 @@ class LiveConfig {
 
  private:
   const ClusterConfig file_;
-  std::mutex update_mutex_;
-  mutable std::mutex mutex_;
+  Mutex update_mutex_;
+  mutable Mutex mutex_;
   std::shared_ptr<const ClusterConfig> current_ GUARDED_BY(mutex_);
   std::string overrides_ GUARDED_BY(mutex_);
 };

@@ -10,11 +10,10 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <charconv>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
-#include "base/thread_annotations.h"
+#include "base/mutex.h"
 #include "http/detail/beast_io.h"
 
 namespace silo::http {
@@ -137,7 +136,7 @@ class ClientImpl final : public Client, public std::enable_shared_from_this<Clie
   const ClientOptions options_;
   asio::ssl::context tls_context_;
   Status tls_setup_;  // why TLS cannot be used (a bad CA file), else ok
-  std::mutex mu_;
+  Mutex mu_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<ClientConnection>>> idle_
       GUARDED_BY(mu_);
 };
@@ -582,7 +581,7 @@ Awaitable<Result<ClientResponse>> ClientImpl::call(const Endpoint& endpoint, Cli
 }
 
 std::unique_ptr<ClientConnection> ClientImpl::take_idle(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = idle_.find(key);
   if (it == idle_.end()) return nullptr;
   auto& connections = it->second;
@@ -595,7 +594,7 @@ std::unique_ptr<ClientConnection> ClientImpl::take_idle(const std::string& key) 
 }
 
 void ClientImpl::release(std::unique_ptr<ClientConnection> connection) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& connections = idle_[connection->pool_key];
   if (connections.size() < options_.max_idle_per_endpoint) {
     connections.push_back(std::move(connection));

@@ -11,7 +11,6 @@
 #include <csignal>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -22,7 +21,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include "base/log.h"
-#include "base/thread_annotations.h"
+#include "base/mutex.h"
 #include "http/detail/beast_io.h"
 
 namespace silo::http {
@@ -63,7 +62,7 @@ struct ServerState {
   const ServerOptions options;
   const Handler handler;
   std::atomic<bool> is_stopping{false};
-  mutable std::mutex mu;
+  mutable Mutex mu;
   std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections GUARDED_BY(mu);
   uint64_t next_connection_id GUARDED_BY(mu) = 0;
 };
@@ -465,7 +464,7 @@ Awaitable<void> Connection::run(std::shared_ptr<Connection> self) {
 }
 
 void Connection::unregister() {
-  std::lock_guard lock(server_->mu);
+  MutexLock lock(server_->mu);
   server_->connections.erase(id_);
 }
 
@@ -607,7 +606,7 @@ Awaitable<void> accept_loop(std::shared_ptr<ServerState> state) {
     }
     std::shared_ptr<Connection> connection;
     {
-      std::lock_guard lock(state->mu);
+      MutexLock lock(state->mu);
       if (state->is_stopping || state->connections.size() >= state->options.limits.max_connections) {
         socket.close(ec);
         continue;
@@ -665,7 +664,7 @@ class ServerImpl final : public Server {
   }
 
   size_t connection_count() const override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     return state_->connections.size();
   }
 
@@ -674,7 +673,7 @@ class ServerImpl final : public Server {
   void for_each_connection(Fn fn) {
     std::vector<std::shared_ptr<Connection>> live;
     {
-      std::lock_guard lock(state_->mu);
+      MutexLock lock(state_->mu);
       for (const auto& [id, weak] : state_->connections) {
         if (auto connection = weak.lock()) live.push_back(std::move(connection));
       }

@@ -7,7 +7,7 @@
 namespace silo::stats {
 
 Counter& Registry::counter(const std::string& name, const std::string& help, const std::string& labels) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   for (auto& e : counters_) {
     if (e.name == name && e.labels == labels) return e.counter;
   }
@@ -19,12 +19,12 @@ Counter& Registry::counter(const std::string& name, const std::string& help, con
 }
 
 void Registry::gauge(const std::string& name, const std::string& help, std::function<double()> read) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   gauges_.push_back({name, help, std::move(read)});
 }
 
 std::string Registry::render() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   std::string out;
   std::set<std::string> described;
   for (const auto& e : counters_) {

@@ -4,11 +4,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "base/thread_annotations.h"
+#include "base/mutex.h"
 
 namespace silo::stats {
 
@@ -42,7 +41,7 @@ class Registry {
     std::string name, help;
     std::function<double()> read;
   };
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::deque<CounterEntry> counters_ GUARDED_BY(mutex_);  // deque: stable addresses
   std::vector<GaugeEntry> gauges_ GUARDED_BY(mutex_);
 };

@@ -8,10 +8,10 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <optional>
 
+#include "base/mutex.h"
 #include "store/detail/op_gate.h"
 #include "store/store.h"
 #include "store/store_test_util.h"
@@ -226,8 +226,10 @@ TEST_F(StoreMountpathTest, ReadsAndWritesOnSeveralThreadsThroughAttachAndDetachL
   // and mp1 detached: every acknowledged write reads back, every read finds its object.
   boost::asio::io_context io;
   std::atomic<bool> is_done{false};
-  std::mutex mutex;
-  std::map<std::string, std::string> acknowledged;  // GUARDED_BY(mutex)
+  struct {
+    Mutex mutex;
+    std::map<std::string, std::string> writes GUARDED_BY(mutex);
+  } acknowledged;
   std::atomic<int> failures{0};
   for (int w = 0; w < 4; ++w) {
     boost::asio::co_spawn(
@@ -242,8 +244,8 @@ TEST_F(StoreMountpathTest, ReadsAndWritesOnSeveralThreadsThroughAttachAndDetachL
               ADD_FAILURE() << object.name << ": " << put.status();
               continue;
             }
-            std::lock_guard lock(mutex);
-            acknowledged[object.name] = data;
+            MutexLock lock(acknowledged.mutex);
+            acknowledged.writes[object.name] = data;
           }
         },
         boost::asio::detached);
@@ -283,14 +285,15 @@ TEST_F(StoreMountpathTest, ReadsAndWritesOnSeveralThreadsThroughAttachAndDetachL
   ASSERT_EQ(store_->mountpaths().size(), 1u);
   EXPECT_TRUE(files_under(dir_.sub("mp1/obj")).empty());
   for (const std::string& name : names_) EXPECT_EQ(*get(*store_, {bucket_, name}), "v-" + name);
-  for (const auto& [name, data] : acknowledged) {
+  MutexLock lock(acknowledged.mutex);  // the io threads are joined: only for the analysis
+  for (const auto& [name, data] : acknowledged.writes) {
     Result<std::string> got = get(*store_, {bucket_, name});
     ASSERT_TRUE(got) << name << ": " << got.status();
     EXPECT_EQ(*got, data) << name;
   }
   Result<ListResult> listed = run(store_->list(bucket_, {}));
   ASSERT_TRUE(listed);
-  EXPECT_EQ(listed->entries.size(), names_.size() + acknowledged.size());
+  EXPECT_EQ(listed->entries.size(), names_.size() + acknowledged.writes.size());
 }
 
 }  // namespace

@@ -82,7 +82,8 @@ std::vector<std::string> mountpaths_to_open(const std::vector<std::string>& conf
     }
     paths.push_back(path);
   }
-  for (const auto& [path, attached] : changes) {
+  for (const auto& [changed, attached] : changes) {
+    const std::string& path = changed;  // a lambda may not capture a structured binding in clang 14
     const bool is_listed = std::any_of(paths.begin(), paths.end(), [&](const std::string& p) {
       return without_trailing_slash(p) == path;
     });
@@ -121,7 +122,7 @@ void Target::start_resilver(asio::any_io_executor executor, std::string reason, 
   if (!resilver->detach_id.empty()) resilver->reason = fmt::format("detach of mountpath {}", resilver->detach_path);
   resilver->started_unix_nanos = Clock::real().unix_nanos();
   {
-    std::lock_guard lock(resilver_mutex_);
+    MutexLock lock(resilver_mutex_);
     if (resilver_ && resilver_->running) resilver_->cancelled = true;  // the newer layout wins
     resilver_ = resilver;
   }
@@ -237,7 +238,7 @@ http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::s
     body += "]";
     std::shared_ptr<Resilver> last;
     {
-      std::lock_guard lock(resilver_mutex_);
+      MutexLock lock(resilver_mutex_);
       last = resilver_;
     }
     if (last) {
@@ -304,7 +305,7 @@ Status Target::start_detach(asio::any_io_executor executor, std::string id) {
   // in progress, objects that do not move) shows in GET /v1/mountpaths when it ends.
   RETURN_IF_ERROR(store_.check_detach(id));
   {
-    std::lock_guard lock(resilver_mutex_);
+    MutexLock lock(resilver_mutex_);
     if (resilver_ && resilver_->running && !resilver_->detach_id.empty()) {
       return Status::unavailable("mountpath {} is being detached; retry when that ends", resilver_->detach_path);
     }

@@ -136,8 +136,8 @@ struct Target::Walk {
   uint64_t total = 0;
   int64_t started_unix_nanos = 0;
   std::atomic<int64_t> finished_unix_nanos{0};
-  std::mutex mutex;
-  std::string last_error;  // GUARDED_BY(mutex)
+  Mutex mutex;
+  std::string last_error GUARDED_BY(mutex);
   // Copies this walk sent of objects deleted meanwhile, still to take back at their
   // owner (object, owner, mtime, xxh3): the walk is not finished until they are.
   struct Undo {
@@ -146,7 +146,7 @@ struct Target::Walk {
     int64_t mtime_unix_nanos = 0;
     uint64_t xxh3 = 0;
   };
-  std::vector<Undo> undos;  // GUARDED_BY(mutex)
+  std::vector<Undo> undos GUARDED_BY(mutex);
   std::unique_ptr<asio::steady_timer> timer;  // the pause between attempts
   // The walk this one replaced: it must have exited (its last copies landed) first.
   std::shared_ptr<Walk> previous;
@@ -154,7 +154,7 @@ struct Target::Walk {
 
   void fail(const Status& s) {
     errors.fetch_add(1);
-    std::lock_guard lock(mutex);
+    MutexLock lock(mutex);
     last_error = s.to_string();
   }
 };
@@ -174,7 +174,7 @@ http::Awaitable<void> Target::sync_rebalance() {
   const auto map = maps_.node_map();
   std::shared_ptr<Walk> started;
   {
-    std::lock_guard lock(rebalance_mutex_);
+    MutexLock lock(rebalance_mutex_);
     const bool is_current = walk_ && walk_->rebalance_id == map->rebalance_id() && walk_->phase == map->rebalance_phase();
     if (is_current) co_return;
     if (walk_ && !walk_->finished) {
@@ -197,7 +197,7 @@ http::Awaitable<void> Target::sync_rebalance() {
 
 void Target::stop_rebalance() {
   is_stopping_ = true;
-  std::lock_guard lock(rebalance_mutex_);
+  MutexLock lock(rebalance_mutex_);
   if (!walk_) return;
   walk_->cancelled = true;
   cluster::cancel(walk_->timer);
@@ -213,7 +213,9 @@ http::Awaitable<void> Target::drain_copies(Walk& walk) {
       if (walk.cancelled) co_return;  // the walk that replaces this one takes the chain over
       co_await cluster::pause(timer, std::chrono::milliseconds(5));
     }
-    std::scoped_lock lock(walk.mutex, p->mutex);
+    // Only here are two walks locked at once, always the newer first.
+    MutexLock lock(walk.mutex);
+    MutexLock previous_lock(p->mutex);
     for (auto& undo : p->undos) walk.undos.push_back(std::move(undo));
     p->undos.clear();
   }
@@ -221,7 +223,7 @@ http::Awaitable<void> Target::drain_copies(Walk& walk) {
   // Copies accepted here under the previous map have committed.
   while (!walk.cancelled) {
     {
-      std::lock_guard lock(copies_mutex_);
+      MutexLock lock(copies_mutex_);
       if (copies_in_flight_ == 0) co_return;
     }
     co_await cluster::pause(timer, std::chrono::milliseconds(5));
@@ -231,7 +233,7 @@ http::Awaitable<void> Target::drain_copies(Walk& walk) {
 http::Awaitable<Status> Target::retry_undos(Walk& walk) {
   std::vector<Walk::Undo> undos;
   {
-    std::lock_guard lock(walk.mutex);
+    MutexLock lock(walk.mutex);
     undos.swap(walk.undos);
   }
   Status last;
@@ -239,7 +241,7 @@ http::Awaitable<Status> Target::retry_undos(Walk& walk) {
     const Status s = co_await send_undo(undo.owner, undo.object, undo.mtime_unix_nanos, undo.xxh3);
     if (s.is_ok()) continue;
     last = s;
-    std::lock_guard lock(walk.mutex);
+    MutexLock lock(walk.mutex);
     walk.undos.push_back(std::move(undo));
   }
   co_return last;
@@ -286,7 +288,7 @@ http::Awaitable<void> Target::walk(std::shared_ptr<Walk> walk) {
     if (!s.is_ok()) walk->fail(s);
     std::string last_error;
     {
-      std::lock_guard lock(walk->mutex);
+      MutexLock lock(walk->mutex);
       last_error = walk->last_error;
     }
     SILO_LOG_WARN("rebalance walk {} ({}): {} objects failed, the last: {}; walking again", walk->rebalance_id,
@@ -371,7 +373,7 @@ http::Awaitable<Status> Target::move_object(Walk& walk, const ObjectRef& object,
       const Status undone = co_await send_undo(to, object, record.mtime_unix_nanos(), record.xxh3());
       if (!undone.is_ok()) {
         // Kept until it succeeds: the walk will not see this object again to retry it.
-        std::lock_guard lock(walk.mutex);
+        MutexLock lock(walk.mutex);
         walk.undos.push_back({object, to, record.mtime_unix_nanos(), record.xxh3()});
       }
       co_return undone;
@@ -448,7 +450,7 @@ http::Awaitable<Result<Placed>> Target::store_copy(http::BodyReader& body, const
                           replacing](const wire::ObjectRecord* current) {
     // Only a holder under this node's current map takes a copy: one sent by a walk that a
     // newer map cancelled must not land where the new walk has looked already.
-    std::lock_guard lock(copies_mutex_);
+    MutexLock lock(copies_mutex_);
     const bool is_holder = is_self_among(holders_of(object));
     if (!is_holder) {
       return Status::failed_precondition("{} does not hold copies of {} under node map v{}", options_.self.id(),
@@ -471,7 +473,7 @@ http::Awaitable<Result<Placed>> Target::store_copy(http::BodyReader& body, const
   CO_RETURN_IF_ERROR((co_await receive(body, *writer, {})).status());
   auto committed = co_await writer->commit();
   if (is_counted) {
-    std::lock_guard lock(copies_mutex_);
+    MutexLock lock(copies_mutex_);
     --copies_in_flight_;
   }
   if (!committed && committed.error().code() == Code::kAlreadyExists) co_return Placed{};
@@ -608,7 +610,7 @@ http::Awaitable<Result<bool>> Target::remove_elsewhere(const ObjectRef& object) 
 http::Awaitable<void> Target::handle_rebalance_progress(http::Exchange& exchange) {
   wire::RebalanceProgress p;
   {
-    std::lock_guard lock(rebalance_mutex_);
+    MutexLock lock(rebalance_mutex_);
     if (walk_) {
       p.set_rebalance_id(walk_->rebalance_id);
       p.set_phase(walk_->phase);
@@ -620,7 +622,7 @@ http::Awaitable<void> Target::handle_rebalance_progress(http::Exchange& exchange
       p.set_errors(walk_->errors);
       p.set_started_unix_nanos(walk_->started_unix_nanos);
       p.set_finished_unix_nanos(walk_->finished_unix_nanos);
-      std::lock_guard walk_lock(walk_->mutex);
+      MutexLock walk_lock(walk_->mutex);
       p.set_last_error(walk_->last_error);
     }
   }

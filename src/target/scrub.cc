@@ -36,7 +36,7 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
   const http::RequestHead& request = exchange.request();
   std::shared_ptr<Task> task;
   {
-    std::lock_guard lock(tasks_mutex_);
+    MutexLock lock(tasks_mutex_);
     if (auto it = tasks_.find(id); it != tasks_.end()) task = it->second;
   }
   Status s;
@@ -65,7 +65,7 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
       task->total = task->request.kind == "scrub" ? store_.object_count_estimate() : 0;
       if (s.is_ok()) {
         {
-          std::lock_guard lock(tasks_mutex_);
+          MutexLock lock(tasks_mutex_);
           tasks_[id] = task;
           // The oldest finished ones go: the primary keeps the job's figures.
           for (auto it = tasks_.begin(); tasks_.size() > kMaxTasksKept && it != tasks_.end();) {
@@ -95,7 +95,7 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
     p.set_copies_restored(task->restored);
     p.set_objects_skipped(task->skipped);
     {
-      std::lock_guard lock(task->mutex);
+      MutexLock lock(task->mutex);
       p.set_last_error(task->last_error);
       for (const auto& f : task->failed_objects) p.add_failed_objects(f);
     }

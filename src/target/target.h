@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
 #include "cache/cache.h"
 #include "cluster/bucket_writes.h"
 #include "cluster/cluster_maps.h"
@@ -376,8 +378,8 @@ class Target {
   // Checks one copy; replaces it when corrupt; gives holders that lack it a copy when
   // this node is the first holder that is up.
   http::Awaitable<Status> scrub_object(Task& task, const ObjectRef& object);
-  std::mutex tasks_mutex_;
-  std::map<std::string, std::shared_ptr<Task>> tasks_;  // GUARDED_BY(tasks_mutex_); by job id
+  Mutex tasks_mutex_;
+  std::map<std::string, std::shared_ptr<Task>> tasks_ GUARDED_BY(tasks_mutex_);  // by job id
 
   struct Resilver;
   // Starts a resilver, preempting one that runs; with `detach_id`, the detach of that
@@ -390,14 +392,14 @@ class Target {
   // service, a detach already running).
   Status start_detach(boost::asio::any_io_executor executor, std::string id);
   http::Awaitable<void> run_resilver(std::shared_ptr<Resilver> resilver);
-  std::mutex resilver_mutex_;
-  std::shared_ptr<Resilver> resilver_;  // GUARDED_BY(resilver_mutex_); the current or last one
+  Mutex resilver_mutex_;
+  std::shared_ptr<Resilver> resilver_ GUARDED_BY(resilver_mutex_);  // the current or last one
   std::atomic<bool> is_stopping_{false};
 
   // Copies received (rebalance, get-from-neighbor) between their ownership check and the
   // end of their commit: a new walk waits for them, so none lands behind its listing.
-  std::mutex copies_mutex_;
-  uint64_t copies_in_flight_ = 0;  // GUARDED_BY(copies_mutex_)
+  Mutex copies_mutex_;
+  uint64_t copies_in_flight_ GUARDED_BY(copies_mutex_) = 0;
   http::Awaitable<void> drain_copies(Walk& walk);
   // Takes back copies of objects deleted while being sent (DELETE ?mtime=&xxh3=).
   http::Awaitable<Status> send_undo(const http::Endpoint& owner, const ObjectRef& object, int64_t mtime,
@@ -405,8 +407,8 @@ class Target {
   // send_undo() for the walk's pending ones; those that fail stay pending.
   http::Awaitable<Status> retry_undos(Walk& walk);
 
-  std::mutex rebalance_mutex_;
-  std::shared_ptr<Walk> walk_;     // GUARDED_BY(rebalance_mutex_); the current or last walk
+  Mutex rebalance_mutex_;
+  std::shared_ptr<Walk> walk_ GUARDED_BY(rebalance_mutex_);  // the current or last walk
   store::DiskExecutor reader_{2};  // reads object files for pushes
 
   // The effective cluster config now (one snapshot: read every value of a request from it).

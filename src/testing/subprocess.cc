@@ -9,10 +9,11 @@
 #include <condition_variable>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <csignal>
 #include <thread>
+
+#include "base/mutex.h"
 
 extern char** environ;
 
@@ -30,8 +31,12 @@ class ChildReaper {
 
   // The wait status of `pid`, or nullopt past `deadline`.
   std::optional<int> wait(pid_t pid, std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock lock(mutex_);
-    if (!exited_cv_.wait_until(lock, deadline, [&] { return exited_.contains(pid); })) return std::nullopt;
+    MutexLock lock(mutex_);
+    while (!exited_.contains(pid)) {
+      if (lock.wait_until(exited_cv_, deadline) == std::cv_status::timeout && !exited_.contains(pid)) {
+        return std::nullopt;
+      }
+    }
     const int status = exited_[pid];
     exited_.erase(pid);
     return status;
@@ -48,7 +53,7 @@ class ChildReaper {
       int status = 0;
       const pid_t pid = ::waitpid(-1, &status, 0);
       if (pid > 0) {
-        std::lock_guard lock(mutex_);
+        MutexLock lock(mutex_);
         exited_[pid] = status;
         exited_cv_.notify_all();
       } else if (errno == ECHILD) {
@@ -58,9 +63,9 @@ class ChildReaper {
     }
   }
 
-  std::mutex mutex_;
+  Mutex mutex_;
   std::condition_variable exited_cv_;
-  std::map<pid_t, int> exited_;  // GUARDED_BY(mutex_)
+  std::map<pid_t, int> exited_ GUARDED_BY(mutex_);
 };
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }

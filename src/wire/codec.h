@@ -12,6 +12,7 @@
 #include "cluster_messages.pb.h"
 #include "node_map.pb.h"
 #include "object_record.pb.h"
+#include "upload_record.pb.h"
 
 namespace silo::wire {
 

@@ -333,9 +333,12 @@ Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps p
         props.clear_ec();
         continue;
       }
-      const auto field = [&value](const char* name) -> std::optional<uint64_t> {
-        const auto it = value.find(name);
-        if (it == value.end() || !it->is_number_unsigned()) return std::nullopt;
+      // A reference, not the structured binding: clang 14 (the thread-safety check) cannot
+      // capture bindings.
+      const auto& ec = value;
+      const auto field = [&ec](const char* name) -> std::optional<uint64_t> {
+        const auto it = ec.find(name);
+        if (it == ec.end() || !it->is_number_unsigned()) return std::nullopt;
         return it->get<uint64_t>();
       };
       const auto data = field("data"), parity = field("parity");

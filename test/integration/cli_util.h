@@ -83,9 +83,10 @@ class Cli {
                    {"SILO_ACCESS_KEY", "silo-admin"},
                    {"SILO_SECRET_KEY", "silo-secret-key"},
                    {"HOME", dir()}};  // no developer's ~/.config/silo/config.json
-    for (auto& [k, v] : env) {
-      std::erase_if(options.env, [&k](const auto& e) { return e.first == k; });
-      options.env.emplace_back(k, v);
+    for (const auto& entry : env) {  // not a structured binding: clang 14 cannot capture one
+      const auto& key = entry.first;
+      std::erase_if(options.env, [&key](const auto& e) { return e.first == key; });
+      options.env.emplace_back(entry.first, entry.second);
     }
     options.timeout = std::chrono::milliseconds(180000);
     CliResult r;

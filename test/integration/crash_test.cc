@@ -4,9 +4,9 @@
 
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "test_util.h"
 #include "base/text.h"
 #include "testing/random.h"
@@ -51,8 +51,10 @@ TEST(CrashTest, KillTargetDuringConcurrentPutsLosesNothingAcknowledged) {
   silo::testing::Random random;
 
   constexpr int kThreads = 4;
-  std::mutex mutex;
-  std::map<std::string, Attempt> attempts;  // GUARDED_BY(mutex)
+  struct {
+    Mutex mutex;
+    std::map<std::string, Attempt> attempts GUARDED_BY(mutex);
+  } shared;
   std::atomic<int> acknowledged{0};
   std::atomic<int> finished{0};
   std::atomic<bool> is_stopping{false};
@@ -71,8 +73,8 @@ TEST(CrashTest, KillTargetDuringConcurrentPutsLosesNothingAcknowledged) {
         if (!put) a.error = put.error().to_string();
         acknowledged += a.is_acknowledged;
         ++finished;
-        std::lock_guard lock(mutex);
-        attempts.emplace(name, std::move(a));
+        MutexLock lock(shared.mutex);
+        shared.attempts.emplace(name, std::move(a));
       }
     });
   }
@@ -95,6 +97,11 @@ TEST(CrashTest, KillTargetDuringConcurrentPutsLosesNothingAcknowledged) {
   ASSERT_OK(cluster->restart("t2"));
   ASSERT_OK(cluster->wait_for_node_state("t2", "online", seconds(10)));
 
+  std::map<std::string, Attempt> attempts;
+  {
+    MutexLock lock(shared.mutex);  // the writers are joined: this takes their final record
+    attempts = std::move(shared.attempts);
+  }
   client::Client& c = cluster->client();
   size_t failed = 0;
   for (const auto& [name, a] : attempts) {

@@ -13,11 +13,11 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <future>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "backend/s3_backend.h"
+#include "base/mutex.h"
 #include "test_util.h"
 #include "testing/subprocess.h"
 
@@ -123,7 +123,7 @@ class FakeS3 {
   }
   std::string url() const { return fmt::format("http://127.0.0.1:{}", port_); }
   std::vector<std::string> requests() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return requests_;
   }
 
@@ -136,7 +136,7 @@ class FakeS3 {
       char c = 0;
       while (head.find("\r\n\r\n") == std::string::npos && ::recv(conn, &c, 1, 0) == 1) head += c;
       {
-        std::lock_guard lock(mutex_);
+        MutexLock lock(mutex_);
         requests_.push_back(head);
       }
       size_t sent = 0;
@@ -153,8 +153,8 @@ class FakeS3 {
   int fd_ = -1;
   uint16_t port_ = 0;
   std::thread thread_;
-  std::mutex mutex_;
-  std::vector<std::string> requests_;
+  Mutex mutex_;
+  std::vector<std::string> requests_ GUARDED_BY(mutex_);
 };
 
 // A raw answer; `content_length` when it announces more than `body` (a cut transfer).

@@ -13,14 +13,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "client/detail/json_reader.h"
+#include "base/mutex.h"
+#include "client/json_reader.h"
 #include "test_util.h"
 #include "testing/random.h"
 
@@ -106,7 +106,7 @@ class Reader {
   size_t reads() const { return reads_; }
   size_t failures() const { return failures_; }
   std::string first_failure() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return first_failure_;
   }
 
@@ -128,7 +128,7 @@ class Reader {
   }
   void fail(std::string what) {
     ++failures_;
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (first_failure_.empty()) first_failure_ = std::move(what);
   }
 
@@ -137,8 +137,8 @@ class Reader {
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> reads_{0};
   std::atomic<size_t> failures_{0};
-  std::mutex mutex_;
-  std::string first_failure_;
+  Mutex mutex_;
+  std::string first_failure_ GUARDED_BY(mutex_);
   std::thread thread_;
 };
 
@@ -222,14 +222,14 @@ inline uint64_t sum_over_targets(const LocalCluster& cluster, std::string_view m
   return sum;
 }
 
-using client::detail::JsonValue;
+using client::JsonValue;
 
 // GET /v1/mountpaths of a target.
 inline Result<JsonValue> mountpaths_of(LocalCluster& cluster, std::string_view target) {
   ASSIGN_OR_RETURN(auto c, cluster.client_of(target));
   ASSIGN_OR_RETURN(const client::Response r, c->request(http::Method::kGet, "/v1/mountpaths"));
   if (r.status != 200) return Status::unavailable("GET /v1/mountpaths: HTTP {}: {}", r.status, r.body);
-  return client::detail::parse_json(r.body);
+  return client::parse_json(r.body);
 }
 
 inline std::string mountpath_field(const JsonValue& doc, std::string_view path, std::string_view field) {

@@ -16,10 +16,10 @@
 #include <memory>
 #include <optional>
 #include <algorithm>
-#include <mutex>
 #include <span>
 #include <string>
 
+#include "base/mutex.h"
 #include "http/message.h"
 
 namespace silo::http::detail {
@@ -48,11 +48,9 @@ class IoDeadline {
   using SteadyClock = std::chrono::steady_clock;
 
   IoDeadline(const asio::any_io_executor& executor, tcp::socket& socket)
-      : state_(std::make_shared<State>(executor)) {
-    state_->socket = &socket;
-  }
+      : state_(std::make_shared<State>(executor, socket)) {}
   ~IoDeadline() {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->socket = nullptr;
     state_->timer.cancel();
   }
@@ -60,7 +58,7 @@ class IoDeadline {
   IoDeadline& operator=(const IoDeadline&) = delete;
 
   void arm(SteadyClock::duration timeout) {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->deadline = SteadyClock::now() + timeout;
     state_->has_expired = false;
     // A pending wait that ends at or before the new deadline re-checks when it fires.
@@ -69,32 +67,32 @@ class IoDeadline {
   }
 
   void disarm() {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->deadline = SteadyClock::time_point::max();
   }
 
   bool has_expired() const {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     return state_->has_expired;
   }
 
  private:
   struct State {
-    explicit State(const asio::any_io_executor& executor) : timer(executor) {}
-    mutable std::mutex mu;
-    asio::steady_timer timer;
-    tcp::socket* socket = nullptr;
-    SteadyClock::time_point deadline = SteadyClock::time_point::max();
-    bool is_waiting = false;
-    bool has_expired = false;
+    State(const asio::any_io_executor& executor, tcp::socket& owner_socket)
+        : timer(executor), socket(&owner_socket) {}
+    mutable Mutex mu;
+    asio::steady_timer timer GUARDED_BY(mu);
+    tcp::socket* socket GUARDED_BY(mu) = nullptr;
+    SteadyClock::time_point deadline GUARDED_BY(mu) = SteadyClock::time_point::max();
+    bool is_waiting GUARDED_BY(mu) = false;
+    bool has_expired GUARDED_BY(mu) = false;
   };
 
-  // Requires: state->mu is held.
-  static void start_wait(const std::shared_ptr<State>& state) {
+  static void start_wait(const std::shared_ptr<State>& state) REQUIRES(state->mu) {
     state->is_waiting = true;
     state->timer.expires_at(state->deadline);
     state->timer.async_wait([state](const ErrorCode& ec) {
-      std::lock_guard lock(state->mu);
+      MutexLock lock(state->mu);
       // An aborted wait was replaced by a newer one (or the owner is gone).
       if (ec == asio::error::operation_aborted) return;
       state->is_waiting = false;

@@ -11,7 +11,6 @@
 #include "base/result.h"
 #include "base/strong_id.h"
 #include "store/store.h"
-#include "upload_record.pb.h"
 #include "wire/codec.h"
 
 namespace silo::store::detail {

@@ -216,7 +216,7 @@ Status Mountpath::close_detached() {
 
 void Mountpath::mark_failed(std::string why) {
   {
-    std::lock_guard lock(failure_mutex_);
+    MutexLock lock(failure_mutex_);
     failure_ = std::move(why);
   }
   state_ = MountpathState::kFailed;
@@ -246,7 +246,7 @@ MountpathInfo Mountpath::info() const {
   info.id = id_;
   info.state = state();
   {
-    std::lock_guard lock(failure_mutex_);
+    MutexLock lock(failure_mutex_);
     info.failure = failure_;
   }
   if (is_readable()) info.objects = meta_->estimate_object_count();

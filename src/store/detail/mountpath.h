@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "base/result.h"
 #include "base/strong_id.h"
 #include "store/detail/meta_db.h"
@@ -99,8 +100,8 @@ class Mountpath {
   uint64_t hrw_hash_;
   std::atomic<MountpathState> state_{MountpathState::kInService};
   std::atomic<bool> detached_{false};
-  mutable std::mutex failure_mutex_;
-  std::string failure_;  // GUARDED_BY(failure_mutex_)
+  mutable Mutex failure_mutex_;
+  std::string failure_ GUARDED_BY(failure_mutex_);
   DiskExecutor disk_;
 };
 

@@ -4,14 +4,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
-#include "base/thread_annotations.h"
+#include "base/mutex.h"
 #include "base/result.h"
 #include "store/detail/meta_db.h"
 #include "store/detail/mountpath.h"
@@ -213,7 +212,7 @@ class StoreImpl final : public Store {
   std::atomic<uint64_t> next_generation_;
   std::atomic<bool> is_closed_{false};
   const uint64_t min_part_size_;
-  std::mutex claims_mutex_;
+  Mutex claims_mutex_;
   std::unordered_set<std::string> claimed_uploads_ GUARDED_BY(claims_mutex_);
 };
 

@@ -134,17 +134,17 @@ UploadInfo upload_info_of(const wire::UploadRecord& record) {
 }
 
 StoreImpl::UploadClaim::~UploadClaim() {
-  const std::lock_guard<std::mutex> guard(store_.claims_mutex_);
+  const MutexLock guard(store_.claims_mutex_);
   store_.claimed_uploads_.erase(upload_id_);
 }
 
 bool StoreImpl::try_claim(const std::string& upload_id) {
-  const std::lock_guard<std::mutex> guard(claims_mutex_);
+  const MutexLock guard(claims_mutex_);
   return claimed_uploads_.insert(upload_id).second;
 }
 
 bool StoreImpl::is_claimed(const std::string& upload_id) {
-  const std::lock_guard<std::mutex> guard(claims_mutex_);
+  const MutexLock guard(claims_mutex_);
   return claimed_uploads_.contains(upload_id);
 }
 

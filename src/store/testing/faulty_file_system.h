@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "store/file_system.h"
 
@@ -115,27 +116,27 @@ class FaultyFileSystem final : public FileSystem {
       : base_(std::move(base)) {}
 
   void inject(Fault fault) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     faults_.push_back(Armed{std::move(fault), 0});
   }
   // From now on each write(2) writes at most `bytes` (0: none, as a write that makes no
   // progress); nullopt: whole writes again.
   void set_max_write_bytes(std::optional<size_t> bytes) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     max_write_bytes_ = bytes;
   }
   void crash_at(const CrashPoint& point) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     crash_point_ = point;
     has_renamed_ = false;
   }
   bool has_crashed() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return has_crashed_;
   }
   // The next process: no faults, no crash, whole writes.
   void restart() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     faults_.clear();
     crash_point_.reset();
     has_crashed_ = false;
@@ -144,7 +145,7 @@ class FaultyFileSystem final : public FileSystem {
   }
   // Calls of `op` since construction that reached the base file system.
   uint64_t calls(FileOp op) const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     return calls_[static_cast<size_t>(op)];
   }
 
@@ -155,7 +156,7 @@ class FaultyFileSystem final : public FileSystem {
   Result<size_t> write(int fd, const std::string& path, std::span<const char> data) override {
     RETURN_IF_ERROR(before(FileOp::kWrite, path));
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (max_write_bytes_ && data.size() > *max_write_bytes_) data = data.first(*max_write_bytes_);
     }
     return after(FileOp::kWrite, path, base_->write(fd, path, data));
@@ -210,7 +211,7 @@ class FaultyFileSystem final : public FileSystem {
 
   // Decides, before the base call, whether the call fails without effect.
   Status before(FileOp op, std::string_view path) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (has_crashed_) return crashed(path);
     if (is_crash_point(op, path, CrashTiming::kBefore)) {
       has_crashed_ = true;
@@ -231,7 +232,7 @@ class FaultyFileSystem final : public FileSystem {
   // After the base call: a kAfter crash point turns its result into the crash.
   template <typename R>
   R after(FileOp op, std::string_view path, R result) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (is_crash_point(op, path, CrashTiming::kAfter)) {
       has_crashed_ = true;
       return crashed(path);
@@ -247,7 +248,7 @@ class FaultyFileSystem final : public FileSystem {
   }
 
   const std::shared_ptr<FileSystem> base_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::vector<Armed> faults_ GUARDED_BY(mutex_);
   std::optional<size_t> max_write_bytes_ GUARDED_BY(mutex_);
   std::optional<CrashPoint> crash_point_ GUARDED_BY(mutex_);

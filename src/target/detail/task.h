@@ -34,22 +34,22 @@ struct Target::Task {
   std::atomic<uint64_t> total{0};
   int64_t started_unix_nanos = 0;
   std::atomic<int64_t> finished_unix_nanos{0};
-  std::mutex mutex;
-  std::string last_error;  // GUARDED_BY(mutex)
-  std::vector<std::string> failed_objects;  // GUARDED_BY(mutex); the first kMaxFailedObjects
+  Mutex mutex;
+  std::string last_error GUARDED_BY(mutex);
+  std::vector<std::string> failed_objects GUARDED_BY(mutex);  // the first kMaxFailedObjects
   std::unique_ptr<boost::asio::steady_timer> timer;
 
   static constexpr size_t kMaxFailedObjects = 100;
 
   void fail(const Status& s) {
     errors.fetch_add(1);
-    std::lock_guard lock(mutex);
+    MutexLock lock(mutex);
     last_error = s.to_string();
   }
   // One object failed (prefetch): counted and named.
   void fail_object(const std::string& name, const Status& s) {
     fail(s);
-    std::lock_guard lock(mutex);
+    MutexLock lock(mutex);
     if (failed_objects.size() < kMaxFailedObjects) failed_objects.push_back(name + ": " + s.message());
   }
 };

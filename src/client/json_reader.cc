@@ -1,10 +1,10 @@
-#include "client/detail/json_reader.h"
+#include "client/json_reader.h"
 
 #include <cctype>
 #include <charconv>
 #include <cstdio>
 
-namespace silo::client::detail {
+namespace silo::client {
 
 namespace {
 
@@ -268,4 +268,4 @@ Result<JsonValue> parse_answer_object(std::string_view body, std::string_view wh
   return doc;
 }
 
-}  // namespace silo::client::detail
+}  // namespace silo::client

@@ -2,7 +2,7 @@
 
 // A small JSON reader for the answers of the native API. nlohmann_json stays in config/
 // and wire/ (STYLE.md 2.2 rule 4), and wire/ has no decoders for these documents, so the
-// client reads the few it needs with this.
+// client reads the few it needs with this. Public: tests and tools read the same answers.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -11,7 +11,7 @@
 
 #include "base/result.h"
 
-namespace silo::client::detail {
+namespace silo::client {
 
 // One parsed JSON value. Numbers keep their text so 64-bit integers stay exact.
 class JsonValue {
@@ -48,4 +48,4 @@ Result<JsonValue> parse_json(std::string_view text);
 // The JSON object a request `what` ("GET /v1/...") answered with `body`: errors name it.
 Result<JsonValue> parse_answer_object(std::string_view body, std::string_view what);
 
-}  // namespace silo::client::detail
+}  // namespace silo::client
