@@ -220,7 +220,7 @@ http::Awaitable<void> Cache::run_fetch(std::shared_ptr<Fetch> fetch) {
 }
 
 http::Awaitable<Status> Cache::fetch_into_store(Fetch& fetch) {
-  CO_RETURN_IF_ERROR(check_space());
+  CO_RETURN_IF_ERROR(co_await make_room());
   CO_ASSIGN_OR_RETURN(auto backend, backend_of(fetch.bucket()));
   store::PutOptions options;
   options.durability = cluster::durability_of(fetch.bucket(), *live_config());

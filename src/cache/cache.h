@@ -126,8 +126,12 @@ class Cache {
   http::Awaitable<Result<uint64_t>> evict(const wire::Bucket& bucket, const wire::ObjectSelection& selection);
 
   // Space (space.cc, docs/remote-buckets.md "Capacity").
-  // kResourceExhausted (507 InsufficientStorage) while a mountpath is past out-of-space.
+  // kResourceExhausted (507 InsufficientStorage) while a mountpath is past out-of-space
+  // (the watcher's flag, or a statvfs of this call's own).
   Status check_space() const;
+  // check_space(), after evicting least recently used cached objects when it fails
+  // (what a fetch into the cache calls).
+  http::Awaitable<Status> make_room();
   // Every cluster.cache.space_check_interval: past the high watermark evicts (evict_lru);
   // past out-of-space new objects are refused. Runs until stop().
   http::Awaitable<void> watch_space();

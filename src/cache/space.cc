@@ -33,11 +33,22 @@ double Cache::fullest_mountpath_percent() const {
 }
 
 Status Cache::check_space() const {
-  if (!is_out_of_space_) return Status::ok();
+  // The watcher's word, and a look of our own: on a busy machine the watcher may run late,
+  // and a new object must be refused before the drive is full, not fail with ENOSPC in
+  // the middle of its bytes (a statvfs per mountpath: microseconds beside a write).
+  if (!is_out_of_space_ && fullest_mountpath_percent() < live_config()->cache.oos_wm) return Status::ok();
   return Status::resource_exhausted("target {} is out of space (a mountpath is past {}% full); free space or add "
                                     "mountpaths",
                                     options_.node_id, live_config()->cache.oos_wm)
       .with_reason("InsufficientStorage");
+}
+
+http::Awaitable<Status> Cache::make_room() {
+  if (check_space().is_ok()) co_return Status::ok();
+  // Past out-of-space, but cached objects may be evictable now (the watcher has not
+  // looked yet): a cache does not refuse a fill it can make room for.
+  std::ignore = co_await evict_lru();  // how many is logged by the watcher's next round
+  co_return check_space();
 }
 
 http::Awaitable<void> Cache::watch_space() {
