@@ -1,5 +1,6 @@
 # silo_module(name LAYER n [TEST_ONLY] SRCS ... DEPS ... EXTERNAL ... [TEST_DEPS ...])
-# Creates the static library silo_<name> (alias silo::<name>) from SRCS, and, when the
+# Creates the static library silo_<name> (alias silo::<name>) from SRCS (an interface
+# library when there are none: a header-only module), and, when the
 # folder holds *_test.cc files, the gtest binary silo_<name>_tests labelled `unit`.
 # LAYER is the module's layer in STYLE.md 2.2 (0 base ... 5 proxy/target/client); TEST_ONLY
 # marks a library only tests may use. DEPS are the Silo modules this one may include,
@@ -11,14 +12,20 @@ function(silo_module name)
     message(FATAL_ERROR "silo_module(${name}): give its layer, LAYER 0..5 (STYLE.md 2.2)")
   endif()
   set(lib silo_${name})
-  add_library(${lib} STATIC ${M_SRCS})
+  set(scope PUBLIC)
+  if(M_SRCS)
+    add_library(${lib} STATIC ${M_SRCS})
+  else()
+    add_library(${lib} INTERFACE)
+    set(scope INTERFACE)
+  endif()
   add_library(silo::${name} ALIAS ${lib})
-  target_include_directories(${lib} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_include_directories(${lib} ${scope} ${PROJECT_SOURCE_DIR}/src)
   set(deps)
   foreach(d IN LISTS M_DEPS)
     list(APPEND deps silo::${d})
   endforeach()
-  target_link_libraries(${lib} PUBLIC ${deps} ${M_EXTERNAL})
+  target_link_libraries(${lib} ${scope} ${deps} ${M_EXTERNAL})
   set_target_properties(${lib} PROPERTIES SILO_LAYER ${M_LAYER} SILO_TEST_ONLY "${M_TEST_ONLY}")
   file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cc)
   if(tests)

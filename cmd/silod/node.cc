@@ -15,7 +15,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "cluster/reply.h"
+#include "http/reply.h"
 #include "wire/json.h"
 
 namespace silo::silod {
@@ -320,7 +320,7 @@ http::Awaitable<void> Node::dispatch(http::Exchange& exchange) {
   const std::string& path = request.path;
   const bool is_signed = request.headers.has("Authorization") || request.query.find("X-Amz-Signature=") != std::string::npos;
   if (path == "/v1/health") {
-    co_await cluster::send_json(exchange, is_ready_ ? 200 : 503,
+    co_await http::send_json(exchange, is_ready_ ? 200 : 503,
                                 is_ready_ ? R"({"status":"ready"})" : R"({"status":"starting"})");
     co_return;
   }
@@ -337,7 +337,7 @@ http::Awaitable<void> Node::dispatch(http::Exchange& exchange) {
                                            Clock::real().unix_nanos() / 1'000'000'000);
     if (!s.is_ok()) {
       SILO_LOG_WARN("refused {} {} from {}: {}", request.method_text, request.target, request.remote_address, s);
-      co_await cluster::send_error(exchange, Status::permission_denied("{}", s.message()));
+      co_await http::send_error(exchange, Status::permission_denied("{}", s.message()));
       co_return;
     }
     is_intra_cluster = true;
@@ -346,7 +346,7 @@ http::Awaitable<void> Node::dispatch(http::Exchange& exchange) {
   if (starts_with(path, "/v1/")) {
     co_await dispatch_native(exchange, is_intra_cluster);
   } else {
-    co_await dispatch_s3(exchange, is_intra_cluster && request.headers.has(cluster::kForwardedHeader));
+    co_await dispatch_s3(exchange, is_intra_cluster && request.headers.has(http::kForwardedHeader));
   }
 }
 
@@ -378,14 +378,14 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
       // Named, not a ternary temporary inside co_await (docs/adr/0003).
       Status denied = Status::permission_denied("the native API needs a SigV4 signature with the cluster's keys");
       if (!auth) denied = Status::permission_denied("{}", auth.error().message());
-      co_await cluster::send_error(exchange, denied);
+      co_await http::send_error(exchange, denied);
       co_return;
     }
     is_admin = users_->is_admin((*auth)->access_key);
   }
   // Internal endpoints: the nodes of the cluster, and admins (diagnostics, tests).
   if (is_internal && !is_admin) {
-    co_await cluster::send_error(exchange, Status::permission_denied("{} is for the nodes of the cluster only", path));
+    co_await http::send_error(exchange, Status::permission_denied("{} is for the nodes of the cluster only", path));
     co_return;
   }
   std::string_view rest;
@@ -402,7 +402,7 @@ void Node::add_native_routes() {
   using Exchange = http::Exchange;
   auto& routes = native_routes_;
   routes.add(std::nullopt, "/v1/cluster/map", [this](Exchange& exchange, const NativeCaller&, std::string_view) {
-    return cluster::send_json(exchange, 200, wire::node_map_json(*maps_->node_map()));
+    return http::send_json(exchange, 200, wire::node_map_json(*maps_->node_map()));
   });
   routes.add(std::nullopt, "/v1/config", [this](Exchange& exchange, const NativeCaller& caller, std::string_view) {
     return proxy_->handle_config(exchange, config_.node, caller.is_admin);
@@ -468,7 +468,7 @@ http::Awaitable<void> Node::route_object(http::Exchange& exchange, std::string_v
     co_await send_no_such_endpoint(exchange);
     co_return;
   }
-  if (exchange.request().headers.has(cluster::kForwardedHeader) && target_) {
+  if (exchange.request().headers.has(http::kForwardedHeader) && target_) {
     co_await target_->handle_object(exchange, std::move(bucket), std::move(name));
   } else {
     co_await proxy_->handle_object(exchange, std::move(bucket), std::move(name));
@@ -477,23 +477,23 @@ http::Awaitable<void> Node::route_object(http::Exchange& exchange, std::string_v
 
 http::Awaitable<void> Node::send_no_such_endpoint(http::Exchange& exchange) {
   const http::RequestHead& request = exchange.request();
-  co_await cluster::send_error(exchange, Status::not_found("no such endpoint: {} {} on a {} node", request.method_text,
+  co_await http::send_error(exchange, Status::not_found("no such endpoint: {} {} on a {} node", request.method_text,
                                                            request.path, config::role_name(config_.node.role)));
 }
 
 http::Awaitable<void> Node::handle_keepalive(http::Exchange& exchange) {
   if (!is_primary()) {
-    co_await cluster::send_error(exchange, Status::failed_precondition("node {} is not the primary", self_.id()));
+    co_await http::send_error(exchange, Status::failed_precondition("node {} is not the primary", self_.id()));
     co_return;
   }
   auto request = co_await read_message<wire::KeepaliveRequest>(exchange);
   if (!request) {
-    co_await cluster::send_error(exchange, request.error());
+    co_await http::send_error(exchange, request.error());
     co_return;
   }
   auto response = co_await primary_->keepalive(*request);
   if (!response) {
-    co_await cluster::send_error(exchange, response.error());
+    co_await http::send_error(exchange, response.error());
     co_return;
   }
   http::ResponseHead head;
@@ -503,24 +503,24 @@ http::Awaitable<void> Node::handle_keepalive(http::Exchange& exchange) {
 
 http::Awaitable<void> Node::handle_metasync(http::Exchange& exchange) {
   if (is_primary()) {
-    co_await cluster::send_error(exchange, Status::failed_precondition(
+    co_await http::send_error(exchange, Status::failed_precondition(
                                                "node {} is the primary; it does not take maps from others",
                                                self_.id()));
     co_return;
   }
   auto request = co_await read_message<wire::MetasyncRequest>(exchange);
   if (!request) {
-    co_await cluster::send_error(exchange, request.error());
+    co_await http::send_error(exchange, request.error());
     co_return;
   }
   const Status s = co_await cluster::install_maps(*maps_, state_disk_,
                                                   request->has_node_map() ? &request->node_map() : nullptr,
                                                   request->has_bucket_map() ? &request->bucket_map() : nullptr);
   if (!s.is_ok()) {
-    co_await cluster::send_error(exchange, s);
+    co_await http::send_error(exchange, s);
     co_return;
   }
-  co_await cluster::send_json(exchange, 200, "{}");
+  co_await http::send_json(exchange, 200, "{}");
 }
 
 std::string Node::read_attached_primary() const {
@@ -554,20 +554,20 @@ http::Awaitable<void> Node::handle_attach(http::Exchange& exchange) {
     }
   }
   if (!s.is_ok()) {
-    co_await cluster::send_error(exchange, s);
+    co_await http::send_error(exchange, s);
     co_return;
   }
-  co_await cluster::send_json(exchange, 200, "{}");
+  co_await http::send_json(exchange, 200, "{}");
 }
 
 http::Awaitable<void> Node::handle_leave(http::Exchange& exchange) {
   if (is_primary()) {
-    co_await cluster::send_error(exchange, Status::failed_precondition("node {} is the primary", self_.id()));
+    co_await http::send_error(exchange, Status::failed_precondition("node {} is the primary", self_.id()));
     co_return;
   }
   SILO_LOG_INFO("decommissioned by the primary: leaving the cluster and stopping");
   if (member_) member_->stop();  // no keepalive may add this node back
-  co_await cluster::send_json(exchange, 200, "{}");
+  co_await http::send_json(exchange, 200, "{}");
   if (!is_stopping_.exchange(true)) asio::co_spawn(io_, shutdown(), asio::detached);
 }
 

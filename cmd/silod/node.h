@@ -19,7 +19,7 @@
 #include "http/server.h"
 #include "proxy/proxy.h"
 #include "stats/registry.h"
-#include "store/disk_executor.h"
+#include "async/disk_executor.h"
 #include "store/store.h"
 #include "target/target.h"
 
@@ -71,7 +71,7 @@ class Node {
   std::unique_ptr<cluster::Users> users_;
   boost::asio::io_context io_;
   stats::Registry stats_;
-  store::DiskExecutor state_disk_{1};
+  async::DiskExecutor state_disk_{1};
   std::unique_ptr<cluster::ClusterMaps> maps_;
   std::unique_ptr<store::Store> store_;
   std::shared_ptr<http::Client> data_client_;

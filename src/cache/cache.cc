@@ -13,7 +13,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "cluster/gather.h"
+#include "async/gather.h"
 
 namespace silo::cache {
 namespace asio = boost::asio;
@@ -299,7 +299,7 @@ http::Awaitable<Status> Cache::fetch_rest(backend::ObjectBackend& backend, const
     const auto given_back =
         std::shared_ptr<void>(nullptr, [this, n = ranges.size()](void*) { pieces_.give_back(n); });
     std::vector<std::string> buffers(ranges.size());
-    std::vector<cluster::Task<Status>> tasks;
+    std::vector<async::Task<Status>> tasks;
     for (size_t i = 0; i < ranges.size(); ++i) {
       tasks.push_back([&backend, &name, &etag, &ranges, &buffers, i]() -> http::Awaitable<Status> {
         std::string& buffer = buffers[i];
@@ -314,7 +314,7 @@ http::Awaitable<Status> Cache::fetch_rest(backend::ObjectBackend& backend, const
         co_return Status::ok();
       });
     }
-    for (const Status& s : co_await cluster::gather<Status>(std::move(tasks))) CO_RETURN_IF_ERROR(s);
+    for (const Status& s : co_await async::gather<Status>(std::move(tasks))) CO_RETURN_IF_ERROR(s);
     for (const std::string& buffer : buffers) {
       const std::span<const char> bytes(buffer.data(), buffer.size());
       CO_RETURN_IF_ERROR(co_await sink(bytes));

@@ -26,11 +26,11 @@
 #include "cache/piece_budget.h"
 #include "cluster/bucket_writes.h"
 #include "cluster/cluster_maps.h"
-#include "cluster/signal.h"
+#include "async/signal.h"
 #include "config/live_config.h"
 #include "http/server.h"
 #include "stats/registry.h"
-#include "store/disk_executor.h"
+#include "async/disk_executor.h"
 #include "store/store.h"
 #include "wire/json.h"
 
@@ -196,7 +196,7 @@ class Cache {
   const cluster::ClusterMaps& maps_;
   store::Store& store_;
   cluster::BucketWrites& writes_;
-  store::DiskExecutor reader_{2};  // reads committed files for write-through
+  async::DiskExecutor reader_{2};  // reads committed files for write-through
   PieceBudget pieces_;
   std::atomic<bool> is_stopping_{false};
   std::atomic<bool> is_out_of_space_{false};
@@ -209,7 +209,7 @@ class Cache {
 
   Mutex fetched_mutex_;
   std::deque<Fetched> fetched_ GUARDED_BY(fetched_mutex_);  // committed, not taken yet
-  cluster::Signal fetched_signal_;
+  async::Signal fetched_signal_;
 
   Mutex tasks_mutex_;
   std::map<std::string, std::shared_ptr<PrefetchTask>> tasks_ GUARDED_BY(tasks_mutex_);  // by job id

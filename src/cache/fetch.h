@@ -11,7 +11,7 @@
 #include "base/object_ref.h"
 #include "base/result.h"
 #include "base/thread_annotations.h"
-#include "cluster/signal.h"
+#include "async/signal.h"
 #include "wire/codec.h"
 
 namespace silo::cache {
@@ -37,7 +37,7 @@ class Fetch {
   };
   Progress progress() const;
   // Notified on every change of the progress.
-  cluster::Signal& signal() { return signal_; }
+  async::Signal& signal() { return signal_; }
   const wire::Bucket& bucket() const { return bucket_; }
   const ObjectRef& object() const { return object_; }
   // A read-only descriptor of the work file; valid once the record is set (it stays
@@ -59,7 +59,7 @@ class Fetch {
  private:
   const wire::Bucket bucket_;
   const ObjectRef object_;
-  cluster::Signal signal_;
+  async::Signal signal_;
   mutable Mutex mutex_;
   std::optional<wire::ObjectRecord> record_ GUARDED_BY(mutex_);
   uint64_t written_ GUARDED_BY(mutex_) = 0;

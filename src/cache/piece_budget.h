@@ -5,7 +5,7 @@
 
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
-#include "cluster/signal.h"
+#include "async/signal.h"
 #include "http/message.h"
 
 namespace silo::cache {
@@ -23,7 +23,7 @@ class PieceBudget {
  private:
   Mutex mutex_;
   size_t in_use_ GUARDED_BY(mutex_) = 0;
-  cluster::Signal signal_;
+  async::Signal signal_;
 };
 
 }  // namespace silo::cache

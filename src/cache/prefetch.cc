@@ -10,7 +10,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "cache/cache.h"
-#include "cluster/gather.h"
+#include "async/gather.h"
 
 namespace silo::cache {
 namespace {
@@ -162,7 +162,7 @@ http::Awaitable<void> Cache::prefetch_batch(PrefetchTask& task, const std::vecto
   task.total += mine.size();
   std::atomic<size_t> next{0};
   const size_t workers = task.request.workers > 0 ? task.request.workers : live_config()->cache.prefetch_workers;
-  std::vector<cluster::Task<Status>> runs;
+  std::vector<async::Task<Status>> runs;
   for (size_t w = 0; w < std::min(workers, mine.size()); ++w) {
     runs.push_back([this, &task, &mine, &next]() -> http::Awaitable<Status> {
       for (size_t i = next++; i < mine.size() && !task.is_cancelled && !is_stopping_; i = next++) {
@@ -174,7 +174,7 @@ http::Awaitable<void> Cache::prefetch_batch(PrefetchTask& task, const std::vecto
       co_return Status::ok();
     });
   }
-  std::ignore = co_await cluster::gather<Status>(std::move(runs));
+  std::ignore = co_await async::gather<Status>(std::move(runs));
 }
 
 http::Awaitable<Status> Cache::prefetch_one(PrefetchTask& task, const PrefetchItem& item) {

@@ -6,7 +6,7 @@
 
 #include "base/log.h"
 #include "cache/cache.h"
-#include "cluster/sleep.h"
+#include "async/sleep.h"
 
 namespace silo::cache {
 namespace {
@@ -56,7 +56,7 @@ http::Awaitable<void> Cache::watch_space() {
   while (!is_stopping_) {
     // Each round reads the watermarks and interval anew: they may change at run time.
     const std::chrono::milliseconds interval = live_config()->cache.space_check_interval;
-    co_await cluster::pause(timer, interval);
+    co_await async::pause(timer, interval);
     if (is_stopping_) break;
     const auto snapshot = live_config();
     const config::CacheConfig& cache = snapshot->cache;

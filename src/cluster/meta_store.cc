@@ -5,7 +5,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include "base/log.h"
-#include "cluster/sleep.h"
+#include "async/sleep.h"
 
 namespace silo::cluster {
 namespace {
@@ -76,7 +76,7 @@ std::string EtcdMetaStore::primary_id() const {
 
 http::Awaitable<void> EtcdMetaStore::resign() {
   stopping_ = true;
-  cancel(timer_);
+  async::cancel(timer_);
   if (!is_leader_.exchange(false)) co_return;
   SILO_LOG_INFO("resigning as primary");
   std::ignore = co_await etcd_.revoke(lease_);
@@ -92,7 +92,7 @@ http::Awaitable<void> EtcdMetaStore::run(Hooks hooks) {
       co_await follow();
       if (!stopping_ && primary_id().empty()) co_await campaign();
     }
-    co_await pause(timer_, period);
+    co_await async::pause(timer_, period);
   }
 }
 

@@ -8,8 +8,8 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "cluster/gather.h"
-#include "cluster/sleep.h"
+#include "async/gather.h"
+#include "async/sleep.h"
 #include "wire/json.h"
 
 namespace silo::cluster {
@@ -33,7 +33,7 @@ void sort_nodes(wire::NodeMap& map) {
 
 }  // namespace
 
-http::Awaitable<Status> install_maps(ClusterMaps& maps, store::DiskExecutor& state_disk,
+http::Awaitable<Status> install_maps(ClusterMaps& maps, async::DiskExecutor& state_disk,
                                      const wire::NodeMap* node_map, const wire::BucketMap* bucket_map) {
   co_return co_await state_disk.run([&]() -> Status {
     // Buckets first: a node map that starts a rebalance for a bucket's new layout must find
@@ -44,7 +44,7 @@ http::Awaitable<Status> install_maps(ClusterMaps& maps, store::DiskExecutor& sta
   });
 }
 
-Primary::Primary(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
+Primary::Primary(ClusterMaps& maps, async::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
                  wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock, JobRegistry& jobs,
                  MetaStore& meta)
     : maps_(maps),
@@ -86,13 +86,13 @@ http::Awaitable<Status> Primary::start() {
 
 void Primary::stop() {
   stopping_ = true;
-  cancel(timer_);
-  cancel(rebalance_timer_);
+  async::cancel(timer_);
+  async::cancel(rebalance_timer_);
 }
 
 http::Awaitable<void> Primary::watch_keepalives() {
   while (!stopping_) {
-    co_await pause(timer_, cluster_.keepalive_interval);
+    co_await async::pause(timer_, cluster_.keepalive_interval);
     if (stopping_) break;
     if (!is_active()) continue;
     std::vector<std::string> silent;
@@ -424,14 +424,14 @@ http::Awaitable<void> Primary::push_maps() {
     });
   }
   const size_t count = pushes.size();
-  const auto results = co_await gather<Status>(std::move(pushes));
+  const auto results = co_await async::gather<Status>(std::move(pushes));
   for (size_t i = 0; i < count; ++i) {
     // A node that missed a push catches up with its next keepalive.
     if (!results[i].is_ok()) SILO_LOG_WARN("metasync: {}", results[i]);
   }
 }
 
-Member::Member(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
+Member::Member(ClusterMaps& maps, async::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
                wire::NodeInfo self, std::optional<http::Endpoint> seed, config::ClusterConfig cluster)
     : maps_(maps),
       state_disk_(state_disk),
@@ -505,7 +505,7 @@ http::Awaitable<Status> Member::sync_with(const http::Endpoint& primary) {
 http::Awaitable<void> Member::run(std::function<bool()> is_primary) {
   bool was_ok = true;
   while (!stopping_) {
-    co_await pause(timer_, cluster_.keepalive_interval);
+    co_await async::pause(timer_, cluster_.keepalive_interval);
     if (stopping_) break;
     if (is_primary && is_primary()) continue;
     const Status s = co_await sync();
@@ -517,7 +517,7 @@ http::Awaitable<void> Member::run(std::function<bool()> is_primary) {
 
 void Member::stop() {
   stopping_ = true;
-  cancel(timer_);
+  async::cancel(timer_);
 }
 
 }  // namespace silo::cluster

@@ -15,7 +15,7 @@
 #include "cluster/meta_store.h"
 #include "config/config.h"
 #include "http/client.h"
-#include "store/disk_executor.h"
+#include "async/disk_executor.h"
 
 namespace silo::cluster {
 
@@ -26,7 +26,7 @@ namespace silo::cluster {
 // node; its coroutines run on the node's io_context.
 class Primary {
  public:
-  Primary(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
+  Primary(ClusterMaps& maps, async::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
           wire::NodeInfo self, config::ClusterConfig cluster, Clock& clock, JobRegistry& jobs, MetaStore& meta);
 
   // Takes the role: enters this node in the node map as the primary and pushes the maps.
@@ -121,7 +121,7 @@ class Primary {
   http::Awaitable<void> retire_decommissioned();
 
   ClusterMaps& maps_;
-  store::DiskExecutor& state_disk_;
+  async::DiskExecutor& state_disk_;
   std::shared_ptr<http::Client> client_;
   const wire::NodeInfo self_;
   const config::ClusterConfig cluster_;
@@ -143,7 +143,7 @@ class Member {
  public:
   // `seed`: where to find the primary before the node map names one (node.primary_url);
   // none for an HA proxy, which learns the primary from etcd.
-  Member(ClusterMaps& maps, store::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
+  Member(ClusterMaps& maps, async::DiskExecutor& state_disk, std::shared_ptr<http::Client> client,
          wire::NodeInfo self, std::optional<http::Endpoint> seed, config::ClusterConfig cluster);
   // Where to find the primary from now on (an admin added this node).
   void set_seed(http::Endpoint seed);
@@ -160,7 +160,7 @@ class Member {
   http::Awaitable<Status> sync_with(const http::Endpoint& to);
 
   ClusterMaps& maps_;
-  store::DiskExecutor& state_disk_;
+  async::DiskExecutor& state_disk_;
   std::shared_ptr<http::Client> client_;
   const wire::NodeInfo self_;
   mutable Mutex seed_mutex_;
@@ -171,7 +171,7 @@ class Member {
 };
 
 // Installs the maps of a metasync push or keepalive answer (those that are newer).
-http::Awaitable<Status> install_maps(ClusterMaps& maps, store::DiskExecutor& state_disk,
+http::Awaitable<Status> install_maps(ClusterMaps& maps, async::DiskExecutor& state_disk,
                                      const wire::NodeMap* node_map, const wire::BucketMap* bucket_map);
 
 inline constexpr const char* kKeepalivePath = "/v1/internal/keepalive";

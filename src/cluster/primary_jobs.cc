@@ -9,9 +9,9 @@
 #include <charconv>
 
 #include "base/log.h"
-#include "cluster/gather.h"
+#include "async/gather.h"
 #include "cluster/primary.h"
-#include "cluster/sleep.h"
+#include "async/sleep.h"
 
 namespace silo::cluster {
 namespace {
@@ -87,7 +87,7 @@ http::Awaitable<Result<wire::JobInfo>> Primary::start_task(wire::JobRequest requ
     });
   }
   std::vector<std::string> failed;
-  const auto started = co_await gather<Status>(std::move(starts));
+  const auto started = co_await async::gather<Status>(std::move(starts));
   for (size_t i = 0; i < started.size(); ++i) {
     if (!started[i].is_ok()) failed.push_back(started[i].to_string());
   }
@@ -101,7 +101,7 @@ http::Awaitable<Result<wire::JobInfo>> Primary::start_task(wire::JobRequest requ
 http::Awaitable<void> Primary::watch_task(std::string id, std::vector<wire::NodeInfo> targets) {
   std::unique_ptr<asio::steady_timer> timer;
   while (!stopping_ && is_active()) {
-    co_await pause(timer, kTaskPoll);
+    co_await async::pause(timer, kTaskPoll);
     auto job = jobs_.find(id);
     if (!job || job->state() != "running") co_return;  // aborted
     std::vector<std::function<http::Awaitable<Result<wire::RebalanceProgress>>()>> polls;
@@ -112,7 +112,7 @@ http::Awaitable<void> Primary::watch_task(std::string id, std::vector<wire::Node
         co_return wire::decode<wire::RebalanceProgress>(answer.body, wire::Source::kNetwork);
       });
     }
-    const auto results = co_await gather<Result<wire::RebalanceProgress>>(std::move(polls));
+    const auto results = co_await async::gather<Result<wire::RebalanceProgress>>(std::move(polls));
     uint64_t scanned = 0, total = 0, done = 0, bytes = 0, errors = 0, corrupt = 0, repaired = 0, restored = 0;
     bool all_finished = true;
     std::vector<std::string> lost;
@@ -196,7 +196,7 @@ http::Awaitable<Status> Primary::abort_job(std::string id) {
       co_return Status::ok();
     });
   }
-  std::ignore = co_await gather<Status>(std::move(stops));
+  std::ignore = co_await async::gather<Status>(std::move(stops));
   const int64_t now = clock_.unix_nanos();
   co_return co_await state_disk_.run([this, &id, now] { return jobs_.finish(id, "aborted", "aborted by an admin", now); });
 }

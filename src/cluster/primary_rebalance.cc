@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "cluster/gather.h"
+#include "async/gather.h"
 #include "cluster/primary.h"
-#include "cluster/sleep.h"
+#include "async/sleep.h"
 
 namespace silo::cluster {
 namespace {
@@ -49,7 +49,7 @@ Status Primary::note_rebalance(const wire::NodeMap& map) {
 
 http::Awaitable<void> Primary::run_rebalance() {
   while (!stopping_) {
-    co_await pause(rebalance_timer_, kRebalancePoll);
+    co_await async::pause(rebalance_timer_, kRebalancePoll);
     if (stopping_) break;
     if (is_active()) co_await rebalance_round();
   }
@@ -92,7 +92,7 @@ http::Awaitable<void> Primary::rebalance_round() {
       co_return wire::decode<wire::RebalanceProgress>(response.body, wire::Source::kNetwork);
     });
   }
-  const auto results = co_await gather<Result<wire::RebalanceProgress>>(std::move(polls));
+  const auto results = co_await async::gather<Result<wire::RebalanceProgress>>(std::move(polls));
 
   wire::JobInfo job;
   if (auto existing = jobs_.find(rebalance_job_id(map->rebalance_id()))) job = *existing;

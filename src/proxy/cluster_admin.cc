@@ -9,7 +9,7 @@
 #include <charconv>
 
 #include "base/log.h"
-#include "cluster/reply.h"
+#include "http/reply.h"
 #include "proxy/proxy.h"
 #include "wire/json.h"
 
@@ -78,13 +78,13 @@ http::Awaitable<void> Proxy::handle_nodes(http::Exchange& exchange, std::string 
       changed = co_await primary_->remove_node(id);
     }
     if (changed) {
-      co_await cluster::send_json(exchange, 200, membership_json(*changed));
+      co_await http::send_json(exchange, 200, membership_json(*changed));
       co_return;
     }
     s = std::move(changed).error();
   }
   errors_.add();
-  co_await cluster::send_error(exchange, s);
+  co_await http::send_error(exchange, s);
 }
 
 http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string rest, bool is_admin) {
@@ -108,7 +108,7 @@ http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string r
     } else {
       auto job = co_await primary_->start_task(*parsed, *body);
       if (job) {
-        co_await cluster::send_json(exchange, 202, wire::job_json(*job));
+        co_await http::send_json(exchange, 202, wire::job_json(*job));
         co_return;
       }
       s = std::move(job).error();
@@ -125,12 +125,12 @@ http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string r
           jobs.push_back(std::move(job));
         }
       }
-      co_await cluster::send_json(exchange, 200, wire::job_list_json(jobs));
+      co_await http::send_json(exchange, 200, wire::job_list_json(jobs));
       co_return;
     }
   } else if (action.empty() && request.method == http::Method::kGet) {
     if (auto job = primary_->jobs().find(id)) {
-      co_await cluster::send_json(exchange, 200, wire::job_json(*job));
+      co_await http::send_json(exchange, 200, wire::job_json(*job));
       co_return;
     }
     s = Status::not_found("no job {}", id);
@@ -151,7 +151,7 @@ http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string r
         job = primary_->jobs().find(id);
       }
       if (job) {
-        co_await cluster::send_json(exchange, 200, wire::job_json(*job));
+        co_await http::send_json(exchange, 200, wire::job_json(*job));
         co_return;
       }
       s = Status::not_found("no job {}", id);
@@ -160,7 +160,7 @@ http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string r
     s = co_await primary_->abort_job(id);
     if (s.is_ok()) {
       if (auto job = primary_->jobs().find(id)) {
-        co_await cluster::send_json(exchange, 200, wire::job_json(*job));
+        co_await http::send_json(exchange, 200, wire::job_json(*job));
         co_return;
       }
     }
@@ -168,7 +168,7 @@ http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string r
     s = Status::not_found("no such endpoint: {} /v1/jobs{}", request.method_text, rest);
   }
   errors_.add();
-  co_await cluster::send_error(exchange, s);
+  co_await http::send_error(exchange, s);
 }
 
 http::Awaitable<void> Proxy::handle_config(http::Exchange& exchange, const config::NodeConfig& node, bool is_admin) {
@@ -181,7 +181,7 @@ http::Awaitable<void> Proxy::handle_config(http::Exchange& exchange, const confi
     const bool only_overrides = request.query.find("overrides=true") != std::string::npos;
     const std::string body = only_overrides ? config::mask_overrides(options_.config->overrides())
                                             : config::to_json(config::Config{node, *live_config()});
-    co_await cluster::send_json(exchange, 200, body);
+    co_await http::send_json(exchange, 200, body);
     co_return;
   } else if (request.method != http::Method::kPut) {
     s = Status::invalid_argument("{} /v1/config is not supported (use GET or PUT)", request.method_text);
@@ -196,14 +196,14 @@ http::Awaitable<void> Proxy::handle_config(http::Exchange& exchange, const confi
       auto effective = co_await primary_->set_config(std::move(*body));
       if (effective) {
         const std::string answer = config::to_json(config::Config{node, *effective});
-        co_await cluster::send_json(exchange, 200, answer);
+        co_await http::send_json(exchange, 200, answer);
         co_return;
       }
       s = std::move(effective).error();
     }
   }
   errors_.add();
-  co_await cluster::send_error(exchange, s);
+  co_await http::send_error(exchange, s);
 }
 
 }  // namespace silo::proxy

@@ -6,11 +6,11 @@
 
 #include "base/hash.h"
 #include "base/log.h"
-#include "cluster/gather.h"
+#include "async/gather.h"
 #include "s3/names.h"
-#include "cluster/relay.h"
-#include "cluster/reply.h"
-#include "cluster/sleep.h"
+#include "http/relay.h"
+#include "http/reply.h"
+#include "async/sleep.h"
 #include "wire/json.h"
 
 namespace silo::proxy {
@@ -107,7 +107,7 @@ http::Awaitable<void> Proxy::handle_buckets(http::Exchange& exchange, std::strin
   Status s;
   if (rest.empty() || rest == "/") {
     if (request.method == http::Method::kGet) {
-      co_await cluster::send_json(exchange, 200, wire::bucket_list_json(*maps_.bucket_map()));
+      co_await http::send_json(exchange, 200, wire::bucket_list_json(*maps_.bucket_map()));
       co_return;
     }
     s = Status::invalid_argument("{} /v1/buckets is not supported (use GET)", request.method_text);
@@ -123,7 +123,7 @@ http::Awaitable<void> Proxy::handle_buckets(http::Exchange& exchange, std::strin
       if (request.method == http::Method::kGet) {
         auto bucket = maps_.find_bucket(name);
         if (bucket) {
-          co_await cluster::send_json(exchange, 200, wire::bucket_json(*bucket));
+          co_await http::send_json(exchange, 200, wire::bucket_json(*bucket));
           co_return;
         }
         s = Status::not_found("bucket {} does not exist", name);
@@ -159,7 +159,7 @@ http::Awaitable<void> Proxy::handle_buckets(http::Exchange& exchange, std::strin
   }
   if (!s.is_ok()) {
     errors_.add();
-    co_await cluster::send_error(exchange, s);
+    co_await http::send_error(exchange, s);
   }
 }
 
@@ -170,7 +170,7 @@ http::Awaitable<void> Proxy::handle_users(http::Exchange& exchange, std::string 
     s = Status::permission_denied("only admin users may manage users");
   } else if (rest.empty() || rest == "/") {
     if (request.method == http::Method::kGet) {
-      co_await cluster::send_json(exchange, 200, wire::users_json(*maps_.bucket_map(), options_.config->file().auth.admin_access_key));
+      co_await http::send_json(exchange, 200, wire::users_json(*maps_.bucket_map(), options_.config->file().auth.admin_access_key));
       co_return;
     }
     s = Status::invalid_argument("{} /v1/users is not supported (use GET)", request.method_text);
@@ -198,7 +198,7 @@ http::Awaitable<void> Proxy::handle_users(http::Exchange& exchange, std::string 
       }
       if (s.is_ok()) {
         SILO_LOG_INFO("user {} added", access_key);
-        co_await cluster::send_json(exchange, 200, "{}");
+        co_await http::send_json(exchange, 200, "{}");
         co_return;
       }
     } else if (request.method == http::Method::kDelete) {
@@ -215,7 +215,7 @@ http::Awaitable<void> Proxy::handle_users(http::Exchange& exchange, std::string 
   }
   if (!s.is_ok()) {
     errors_.add();
-    co_await cluster::send_error(exchange, s);
+    co_await http::send_error(exchange, s);
   }
 }
 
@@ -225,14 +225,14 @@ http::Awaitable<Status> Proxy::relay_to_primary(http::Exchange& exchange) {
   if (!primary) co_return Status::unavailable("no primary in node map v{}", map->version());
   // Relayed once already, or the map still names this proxy, which lost the role (HA):
   // the cluster is electing a primary; relaying again could only go round in circles.
-  if (primary->id() == options_.self.id() || exchange.request().headers.has(cluster::kForwardedHeader)) {
+  if (primary->id() == options_.self.id() || exchange.request().headers.has(http::kForwardedHeader)) {
     co_return Status::unavailable("no primary right now (node map v{} names {}); a new one is being elected, retry",
                                   map->version(), primary->id());
   }
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(primary->url()));
   http::Headers extra;
-  extra.set(cluster::kForwardedHeader, options_.self.id());
-  CO_RETURN_IF_ERROR(co_await cluster::relay(exchange, *client_, to, extra));
+  extra.set(http::kForwardedHeader, options_.self.id());
+  CO_RETURN_IF_ERROR(co_await http::relay(exchange, *client_, to, extra));
   co_return Status::ok();
 }
 
@@ -243,7 +243,7 @@ http::Awaitable<Status> Proxy::create_bucket(http::Exchange& exchange, const std
   if (wire::is_remote(props)) CO_RETURN_IF_ERROR(co_await check_backend(props.backend()));
   CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await primary_->create_bucket(name, props));
   SILO_LOG_INFO("bucket {} created (id {})", bucket.name(), bucket.id());
-  co_await cluster::send_json(exchange, 200, wire::bucket_json(bucket));
+  co_await http::send_json(exchange, 200, wire::bucket_json(bucket));
   co_return Status::ok();
 }
 
@@ -263,7 +263,7 @@ http::Awaitable<Status> Proxy::set_props(http::Exchange& exchange, const std::st
     CO_RETURN_IF_ERROR(co_await check_backend(props.backend()));
   }
   CO_ASSIGN_OR_RETURN(const wire::Bucket updated, co_await primary_->set_bucket_props(name, props));
-  co_await cluster::send_json(exchange, 200, wire::bucket_json(updated));
+  co_await http::send_json(exchange, 200, wire::bucket_json(updated));
   co_return Status::ok();
 }
 
@@ -296,7 +296,7 @@ http::Awaitable<std::optional<wire::Bucket>> Proxy::find_or_adopt(const std::str
     // The new bucket map reaches this node with the primary's push; wait for it briefly.
     for (int i = 0; i < 50 && !maps_.find_bucket(name); ++i) {
       std::unique_ptr<boost::asio::steady_timer> timer;
-      co_await cluster::pause(timer, std::chrono::milliseconds(20));
+      co_await async::pause(timer, std::chrono::milliseconds(20));
     }
   }
   bucket = maps_.find_bucket(name);  // made here, or by a concurrent first access
@@ -332,7 +332,7 @@ http::Awaitable<Status> Proxy::evict(http::Exchange& exchange, const std::string
   } else {
     CO_ASSIGN_OR_RETURN(evicted, co_await delete_if_empty(name, /*evict_first=*/true));
   }
-  co_await cluster::send_json(exchange, 200,
+  co_await http::send_json(exchange, 200,
                               fmt::format(R"({{"evicted":{},"bucket_kept":{}}})", evicted, request.keep_props));
   co_return Status::ok();
 }
@@ -355,7 +355,7 @@ http::Awaitable<Result<uint64_t>> Proxy::evict_everywhere(const wire::Bucket& bu
       http::ClientRequest call;
       call.method = http::Method::kPost;
       call.target = target;
-      call.headers.set(cluster::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
+      call.headers.set(http::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
       CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(call), body, kMaxPropsBody));
       if (answer.status != 200) {
         co_return Status::unavailable("target {} answered the evict with {}: {}", node.id(), answer.status, answer.body);
@@ -364,7 +364,7 @@ http::Awaitable<Result<uint64_t>> Proxy::evict_everywhere(const wire::Bucket& bu
     });
   }
   uint64_t evicted = 0;
-  for (auto& one : co_await cluster::gather<Result<uint64_t>>(std::move(calls))) {
+  for (auto& one : co_await async::gather<Result<uint64_t>>(std::move(calls))) {
     CO_ASSIGN_OR_RETURN(const uint64_t n, std::move(one));
     evicted += n;
   }
@@ -474,8 +474,8 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
       CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
       http::ClientRequest request;
       request.target = target;
-      request.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
-      request.headers.set(cluster::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
+      request.headers.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+      request.headers.set(http::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
       CO_ASSIGN_OR_RETURN(auto response, co_await client_->call(to, std::move(request), "", kMaxListPageBytes));
       if (response.status != 200) {
         co_return Status::unavailable("target {} answered the listing with {}: {}", node.id(), response.status,
@@ -489,7 +489,7 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
       co_return co_await backend_page(bucket, prefix, start_after, limit);
     });
   }
-  auto pages = co_await cluster::gather<Result<wire::ListPage>>(std::move(calls));
+  auto pages = co_await async::gather<Result<wire::ListPage>>(std::move(calls));
   co_return merge_pages(pages, limit);
 }
 
@@ -535,7 +535,7 @@ http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const std:
   CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(*bucket, request.query_param("prefix").value_or(""),
                                                       start_after, limit, with_backend));
   const std::string next = page.second && !page.first.empty() ? token_of(page.first.back().name()) : "";
-  co_await cluster::send_json(exchange, 200, wire::object_list_json(page.first, next, is_remote));
+  co_await http::send_json(exchange, 200, wire::object_list_json(page.first, next, is_remote));
   co_return Status::ok();
 }
 
@@ -549,7 +549,7 @@ http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string
   if (s.is_ok() && placement->empty()) s = Status::unavailable("the cluster has no targets yet");
   if (!s.is_ok()) {
     errors_.add();
-    co_await cluster::send_error(exchange, s);
+    co_await http::send_error(exchange, s);
     co_return;
   }
   const std::vector<wire::NodeInfo> order = route_for(*bucket, name, request.method);
@@ -569,7 +569,7 @@ http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string
   }
   if (!s.is_ok()) {
     errors_.add();
-    co_await cluster::send_error(exchange, s);
+    co_await http::send_error(exchange, s);
   }
 }
 
@@ -610,11 +610,11 @@ http::Awaitable<Status> Proxy::relay_to_owner(http::Exchange& exchange, const wi
   }
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(owner.url()));
   http::Headers extra;
-  extra.set(cluster::kForwardedHeader, options_.self.id());
-  extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  extra.set(http::kForwardedHeader, options_.self.id());
+  extra.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
   // Holders depend on the bucket's layout too: a target behind on either map catches up.
-  extra.set(cluster::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
-  co_return co_await cluster::relay(exchange, *client_, to, extra);
+  extra.set(http::kBucketMapVersionHeader, std::to_string(maps_.bucket_map()->version()));
+  co_return co_await http::relay(exchange, *client_, to, extra);
 }
 
 }  // namespace silo::proxy

@@ -7,10 +7,10 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/text.h"
-#include "cluster/gather.h"
+#include "async/gather.h"
 #include "s3/names.h"
-#include "cluster/relay.h"
-#include "cluster/reply.h"
+#include "http/relay.h"
+#include "http/reply.h"
 #include "proxy/proxy.h"
 #include "wire/json.h"
 #include "s3/http_time.h"
@@ -391,7 +391,7 @@ http::Awaitable<Status> Proxy::s3_list_uploads(http::Exchange& exchange, const c
       co_return wire::decode<wire::UploadPage>(response.body, wire::Source::kNetwork);
     });
   }
-  auto pages = co_await cluster::gather<Result<wire::UploadPage>>(std::move(calls));
+  auto pages = co_await async::gather<Result<wire::UploadPage>>(std::move(calls));
   std::vector<wire::UploadEntry> uploads;
   bool is_truncated = false;
   for (auto& page : pages) {
@@ -484,7 +484,7 @@ http::Awaitable<Status> Proxy::s3_delete_objects(http::Exchange& exchange, const
         http::ClientRequest call;
         call.method = http::Method::kDelete;
         call.target = "/v1/objects/" + text::percent_encode(bucket.name()) + "/" + text::percent_encode_path(key);
-        call.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+        call.headers.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
         auto response = co_await client_->call(*to, std::move(call), "", 64 * 1024);
         if (!response) co_return Outcome{"ServiceUnavailable", response.error().message()};
         if (response->status == 204 || response->status == 200 || response->status == 404) co_return Outcome{};
@@ -492,7 +492,7 @@ http::Awaitable<Status> Proxy::s3_delete_objects(http::Exchange& exchange, const
                           fmt::format("HTTP {} from target {}", response->status, owner.id())};
       });
     }
-    auto done = co_await cluster::gather<Outcome>(std::move(calls));
+    auto done = co_await async::gather<Outcome>(std::move(calls));
     for (size_t i = begin; i < end; ++i) outcomes[i] = std::move(done[i - begin]);
   }
   s3::XmlWriter xml;

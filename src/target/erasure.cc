@@ -12,8 +12,8 @@
 
 #include "base/hash.h"
 #include "base/log.h"
-#include "cluster/gather.h"
-#include "cluster/reply.h"
+#include "async/gather.h"
+#include "http/reply.h"
 #include "ec/layout.h"
 #include "ec/reed_solomon.h"
 #include "target/copy_wire.h"
@@ -87,7 +87,7 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
       co_return record ? std::move(*record) : std::nullopt;
     });
   }
-  const auto records = co_await cluster::gather<std::optional<wire::ObjectRecord>>(std::move(asks));
+  const auto records = co_await async::gather<std::optional<wire::ObjectRecord>>(std::move(asks));
   // Every slice of this version, in rank order (this node's own at its rank).
   std::vector<SlicePiece> pieces;
   bool is_mine_placed = false;
@@ -221,7 +221,7 @@ http::Awaitable<Result<Target::SliceSink>> Target::open_slice_sink(const ObjectR
   put.method = http::Method::kPut;
   // repair=1: the holder's own slice of this version may be missing or corrupt.
   put.target = internal_object_target(object) + "?repair=1";
-  put.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  put.headers.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
   CO_ASSIGN_OR_RETURN(sink.call,
                       co_await client_->start(to, std::move(put), prefix.size() + record.size()));
   CO_RETURN_IF_ERROR(co_await sink.call->write({prefix.data(), prefix.size()}));
@@ -243,7 +243,7 @@ http::Awaitable<Status> write_cells(std::vector<Target::SliceSink>& sinks,
       co_return co_await sink.call->write(bytes);
     });
   }
-  for (const Status& w : co_await cluster::gather<Status>(std::move(writes))) {
+  for (const Status& w : co_await async::gather<Status>(std::move(writes))) {
     if (!w.is_ok()) co_return w;
   }
   co_return Status::ok();

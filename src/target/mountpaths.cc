@@ -12,8 +12,8 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "cluster/reply.h"
-#include "cluster/sleep.h"
+#include "http/reply.h"
+#include "async/sleep.h"
 #include "target/target.h"
 #include "wire/json.h"
 
@@ -186,7 +186,7 @@ http::Awaitable<void> Target::watch_mountpaths(std::chrono::milliseconds period)
       SILO_LOG_ERROR("mountpath {} is out of service ({}); about {} objects on it are lost here (no other copy on "
                      "this target)", m.path, m.failure, m.objects);
     }
-    co_await cluster::pause(timer, period);
+    co_await async::pause(timer, period);
   }
 }
 
@@ -208,7 +208,7 @@ http::Awaitable<void> Target::attach_mountpath(http::Exchange& exchange) {
     attached = std::move(requested).error();
   }
   if (!attached) {
-    co_await cluster::send_error(exchange, attached.error());
+    co_await http::send_error(exchange, attached.error());
     co_return;
   }
   const std::string& path = attached->path;  // by reference beside co_await (ADR 0003)
@@ -220,7 +220,7 @@ http::Awaitable<void> Target::attach_mountpath(http::Exchange& exchange) {
   }
   start_resilver(exchange.executor(), fmt::format("mountpath {} attached", attached->path));
   remember_mountpath_set();
-  co_await cluster::send_json(exchange, 200, mountpath_json(*attached));
+  co_await http::send_json(exchange, 200, mountpath_json(*attached));
 }
 
 http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::string_view rest, bool is_admin) {
@@ -256,7 +256,7 @@ http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::s
       body += "}";
     }
     body += "}";
-    co_await cluster::send_json(exchange, 200, body);
+    co_await http::send_json(exchange, 200, body);
     co_return;
   }
   if (!is_admin) {
@@ -275,7 +275,7 @@ http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::s
     if (request.method == http::Method::kDelete && action.empty()) {
       s = start_detach(exchange.executor(), std::string(id));
       if (s.is_ok()) {
-        co_await cluster::send_json(exchange, 202,
+        co_await http::send_json(exchange, 202,
                                     fmt::format(R"({{"id":{},"state":"detaching"}})", wire::json_string(id)));
         co_return;
       }
@@ -288,7 +288,7 @@ http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::s
       auto changed = co_await reader_.run([this, id, enable] { return store_.set_mountpath_enabled(id, enable); });
       if (changed) {
         start_resilver(exchange.executor(), fmt::format("mountpath {} {}", changed->path, enable ? "enabled" : "disabled"));
-        co_await cluster::send_json(
+        co_await http::send_json(
             exchange, 200,
             fmt::format(R"({{"id":{},"state":"{}"}})", wire::json_string(changed->id),
                         store::mountpath_state_name(changed->state)));
@@ -297,7 +297,7 @@ http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::s
       s = std::move(changed).error();
     }
   }
-  co_await cluster::send_error(exchange, s);
+  co_await http::send_error(exchange, s);
 }
 
 Status Target::start_detach(asio::any_io_executor executor, std::string id) {

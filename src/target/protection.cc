@@ -9,7 +9,7 @@
 
 #include "base/hash.h"
 #include "base/log.h"
-#include "cluster/gather.h"
+#include "async/gather.h"
 #include "target/copy_wire.h"
 #include "target/target.h"
 #include "wire/json.h"
@@ -95,7 +95,7 @@ http::Awaitable<Status> Target::push_copies(ObjectRef object, std::vector<wire::
       co_return Status::ok();
     });
   }
-  for (const Status& s : co_await cluster::gather<Status>(std::move(pushes))) {
+  for (const Status& s : co_await async::gather<Status>(std::move(pushes))) {
     if (!s.is_ok()) co_return s;
   }
   co_return Status::ok();
@@ -120,7 +120,7 @@ http::Awaitable<Status> Target::replicate_record(const Resolved& r, const wire::
       co_return Status::ok();
     });
   }
-  for (const Status& s : co_await cluster::gather<Status>(std::move(updates))) {
+  for (const Status& s : co_await async::gather<Status>(std::move(updates))) {
     if (!s.is_ok()) co_return s;
   }
   co_return Status::ok();

@@ -8,7 +8,7 @@
 #include <array>
 
 #include "base/log.h"
-#include "cluster/sleep.h"
+#include "async/sleep.h"
 #include "target/target.h"
 
 namespace silo::target {
@@ -22,7 +22,7 @@ http::Awaitable<Status> Target::read_here_or_neighbor(http::Exchange& exchange, 
   static constexpr std::array<int, 4> kPausesMs = {10, 50, 200, 500};
   std::unique_ptr<boost::asio::steady_timer> timer;
   for (size_t i = 0; i < kPausesMs.size() && s.code() == Code::kAborted && !exchange.response().has_begun(); ++i) {
-    co_await cluster::pause(timer, std::chrono::milliseconds(kPausesMs[i]));
+    co_await async::pause(timer, std::chrono::milliseconds(kPausesMs[i]));
     s = co_await read();
   }
   if (s.code() == Code::kAborted && !exchange.response().has_begun()) {

@@ -14,11 +14,11 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/text.h"
-#include "cluster/gather.h"
+#include "async/gather.h"
 #include "cluster/primary.h"
-#include "cluster/relay.h"
-#include "cluster/reply.h"
-#include "cluster/sleep.h"
+#include "http/relay.h"
+#include "http/reply.h"
+#include "async/sleep.h"
 #include "target/copy_wire.h"
 #include "target/target.h"
 #include "wire/json.h"
@@ -179,7 +179,7 @@ http::Awaitable<void> Target::sync_rebalance() {
     if (is_current) co_return;
     if (walk_ && !walk_->finished) {
       walk_->cancelled = true;
-      cluster::cancel(walk_->timer);
+      async::cancel(walk_->timer);
       SILO_LOG_INFO("rebalance walk {} ({}) stops: node map v{} moved on", walk_->rebalance_id,
                     wire::phase_name(walk_->phase), map->version());
     }
@@ -200,7 +200,7 @@ void Target::stop_rebalance() {
   MutexLock lock(rebalance_mutex_);
   if (!walk_) return;
   walk_->cancelled = true;
-  cluster::cancel(walk_->timer);
+  async::cancel(walk_->timer);
 }
 
 http::Awaitable<void> Target::drain_copies(Walk& walk) {
@@ -211,7 +211,7 @@ http::Awaitable<void> Target::drain_copies(Walk& walk) {
   for (std::shared_ptr<Walk> p = walk.previous; p; p = p->previous) {
     while (!p->exited) {
       if (walk.cancelled) co_return;  // the walk that replaces this one takes the chain over
-      co_await cluster::pause(timer, std::chrono::milliseconds(5));
+      co_await async::pause(timer, std::chrono::milliseconds(5));
     }
     // Only here are two walks locked at once, always the newer first.
     MutexLock lock(walk.mutex);
@@ -226,7 +226,7 @@ http::Awaitable<void> Target::drain_copies(Walk& walk) {
       MutexLock lock(copies_mutex_);
       if (copies_in_flight_ == 0) co_return;
     }
-    co_await cluster::pause(timer, std::chrono::milliseconds(5));
+    co_await async::pause(timer, std::chrono::milliseconds(5));
   }
 }
 
@@ -293,7 +293,7 @@ http::Awaitable<void> Target::walk(std::shared_ptr<Walk> walk) {
     }
     SILO_LOG_WARN("rebalance walk {} ({}): {} objects failed, the last: {}; walking again", walk->rebalance_id,
                   wire::phase_name(walk->phase), walk->errors.load(), last_error);
-    co_await cluster::pause(walk->timer, kRetryPause);
+    co_await async::pause(walk->timer, kRetryPause);
   }
 }
 
@@ -321,13 +321,13 @@ http::Awaitable<Status> Target::walk_once(Walk& walk) {
         });
         if (moves.size() == kWalkParallelism) {
           if (walk.cancelled) co_return Status::ok();
-          for (const Status& s : co_await cluster::gather<Status>(std::move(moves))) {
+          for (const Status& s : co_await async::gather<Status>(std::move(moves))) {
             if (!s.is_ok()) walk.fail(s);
           }
           moves.clear();
         }
       }
-      for (const Status& s : co_await cluster::gather<Status>(std::move(moves))) {
+      for (const Status& s : co_await async::gather<Status>(std::move(moves))) {
         if (!s.is_ok()) walk.fail(s);
       }
       if (!page.is_truncated || page.entries.empty()) break;
@@ -405,7 +405,7 @@ http::Awaitable<Result<Placed>> Target::push_copy(const http::Endpoint& to, cons
   http::ClientRequest put;
   put.method = http::Method::kPut;
   put.target = internal_object_target(object);
-  put.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  put.headers.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
   CO_ASSIGN_OR_RETURN(auto call, co_await client_->start(to, std::move(put), prefix.size() + record.size()));
   CO_RETURN_IF_ERROR(co_await call->write({prefix.data(), prefix.size()}));
   std::vector<char> buffer(std::min<uint64_t>(kCopyChunk, std::max<uint64_t>(record.size(), 1)));
@@ -552,7 +552,7 @@ http::Awaitable<Status> Target::pull_copy(const ObjectRef& object, std::optional
 }
 
 bool Target::is_local_only(const http::RequestHead& request) {
-  return request.headers.has(cluster::kLocalOnlyHeader) && request.headers.has(cluster::kForwardedHeader);
+  return request.headers.has(http::kLocalOnlyHeader) && request.headers.has(http::kForwardedHeader);
 }
 
 http::Awaitable<Status> Target::read_from_neighbor(http::Exchange& exchange, const ObjectRef& object) {
@@ -564,10 +564,10 @@ http::Awaitable<Status> Target::read_from_neighbor(http::Exchange& exchange, con
 http::Awaitable<Status> Target::relay_local_only(http::Exchange& exchange, const http::Endpoint& to) {
   forwards_.add();
   http::Headers extra;
-  extra.set(cluster::kForwardedHeader, options_.self.id());
-  extra.set(cluster::kLocalOnlyHeader, "1");
-  extra.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
-  co_return co_await cluster::relay(exchange, *client_, to, extra);
+  extra.set(http::kForwardedHeader, options_.self.id());
+  extra.set(http::kLocalOnlyHeader, "1");
+  extra.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  co_return co_await http::relay(exchange, *client_, to, extra);
 }
 
 http::Awaitable<Status> Target::remove_everywhere(const ObjectRef& object) {
@@ -600,7 +600,7 @@ http::Awaitable<Result<bool>> Target::remove_elsewhere(const ObjectRef& object) 
     });
   }
   bool found = false;
-  for (auto& r : co_await cluster::gather<Result<bool>>(std::move(removals))) {
+  for (auto& r : co_await async::gather<Result<bool>>(std::move(removals))) {
     if (!r) co_return std::move(r).error();
     found = found || *r;
   }
@@ -695,7 +695,7 @@ http::Awaitable<void> Target::handle_internal_object(http::Exchange& exchange, s
             s = std::move(updated).error();
             break;
           }
-          co_await cluster::send_json(exchange, 200, R"({"kept":"incoming"})");
+          co_await http::send_json(exchange, 200, R"({"kept":"incoming"})");
           co_return;
         }
         // ?repair=1: a rebuilt slice for a holder whose own is missing or corrupt.
@@ -709,7 +709,7 @@ http::Awaitable<void> Target::handle_internal_object(http::Exchange& exchange, s
           s = std::move(stored).error();
           break;
         }
-        co_await cluster::send_json(exchange, 200, placed_json(*stored));
+        co_await http::send_json(exchange, 200, placed_json(*stored));
         co_return;
       }
       case http::Method::kDelete: {
@@ -741,7 +741,7 @@ http::Awaitable<void> Target::handle_internal_object(http::Exchange& exchange, s
       default: s = Status::invalid_argument("{} is not supported on an internal object", request.method_text);
     }
   }
-  co_await cluster::send_error(exchange, s);
+  co_await http::send_error(exchange, s);
 }
 
 }  // namespace silo::target

@@ -7,7 +7,7 @@
 #include <boost/asio/this_coro.hpp>
 
 #include "base/log.h"
-#include "cluster/reply.h"
+#include "http/reply.h"
 #include "target/read_here_or_neighbor.h"
 #include "target/target.h"
 #include "wire/json.h"
@@ -111,10 +111,10 @@ http::Awaitable<void> Target::handle_evict(http::Exchange& exchange, std::string
   };
   auto evicted = co_await evict();
   if (!evicted) {
-    co_await cluster::send_error(exchange, evicted.error());
+    co_await http::send_error(exchange, evicted.error());
     co_return;
   }
-  co_await cluster::send_json(exchange, 200, fmt::format(R"({{"evicted":{}}})", *evicted));
+  co_await http::send_json(exchange, 200, fmt::format(R"({{"evicted":{}}})", *evicted));
 }
 
 http::Awaitable<void> Target::handle_prefetch_task(http::Exchange& exchange, const std::string& id) {
@@ -138,7 +138,7 @@ http::Awaitable<void> Target::handle_prefetch_task(http::Exchange& exchange, con
         const auto executor = co_await asio::this_coro::executor;
         const bool is_started = cache_.start_prefetch(executor, id, std::move(*parsed), std::move(bucket));
         // A retried start answers false.
-        co_await cluster::send_json(exchange, 200, is_started ? R"({"started":true})" : R"({"started":false})");
+        co_await http::send_json(exchange, 200, is_started ? R"({"started":true})" : R"({"started":false})");
         co_return;
       }
     }
@@ -162,7 +162,7 @@ http::Awaitable<void> Target::handle_prefetch_task(http::Exchange& exchange, con
   } else {
     s = Status::invalid_argument("{} is not supported on a task", request.method_text);
   }
-  co_await cluster::send_error(exchange, s);
+  co_await http::send_error(exchange, s);
 }
 
 }  // namespace silo::target

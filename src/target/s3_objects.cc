@@ -7,7 +7,7 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "s3/names.h"
-#include "cluster/reply.h"
+#include "http/reply.h"
 #include "http/range.h"
 #include "s3/conditions.h"
 #include "s3/http_time.h"
@@ -498,7 +498,7 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   get.method = http::Method::kGet;
   get.target = "/v1/objects/" + text::percent_encode(source.bucket) + "/" + text::percent_encode_path(source.key);
   get.headers.set("x-amz-checksum-mode", "ENABLED");
-  get.headers.set(cluster::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  get.headers.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
   const auto copy_range = in.headers.get("x-amz-copy-source-range");
   if (copy_range) {
     if (!is_part) {
@@ -696,7 +696,7 @@ http::Awaitable<void> Target::handle_list_uploads(http::Exchange& exchange, std:
   const http::RequestHead& request = exchange.request();
   auto bucket = co_await find_bucket(bucket_name);
   if (!bucket) {
-    co_await cluster::send_error(exchange, bucket.error());
+    co_await http::send_error(exchange, bucket.error());
     co_return;
   }
   store::UploadListOptions options;
@@ -706,7 +706,7 @@ http::Awaitable<void> Target::handle_list_uploads(http::Exchange& exchange, std:
   options.limit = std::clamp<size_t>(parse_u64(request.query_param("limit").value_or("1000")).value_or(1000), 1, 10000);
   auto page = co_await store_.list_uploads(BucketId(bucket->id()), std::move(options));
   if (!page) {
-    co_await cluster::send_error(exchange, page.error());
+    co_await http::send_error(exchange, page.error());
     co_return;
   }
   wire::UploadPage out;

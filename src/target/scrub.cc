@@ -11,8 +11,8 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
-#include "cluster/reply.h"
-#include "cluster/sleep.h"
+#include "http/reply.h"
+#include "async/sleep.h"
 #include "target/detail/task.h"
 #include "target/target.h"
 
@@ -48,7 +48,7 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
     } else if (!id.starts_with(parsed->kind + "-")) {
       s = Status::invalid_argument("task {} is not of kind {}", id, parsed->kind);
     } else if (task) {
-      co_await cluster::send_json(exchange, 200, R"({"started":false})");  // a retried start
+      co_await http::send_json(exchange, 200, R"({"started":false})");  // a retried start
       co_return;
     } else {
       task = std::make_shared<Task>();
@@ -74,7 +74,7 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
         }
         const auto executor = co_await asio::this_coro::executor;
         asio::co_spawn(executor, run_scrub(task), asio::detached);
-        co_await cluster::send_json(exchange, 200, R"({"started":true})");
+        co_await http::send_json(exchange, 200, R"({"started":true})");
         co_return;
       }
     }
@@ -105,7 +105,7 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
     co_return;
   } else if (request.method == http::Method::kDelete) {
     task->cancelled = true;
-    cluster::cancel(task->timer);
+    async::cancel(task->timer);
     http::ResponseHead head;
     head.status = 204;
     std::ignore = co_await exchange.response().send(std::move(head), "");
@@ -113,7 +113,7 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
   } else {
     s = Status::invalid_argument("{} is not supported on a task", request.method_text);
   }
-  co_await cluster::send_error(exchange, s);
+  co_await http::send_error(exchange, s);
 }
 
 http::Awaitable<void> Target::run_scrub(std::shared_ptr<Task> task) {
@@ -148,7 +148,7 @@ http::Awaitable<void> Target::run_scrub(std::shared_ptr<Task> task) {
           const auto due = started + std::chrono::microseconds(task->bytes * 1000000 / task->rate_bytes);
           const auto now = std::chrono::steady_clock::now();
           if (due > now) {
-            co_await cluster::pause(task->timer, std::chrono::duration_cast<std::chrono::milliseconds>(due - now));
+            co_await async::pause(task->timer, std::chrono::duration_cast<std::chrono::milliseconds>(due - now));
           }
         }
       }

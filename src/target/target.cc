@@ -18,9 +18,9 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "s3/names.h"
-#include "cluster/relay.h"
-#include "cluster/reply.h"
-#include "cluster/sleep.h"
+#include "http/relay.h"
+#include "http/reply.h"
+#include "async/sleep.h"
 #include "http/range.h"
 #include "target/object_headers.h"
 #include "target/read_here_or_neighbor.h"
@@ -137,8 +137,8 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
   // The sender's maps are newer than ours (a push has not arrived yet): catch up first. The
   // primary may route with maps a moment before it hands them out: ask again, briefly.
   const auto is_stale = [this, &request] {
-    return header_version(request, cluster::kNodeMapVersionHeader) > maps_.node_map()->version() ||
-           header_version(request, cluster::kBucketMapVersionHeader) > maps_.bucket_map()->version();
+    return header_version(request, http::kNodeMapVersionHeader) > maps_.node_map()->version() ||
+           header_version(request, http::kBucketMapVersionHeader) > maps_.bucket_map()->version();
   };
   // The sender's version proves the newer map exists, so waiting for it is worth up to 2 s
   // (200 ms was not always enough under load: a GET during a copies change then failed
@@ -146,7 +146,7 @@ http::Awaitable<Result<Target::Resolved>> Target::resolve(const http::RequestHea
   std::unique_ptr<boost::asio::steady_timer> timer;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (int attempt = 0; is_stale() && member_ != nullptr && std::chrono::steady_clock::now() < give_up; ++attempt) {
-    if (attempt > 0) co_await cluster::pause(timer, std::chrono::milliseconds(std::min(20 * attempt, 100)));
+    if (attempt > 0) co_await async::pause(timer, std::chrono::milliseconds(std::min(20 * attempt, 100)));
     std::ignore = co_await member_->sync();  // best effort: the sender's answer says what is left
   }
   CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await find_bucket(bucket_name));
@@ -190,7 +190,7 @@ http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::strin
   if (!s.is_ok()) {
     errors_.add();
     if (s.code() != Code::kNotFound) SILO_LOG_DEBUG("{} {}: {}", request.method_text, request.path, s);
-    co_await cluster::send_error(exchange, s);
+    co_await http::send_error(exchange, s);
   }
 }
 
@@ -205,9 +205,9 @@ http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved
   // converged (a keepalive interval at most).
   const http::RequestHead& request = exchange.request();
   const bool is_sender_behind =
-      header_version(request, cluster::kNodeMapVersionHeader) < maps_.node_map()->version() ||
-      header_version(request, cluster::kBucketMapVersionHeader) < maps_.bucket_map()->version();
-  if (request.headers.has(cluster::kForwardedHeader) && !is_sender_behind) {
+      header_version(request, http::kNodeMapVersionHeader) < maps_.node_map()->version() ||
+      header_version(request, http::kBucketMapVersionHeader) < maps_.bucket_map()->version();
+  if (request.headers.has(http::kForwardedHeader) && !is_sender_behind) {
     co_return Status::unavailable("object {} is owned by {} per node map v{}; node maps are converging, retry",
                                   r.object.name, r.owner.id(), maps_.node_map()->version());
   }
@@ -232,16 +232,16 @@ http::Awaitable<Status> Target::relay_to(http::Exchange& exchange, const wire::N
   forwards_.add();
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
   http::Headers extra;
-  extra.set(cluster::kForwardedHeader, options_.self.id());
+  extra.set(http::kForwardedHeader, options_.self.id());
   // The newest versions either side has seen: the next node never finds this sender
   // behind on a map it passed on (no ping-pong while maps converge).
   const uint64_t node_map_version =
-      std::max(header_version(request, cluster::kNodeMapVersionHeader), maps_.node_map()->version());
+      std::max(header_version(request, http::kNodeMapVersionHeader), maps_.node_map()->version());
   const uint64_t bucket_map_version =
-      std::max(header_version(request, cluster::kBucketMapVersionHeader), maps_.bucket_map()->version());
-  extra.set(cluster::kNodeMapVersionHeader, std::to_string(node_map_version));
-  extra.set(cluster::kBucketMapVersionHeader, std::to_string(bucket_map_version));
-  co_return co_await cluster::relay(exchange, *client_, to, extra);
+      std::max(header_version(request, http::kBucketMapVersionHeader), maps_.bucket_map()->version());
+  extra.set(http::kNodeMapVersionHeader, std::to_string(node_map_version));
+  extra.set(http::kBucketMapVersionHeader, std::to_string(bucket_map_version));
+  co_return co_await http::relay(exchange, *client_, to, extra);
 }
 
 http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r) {
@@ -326,7 +326,7 @@ http::Awaitable<Status> Target::remove(http::Exchange& exchange, const Resolved&
 http::Awaitable<Result<wire::Bucket>> Target::bucket_as_sender_sees_it(const http::RequestHead& request,
                                                                       const std::string& bucket_name) {
   // The sender's bucket map is newer (a bucket being deleted): catch up first.
-  const uint64_t wanted_version = header_version(request, cluster::kBucketMapVersionHeader);
+  const uint64_t wanted_version = header_version(request, http::kBucketMapVersionHeader);
   if (wanted_version > maps_.bucket_map()->version() && member_ != nullptr) {
     std::ignore = co_await member_->sync();
     if (wanted_version > maps_.bucket_map()->version()) {
@@ -342,7 +342,7 @@ http::Awaitable<void> Target::handle_list(http::Exchange& exchange, std::string 
   const http::RequestHead& request = exchange.request();
   auto bucket = co_await bucket_as_sender_sees_it(request, bucket_name);
   if (!bucket) {
-    co_await cluster::send_error(exchange, bucket.error());
+    co_await http::send_error(exchange, bucket.error());
     co_return;
   }
   store::ListOptions options;
@@ -352,13 +352,13 @@ http::Awaitable<void> Target::handle_list(http::Exchange& exchange, std::string 
   size_t limit = 0;
   const auto [end, ec] = std::from_chars(limit_text.data(), limit_text.data() + limit_text.size(), limit);
   if (ec != std::errc() || end != limit_text.data() + limit_text.size() || limit == 0 || limit > kMaxListLimit) {
-    co_await cluster::send_error(exchange, Status::invalid_argument("limit must be 1..{}", kMaxListLimit));
+    co_await http::send_error(exchange, Status::invalid_argument("limit must be 1..{}", kMaxListLimit));
     co_return;
   }
   options.limit = limit;
   auto page = co_await store_.list(BucketId(bucket->id()), std::move(options));
   if (!page) {
-    co_await cluster::send_error(exchange, page.error());
+    co_await http::send_error(exchange, page.error());
     co_return;
   }
   wire::ListPage out;

@@ -14,14 +14,14 @@
 #include "cluster/bucket_writes.h"
 #include "cluster/cluster_maps.h"
 #include "config/live_config.h"
-#include "cluster/signal.h"
+#include "async/signal.h"
 #include "cluster/primary.h"
 #include "cluster/s3_request.h"
 #include "config/config.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "stats/registry.h"
-#include "store/disk_executor.h"
+#include "async/disk_executor.h"
 #include "store/store.h"
 #include "target/copy_wire.h"
 
@@ -409,7 +409,7 @@ class Target {
 
   Mutex rebalance_mutex_;
   std::shared_ptr<Walk> walk_ GUARDED_BY(rebalance_mutex_);  // the current or last walk
-  store::DiskExecutor reader_{2};  // reads object files for pushes
+  async::DiskExecutor reader_{2};  // reads object files for pushes
 
   // The effective cluster config now (one snapshot: read every value of a request from it).
   std::shared_ptr<const config::ClusterConfig> live_config() const { return options_.config->get(); }

@@ -10,7 +10,7 @@
 #include "base/result.h"
 #include "base/strong_id.h"
 #include "store/detail/meta_db.h"
-#include "store/disk_executor.h"
+#include "async/disk_executor.h"
 #include "store/file_system.h"
 #include "store/store.h"
 
@@ -46,7 +46,7 @@ class Mountpath {
 
   const std::string& path() const { return path_; }
   const std::string& id() const { return id_; }
-  DiskExecutor& disk() { return disk_; }
+  async::DiskExecutor& disk() { return disk_; }
   // Every change to object, part and work files goes through this (store/file_system.h).
   FileSystem& file_system() { return *file_system_; }
   MetaDb& meta() { return *meta_; }
@@ -102,7 +102,7 @@ class Mountpath {
   std::atomic<bool> detached_{false};
   mutable Mutex failure_mutex_;
   std::string failure_ GUARDED_BY(failure_mutex_);
-  DiskExecutor disk_;
+  async::DiskExecutor disk_;
 };
 
 }  // namespace silo::store::detail

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cluster/gather.h"
+#include "async/gather.h"
 #include "target/copy_wire.h"
 
 namespace silo::target::detail {
@@ -121,7 +121,7 @@ http::Awaitable<Result<std::vector<SliceSource>>> open_sources(
   co_return Status::aborted("the slices of {} changed while being read", object.name);
 }
 
-http::Awaitable<Status> read_stripe(store::DiskExecutor& disk, std::vector<SliceSource>& sources,
+http::Awaitable<Status> read_stripe(async::DiskExecutor& disk, std::vector<SliceSource>& sources,
                                     std::vector<std::vector<uint8_t>>& cells, uint64_t cell_length,
                                     const ec::ReedSolomon& rs, bool is_degraded) {
   std::vector<std::function<http::Awaitable<Status>()>> reads;
@@ -147,7 +147,7 @@ http::Awaitable<Status> read_stripe(store::DiskExecutor& disk, std::vector<Slice
       co_return Status::ok();
     });
   }
-  for (const Status& read : co_await cluster::gather<Status>(std::move(reads))) {
+  for (const Status& read : co_await async::gather<Status>(std::move(reads))) {
     if (!read.is_ok()) co_return read;
   }
   if (!is_degraded) co_return Status::ok();  // the k data cells are here: no decoding

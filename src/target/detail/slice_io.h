@@ -18,7 +18,7 @@
 #include "ec/layout.h"
 #include "ec/reed_solomon.h"
 #include "http/client.h"
-#include "store/disk_executor.h"
+#include "async/disk_executor.h"
 #include "store/store.h"
 #include "wire/codec.h"
 
@@ -67,7 +67,7 @@ http::Awaitable<Result<std::vector<SliceSource>>> open_sources(
 
 // Reads cell `s` of every source in parallel into `cells` (by slice index) and, when
 // degraded, rebuilds every cell not read.
-http::Awaitable<Status> read_stripe(store::DiskExecutor& disk, std::vector<SliceSource>& sources,
+http::Awaitable<Status> read_stripe(async::DiskExecutor& disk, std::vector<SliceSource>& sources,
                                     std::vector<std::vector<uint8_t>>& cells, uint64_t cell_length,
                                     const ec::ReedSolomon& rs, bool is_degraded);
 

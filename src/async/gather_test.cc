@@ -1,4 +1,4 @@
-#include "cluster/gather.h"
+#include "async/gather.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "base/result.h"
 
-namespace silo::cluster {
+namespace silo::async {
 namespace {
 
 namespace asio = boost::asio;
@@ -63,4 +63,4 @@ TEST(GatherTest, NoTasksCompletesAtOnce) {
 }
 
 }  // namespace
-}  // namespace silo::cluster
+}  // namespace silo::async

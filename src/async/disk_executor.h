@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace silo::store {
+namespace silo::async {
 
 // A pool of threads that run blocking disk work (file I/O, fsync, RocksDB) for one
 // mountpath, so network threads never block. `co_await disk.run(fn)` runs fn on the pool
@@ -51,4 +51,4 @@ class DiskExecutor {
   boost::asio::thread_pool pool_;
 };
 
-}  // namespace silo::store
+}  // namespace silo::async

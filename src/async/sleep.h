@@ -9,13 +9,13 @@
 #include <chrono>
 #include <memory>
 
-#include "http/client.h"
+#include <boost/asio/awaitable.hpp>
 
-namespace silo::cluster {
+namespace silo::async {
 
 // Sleeps for `period` unless the timer is cancelled (cancel_sleep). Creates the timer on
 // first use on the coroutine's executor.
-inline http::Awaitable<void> pause(std::unique_ptr<boost::asio::steady_timer>& timer,
+inline boost::asio::awaitable<void> pause(std::unique_ptr<boost::asio::steady_timer>& timer,
                                    std::chrono::milliseconds period) {
   namespace asio = boost::asio;
   if (!timer) timer = std::make_unique<asio::steady_timer>(co_await asio::this_coro::executor);
@@ -29,4 +29,4 @@ inline void cancel(std::unique_ptr<boost::asio::steady_timer>& timer) {
   if (timer) boost::asio::post(timer->get_executor(), [t = timer.get()] { t->cancel(); });
 }
 
-}  // namespace silo::cluster
+}  // namespace silo::async

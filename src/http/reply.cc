@@ -1,10 +1,10 @@
-#include "cluster/reply.h"
+#include "http/reply.h"
 
 #include <strings.h>
 
 #include "wire/json.h"
 
-namespace silo::cluster {
+namespace silo::http {
 
 int http_status(Code code) {
   switch (code) {
@@ -51,4 +51,4 @@ bool is_hop_by_hop(std::string_view name) {
   return false;
 }
 
-}  // namespace silo::cluster
+}  // namespace silo::http

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "cluster/resume.h"
+#include "async/resume.h"
 
-namespace silo::cluster {
+namespace silo::async {
 
 // Wakes coroutines when something they watch changed (a fetch made progress). A waiter
 // reads count(), checks its condition, and when it does not hold yet waits for a notify()
@@ -64,4 +64,4 @@ class Signal {
   std::vector<std::function<void()>> waiters_ GUARDED_BY(mutex_);
 };
 
-}  // namespace silo::cluster
+}  // namespace silo::async

@@ -1,4 +1,4 @@
-#include "cluster/signal.h"
+#include "async/signal.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <atomic>
 #include <thread>
 
-namespace silo::cluster {
+namespace silo::async {
 namespace {
 
 namespace asio = boost::asio;
@@ -61,4 +61,4 @@ TEST(SignalTest, NoWakeupIsLostBetweenCheckAndWait) {
 }
 
 }  // namespace
-}  // namespace silo::cluster
+}  // namespace silo::async

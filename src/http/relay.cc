@@ -1,12 +1,12 @@
-#include "cluster/relay.h"
+#include "http/relay.h"
 
 #include <algorithm>
 #include <memory>
 
 #include "base/log.h"
-#include "cluster/reply.h"
+#include "http/reply.h"
 
-namespace silo::cluster {
+namespace silo::http {
 namespace {
 
 constexpr size_t kRelayBufferBytes = 256 * 1024;
@@ -67,4 +67,4 @@ http::Awaitable<Status> relay(http::Exchange& exchange, http::Client& client, co
   co_return Status::ok();
 }
 
-}  // namespace silo::cluster
+}  // namespace silo::http

@@ -3,7 +3,7 @@
 #include "http/client.h"
 #include "http/server.h"
 
-namespace silo::cluster {
+namespace silo::http {
 
 // Streams the request of `exchange` (method, target, end-to-end headers, body) to `to`
 // and the answer back, with one bounded buffer in each direction: back-pressure comes from
@@ -14,4 +14,4 @@ namespace silo::cluster {
 http::Awaitable<Status> relay(http::Exchange& exchange, http::Client& client, const http::Endpoint& to,
                               const http::Headers& extra);
 
-}  // namespace silo::cluster
+}  // namespace silo::http

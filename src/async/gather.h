@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "cluster/resume.h"
+#include "async/resume.h"
 
-namespace silo::cluster {
+namespace silo::async {
 
 template <typename T>
 using Task = std::function<boost::asio::awaitable<T>()>;
@@ -90,4 +90,4 @@ boost::asio::awaitable<std::vector<T>> gather(std::vector<Task<T>> tasks) {
   co_return out;
 }
 
-}  // namespace silo::cluster
+}  // namespace silo::async

@@ -5,7 +5,7 @@
 #include "base/status.h"
 #include "http/server.h"
 
-namespace silo::cluster {
+namespace silo::http {
 
 // Headers of intra-cluster requests.
 inline constexpr const char* kForwardedHeader = "X-Silo-Forwarded";  // value: sender node id
@@ -26,4 +26,4 @@ http::Awaitable<void> send_json(http::Exchange& exchange, int http_status, std::
 // those the sender recomputes (Host, Content-Length): a relay must not copy them.
 bool is_hop_by_hop(std::string_view header_name);
 
-}  // namespace silo::cluster
+}  // namespace silo::http

@@ -6,7 +6,7 @@
 #include <functional>
 #include <memory>
 
-namespace silo::cluster {
+namespace silo::async {
 
 // A completion handler of async_initiate as a copyable function that resumes the waiting
 // coroutine on its own executor (posted: never inside the caller's stack or locks).
@@ -20,4 +20,4 @@ std::function<void()> resume_later(Handler handler) {
   };
 }
 
-}  // namespace silo::cluster
+}  // namespace silo::async
