@@ -6,18 +6,18 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
-#include "base/mutex.h"
+#include "async/gather.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "cache/cache.h"
-#include "async/gather.h"
+#include "cluster/task_failures.h"
 
 namespace silo::cache {
 namespace {
 
 constexpr size_t kListPage = 1000;
 constexpr size_t kMaxTasksKept = 16;
-constexpr size_t kMaxFailedObjects = 100;
 
 }  // namespace
 
@@ -34,24 +34,9 @@ struct Cache::PrefetchTask {
   std::atomic<uint64_t> fetched{0};
   std::atomic<uint64_t> skipped{0};  // cached and unchanged
   std::atomic<uint64_t> bytes{0};
-  std::atomic<uint64_t> errors{0};
   int64_t started_unix_nanos = 0;
   std::atomic<int64_t> finished_unix_nanos{0};
-  Mutex mutex;
-  std::string last_error GUARDED_BY(mutex);
-  std::vector<std::string> failed_objects GUARDED_BY(mutex);  // the first kMaxFailedObjects
-
-  void fail(const Status& s) {
-    errors.fetch_add(1);
-    MutexLock lock(mutex);
-    last_error = s.to_string();
-  }
-  // One object failed: counted and named.
-  void fail_object(const std::string& name, const Status& s) {
-    fail(s);
-    MutexLock lock(mutex);
-    if (failed_objects.size() < kMaxFailedObjects) failed_objects.push_back(name + ": " + s.message());
-  }
+  cluster::TaskFailures failures;
 };
 
 struct Cache::PrefetchItem {
@@ -92,13 +77,10 @@ std::optional<wire::RebalanceProgress> Cache::prefetch_progress(const std::strin
   p.set_objects_total(task->total);
   p.set_objects_moved(task->fetched);
   p.set_bytes_moved(task->bytes);
-  p.set_errors(task->errors);
   p.set_started_unix_nanos(task->started_unix_nanos);
   p.set_finished_unix_nanos(task->finished_unix_nanos);
   p.set_objects_skipped(task->skipped);
-  MutexLock lock(task->mutex);
-  p.set_last_error(task->last_error);
-  for (const auto& f : task->failed_objects) p.add_failed_objects(f);
+  task->failures.report(p);
   return p;
 }
 
@@ -120,14 +102,14 @@ http::Awaitable<void> Cache::run_prefetch(std::shared_ptr<PrefetchTask> task) {
   SILO_LOG_INFO("{} starts (bucket {})", task->id, request.bucket);
   auto backend = task->bucket ? backend_of(*task->bucket) : Status::invalid_argument("a prefetch needs a bucket");
   if (!backend) {
-    task->fail(backend.error());
+    task->failures.fail(backend.error());
   } else if (request.selection.lists_names()) {
     auto names = wire::selected_names(request.selection);
     std::vector<PrefetchItem> items;
     if (names) {
       for (auto& name : *names) items.push_back({std::move(name), std::nullopt});
     } else {
-      task->fail(names.error());
+      task->failures.fail(names.error());
     }
     co_await prefetch_batch(*task, items);
   } else {
@@ -136,7 +118,7 @@ http::Awaitable<void> Cache::run_prefetch(std::shared_ptr<PrefetchTask> task) {
     while (!task->is_cancelled && !is_stopping_) {
       auto page = co_await (*backend)->list(request.selection.prefix, after, kListPage);
       if (!page) {
-        task->fail(page.error());
+        task->failures.fail(page.error());
         break;
       }
       std::vector<PrefetchItem> items;
@@ -150,7 +132,7 @@ http::Awaitable<void> Cache::run_prefetch(std::shared_ptr<PrefetchTask> task) {
   task->is_finished = true;
   SILO_LOG_INFO("{} {}: {} objects fetched ({} bytes), {} cached already, {} failed", task->id,
                 task->is_cancelled ? "stopped" : "finished", task->fetched.load(), task->bytes.load(),
-                task->skipped.load(), task->errors.load());
+                task->skipped.load(), task->failures.count());
 }
 
 http::Awaitable<void> Cache::prefetch_batch(PrefetchTask& task, const std::vector<PrefetchItem>& items) {
@@ -168,7 +150,7 @@ http::Awaitable<void> Cache::prefetch_batch(PrefetchTask& task, const std::vecto
       for (size_t i = next++; i < mine.size() && !task.is_cancelled && !is_stopping_; i = next++) {
         const PrefetchItem& item = *mine[i];
         const Status s = co_await prefetch_one(task, item);
-        if (!s.is_ok()) task.fail_object(item.name, s);
+        if (!s.is_ok()) task.failures.fail_object(item.name, s);
         ++task.done;
       }
       co_return Status::ok();

@@ -85,20 +85,14 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
     p.set_finished(task->finished);
     p.set_objects_scanned(task->scanned);
     p.set_objects_total(task->total);
-    p.set_objects_moved(task->repaired + task->restored + task->fetched);
+    p.set_objects_moved(task->repaired + task->restored);
     p.set_bytes_moved(task->bytes);
-    p.set_errors(task->errors);
     p.set_started_unix_nanos(task->started_unix_nanos);
     p.set_finished_unix_nanos(task->finished_unix_nanos);
     p.set_corrupt_found(task->corrupt);
     p.set_corrupt_repaired(task->repaired);
     p.set_copies_restored(task->restored);
-    p.set_objects_skipped(task->skipped);
-    {
-      MutexLock lock(task->mutex);
-      p.set_last_error(task->last_error);
-      for (const auto& f : task->failed_objects) p.add_failed_objects(f);
-    }
+    task->failures.report(p);
     http::ResponseHead head;
     head.headers.set("Content-Type", "application/x-protobuf");
     std::ignore = co_await exchange.response().send(std::move(head), wire::encode(std::move(p)));
@@ -124,7 +118,7 @@ http::Awaitable<void> Target::run_scrub(std::shared_ptr<Task> task) {
   if (listed) {
     buckets = std::move(*listed);
   } else {
-    task->fail(listed.error());
+    task->failures.fail(listed.error());
   }
   for (const BucketId bucket : buckets) {
     if (task->bucket && task->bucket->id() != bucket.value()) continue;
@@ -134,7 +128,7 @@ http::Awaitable<void> Target::run_scrub(std::shared_ptr<Task> task) {
     while (!task->cancelled && !is_stopping_) {
       auto page = co_await store_.list(bucket, options);
       if (!page) {
-        task->fail(page.error());
+        task->failures.fail(page.error());
         break;
       }
       for (const auto& entry : page->entries) {
@@ -142,7 +136,7 @@ http::Awaitable<void> Target::run_scrub(std::shared_ptr<Task> task) {
         ++task->scanned;
         const ObjectRef object{bucket, entry.name()};  // named: no temporary beside co_await (adr/0003)
         const Status s = co_await scrub_object(*task, object);
-        if (!s.is_ok()) task->fail(s);
+        if (!s.is_ok()) task->failures.fail(s);
         // The bound on the rate: never ahead of rate_bytes per second since the start.
         if (task->rate_bytes > 0) {
           const auto due = started + std::chrono::microseconds(task->bytes * 1000000 / task->rate_bytes);
@@ -160,7 +154,7 @@ http::Awaitable<void> Target::run_scrub(std::shared_ptr<Task> task) {
   task->finished = true;
   SILO_LOG_INFO("{} {}: {} objects, {} bytes checked; {} corrupt, {} repaired, {} copies restored, {} errors",
                 task->id, task->cancelled ? "stopped" : "finished", task->scanned.load(), task->bytes.load(),
-                task->corrupt.load(), task->repaired.load(), task->restored.load(), task->errors.load());
+                task->corrupt.load(), task->repaired.load(), task->restored.load(), task->failures.count());
 }
 
 http::Awaitable<Status> Target::scrub_object(Task& task, const ObjectRef& object) {
