@@ -1,0 +1,132 @@
+// The rules by which targets agree on which piece of an object to keep (copy_wire.h) and
+// where a missing slice is rebuilt (detail/slice_io.h): every target must decide alike,
+// from the records alone.
+#include "target/copy_wire.h"
+
+#include <gtest/gtest.h>
+
+#include "target/detail/slice_io.h"
+#include "wire/json.h"
+
+namespace silo::target {
+namespace {
+
+wire::ObjectRecord copy(int64_t mtime, uint64_t xxh3, uint64_t size = 100) {
+  wire::ObjectRecord r;
+  r.set_name("obj");
+  r.set_mtime_unix_nanos(mtime);
+  r.set_xxh3(xxh3);
+  r.set_size(size);
+  return r;
+}
+
+wire::ObjectRecord slice_of(const wire::ObjectRecord& whole, uint32_t index, uint32_t k = 2, uint32_t m = 1) {
+  wire::ObjectRecord r = whole;
+  r.set_xxh3(1000 + index);  // a slice's own bytes
+  auto* ec = r.mutable_ec();
+  ec->set_data(k);
+  ec->set_parity(m);
+  ec->set_index(index);
+  ec->set_object_size(whole.size());
+  ec->set_object_xxh3(whole.xxh3());
+  ec->set_cell_size(1 << 20);
+  return r;
+}
+
+wire::BucketProps coded(uint32_t k, uint32_t m, uint64_t min_size) {
+  wire::BucketProps props;
+  props.mutable_ec()->set_data(k);
+  props.mutable_ec()->set_parity(m);
+  props.mutable_ec()->set_min_size(min_size);
+  return props;
+}
+
+wire::NodeInfo node(const std::string& id, wire::NodeState state = wire::NODE_STATE_ONLINE) {
+  wire::NodeInfo n;
+  n.set_id(id);
+  n.set_state(state);
+  return n;
+}
+
+TEST(CopyWireTest, TheNewerVersionWinsAndTiesGoToTheLargerXxh3) {
+  const auto old_version = copy(100, 7);
+  const auto newer = copy(200, 5);
+  EXPECT_TRUE(incoming_wins(nullptr, old_version));
+  EXPECT_TRUE(incoming_wins(&old_version, newer));
+  EXPECT_FALSE(incoming_wins(&newer, old_version));
+  // Two PUTs in the same nanosecond on two targets: every target picks the same one.
+  const auto twin = copy(100, 9);
+  EXPECT_TRUE(incoming_wins(&old_version, twin));
+  EXPECT_FALSE(incoming_wins(&twin, old_version));
+  EXPECT_FALSE(incoming_wins(&old_version, old_version)) << "the same version never wins";
+}
+
+TEST(CopyWireTest, ASliceIsTheSameVersionAsItsWholeObject) {
+  const auto whole = copy(100, 7, 5 << 20);
+  const auto slice = slice_of(whole, 1);
+  EXPECT_TRUE(same_version(whole, slice));
+  EXPECT_TRUE(same_version(slice, slice_of(whole, 2)));
+  EXPECT_FALSE(incoming_wins(&slice, slice_of(whole, 2))) << "two slices of one version: neither wins";
+  EXPECT_FALSE(same_version(slice, slice_of(copy(100, 8, 5 << 20), 1)));
+  EXPECT_TRUE(detail::is_slice_of(slice_of(whole, 2), slice));
+  EXPECT_FALSE(detail::is_slice_of(whole, slice)) << "a full copy is not a slice";
+  EXPECT_FALSE(detail::is_slice_of(slice_of(whole, 2, 4, 2), slice)) << "another code";
+}
+
+TEST(CopyWireTest, TheLayoutDecidesTheFormAndAFormItWantsReplacesTheSameVersion) {
+  const auto props = coded(2, 1, 16 * 1024);
+  const auto small = copy(100, 7, 1000);
+  const auto large = copy(100, 8, 5 << 20);
+  EXPECT_TRUE(fits_layout(small, props)) << "under min_size: copies";
+  EXPECT_FALSE(fits_layout(large, props)) << "past min_size: slices";
+  EXPECT_TRUE(fits_layout(slice_of(large, 0), props));
+  EXPECT_FALSE(fits_layout(slice_of(large, 0, 4, 2), props)) << "a slice of another code";
+  // Re-encoding: a slice replaces a full copy of the same version, never the reverse.
+  const auto slice0 = slice_of(large, 0);
+  EXPECT_TRUE(replaces(&large, slice0, props));
+  EXPECT_FALSE(replaces(&slice0, large, props));
+  EXPECT_FALSE(replaces(&slice0, slice_of(large, 1), props)) << "a holder keeps one piece";
+  const auto replicated = wire::BucketProps();
+  EXPECT_TRUE(replaces(&slice0, large, replicated)) << "back to copies";
+}
+
+TEST(CopyWireTest, PlacedRoundTrips) {
+  for (const bool kept : {false, true}) {
+    for (const bool same : {false, true}) {
+      const Placed placed{.is_kept = kept, .replaced_same_version = kept && same};
+      const Placed back = placed_of(placed_json(placed));
+      EXPECT_EQ(back.is_kept, placed.is_kept);
+      EXPECT_EQ(back.replaced_same_version, placed.replaced_same_version);
+    }
+  }
+}
+
+TEST(PlanRebuildTest, AMissingSliceGoesToItsHolderElseToAFreeOneNeverToAHolderWithASlice) {
+  const std::vector<wire::NodeInfo> holders = {node("t1"), node("t2"), node("t3")};
+  // Slice 1 missing, its holder t2 free: there.
+  std::vector<std::optional<wire::NodeInfo>> where = {node("t1"), std::nullopt, node("t3")};
+  auto plan = detail::plan_rebuild(where, holders, "obj");
+  ASSERT_TRUE(plan.has_value()) << plan.status();
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ((*plan)[0].first, 1u);
+  EXPECT_EQ((*plan)[0].second.id(), "t2");
+  // Slice 1 missing and t2 holds slice 2 (moved there): the free holder, t3.
+  where = {node("t1"), std::nullopt, node("t2")};
+  plan = detail::plan_rebuild(where, holders, "obj");
+  ASSERT_TRUE(plan.has_value()) << plan.status();
+  ASSERT_EQ(plan->size(), 1u);
+  EXPECT_EQ((*plan)[0].second.id(), "t3");
+  // A free holder that is down is left out (it gets its slice when it is back).
+  const std::vector<wire::NodeInfo> one_down = {node("t1"), node("t2", wire::NODE_STATE_DOWN), node("t3")};
+  where = {node("t1"), std::nullopt, node("t3")};
+  plan = detail::plan_rebuild(where, one_down, "obj");
+  ASSERT_TRUE(plan.has_value()) << plan.status();
+  EXPECT_TRUE(plan->empty());
+  // No holder free: refused, never a second slice on one holder.
+  where = {node("t1"), std::nullopt, node("t3")};
+  const std::vector<wire::NodeInfo> full = {node("t1"), node("t3")};
+  EXPECT_FALSE(detail::plan_rebuild(where, full, "obj").has_value());
+}
+
+}  // namespace
+}  // namespace silo::target
