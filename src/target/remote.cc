@@ -18,7 +18,6 @@ namespace asio = boost::asio;
 namespace {
 
 constexpr size_t kMaxEvictBody = 16 << 20;  // a list of names
-constexpr size_t kMaxTaskBody = 1 << 20;
 
 }  // namespace
 
@@ -121,26 +120,16 @@ http::Awaitable<void> Target::handle_prefetch_task(http::Exchange& exchange, con
   const http::RequestHead& request = exchange.request();
   Status s;
   if (request.method == http::Method::kPost) {
-    auto body = co_await http::read_all(exchange.body(), kMaxTaskBody);
-    auto parsed = body ? wire::parse_job_request_json(*body) : Result<wire::JobRequest>(body.error());
-    if (!parsed) {
-      s = std::move(parsed).error();
-    } else if (!id.starts_with(parsed->kind + "-")) {
-      s = Status::invalid_argument("task {} is not of kind {}", id, parsed->kind);
+    auto start = co_await read_task_start(exchange, id);
+    if (!start) {
+      s = std::move(start).error();
     } else {
-      std::optional<wire::Bucket> bucket;
-      if (!parsed->bucket.empty()) {
-        auto b = co_await find_bucket(parsed->bucket);
-        if (!b) s = std::move(b).error();
-        if (b) bucket = std::move(*b);
-      }
-      if (s.is_ok()) {
-        const auto executor = co_await asio::this_coro::executor;
-        const bool is_started = cache_.start_prefetch(executor, id, std::move(*parsed), std::move(bucket));
-        // A retried start answers false.
-        co_await http::send_json(exchange, 200, is_started ? R"({"started":true})" : R"({"started":false})");
-        co_return;
-      }
+      const auto executor = co_await asio::this_coro::executor;
+      const bool is_started =
+          cache_.start_prefetch(executor, id, std::move(start->request), std::move(start->bucket));
+      // A retried start answers false.
+      co_await http::send_json(exchange, 200, is_started ? R"({"started":true})" : R"({"started":false})");
+      co_return;
     }
   } else if (request.method == http::Method::kGet) {
     std::optional<wire::RebalanceProgress> progress = cache_.prefetch_progress(id);

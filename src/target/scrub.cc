@@ -27,6 +27,20 @@ constexpr size_t kMaxTaskBody = 1 << 20;
 
 }  // namespace
 
+http::Awaitable<Result<Target::TaskStart>> Target::read_task_start(http::Exchange& exchange,
+                                                                   const std::string& id) {
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxTaskBody));
+  TaskStart start;
+  CO_ASSIGN_OR_RETURN(start.request, wire::parse_job_request_json(body));
+  if (!id.starts_with(start.request.kind + "-")) {
+    co_return Status::invalid_argument("task {} is not of kind {}", id, start.request.kind);
+  }
+  if (!start.request.bucket.empty()) {
+    CO_ASSIGN_OR_RETURN(start.bucket, co_await find_bucket(start.request.bucket));
+  }
+  co_return start;
+}
+
 http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string id) {
   if (id.starts_with("prefetch-")) {
     // Prefetch tasks are the cache's (remote.cc).
@@ -41,25 +55,17 @@ http::Awaitable<void> Target::handle_task(http::Exchange& exchange, std::string 
   }
   Status s;
   if (request.method == http::Method::kPost) {
-    auto body = co_await http::read_all(exchange.body(), kMaxTaskBody);
-    auto parsed = body ? wire::parse_job_request_json(*body) : Result<wire::JobRequest>(body.error());
-    if (!parsed) {
-      s = std::move(parsed).error();
-    } else if (!id.starts_with(parsed->kind + "-")) {
-      s = Status::invalid_argument("task {} is not of kind {}", id, parsed->kind);
+    auto start = co_await read_task_start(exchange, id);
+    if (!start) {
+      s = std::move(start).error();
     } else if (task) {
       co_await http::send_json(exchange, 200, R"({"started":false})");  // a retried start
       co_return;
     } else {
       task = std::make_shared<Task>();
       task->id = id;
-      task->request = std::move(*parsed);
-      const std::string& bucket = task->request.bucket;
-      if (!bucket.empty()) {
-        auto b = co_await find_bucket(bucket);
-        if (!b) s = std::move(b).error();
-        if (b) task->bucket = std::move(*b);
-      }
+      task->request = std::move(start->request);
+      task->bucket = std::move(start->bucket);
       task->rate_bytes = task->request.rate_bytes;
       task->started_unix_nanos = Clock::real().unix_nanos();
       task->total = task->request.kind == "scrub" ? store_.object_count_estimate() : 0;

@@ -197,6 +197,13 @@ class Target {
   http::Awaitable<Status> remove_remote(const Resolved& r);
   // replicate() of one object the cache fetched (`r` is owned by the coroutine).
   http::Awaitable<void> replicate_fetched_object(Resolved r);
+  // The body of POST /v1/internal/tasks/{id}: the job request, checked against the kind
+  // the id names, and the bucket it names (caught up with the primary once when unknown).
+  struct TaskStart {
+    wire::JobRequest request;
+    std::optional<wire::Bucket> bucket;  // all buckets when unset
+  };
+  http::Awaitable<Result<TaskStart>> read_task_start(http::Exchange& exchange, const std::string& id);
   // /v1/internal/tasks/prefetch-*: the cache's prefetch tasks (see handle_task).
   http::Awaitable<void> handle_prefetch_task(http::Exchange& exchange, const std::string& id);
   // A target's part of a scrub job (scrub.cc, detail/task.h).
