@@ -82,7 +82,7 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
   node->maps_->on_change([self = node.get()] { self->apply_config_overrides(); });
   if (config::is_target(nc.role)) {
     store::StoreOptions options;
-    options.mountpaths = target::mountpaths_to_open(nc.mountpaths, nc.data_dir + "/state");
+    options.mountpaths = rebalance::mountpaths_to_open(nc.mountpaths, nc.data_dir + "/state");
     options.threads_per_mountpath = nc.disk_threads_per_mountpath;
     options.min_part_size = node->config_.cluster.s3.min_part_size;
     ASSIGN_OR_RETURN(node->store_, store::Store::open(std::move(options)));
@@ -177,11 +177,18 @@ http::Awaitable<void> Node::start() {
                                                                 .backend_of = cache::backends_of(backends_),
                                                                 .fullest_mountpath_percent = {}},
                                             *maps_, *store_, *writes_, stats_);
-    target_ = std::make_unique<target::Target>(target::TargetOptions{self_, live_config_, nc.data_dir + "/state"}, *maps_,
-                                               *store_, data_client_, member_.get(), stats_, *writes_, *cache_);
+    peers_ = std::make_unique<replication::Peers>(self_, *maps_, live_config_);
+    replication_ = std::make_unique<replication::Replication>(*peers_, *store_, data_client_, *writes_, stats_);
+    erasure_ = std::make_unique<erasure::Erasure>(*peers_, *store_, data_client_, *replication_, stats_);
+    rebalance_ = std::make_unique<rebalance::Rebalance>(*peers_, *store_, data_client_, *replication_, *erasure_);
+    mountpaths_ = std::make_unique<rebalance::Mountpaths>(*store_, nc.data_dir + "/state");
+    scrub_ = std::make_unique<scrub::Scrub>(*peers_, *store_, *replication_, *erasure_);
+    target_ = std::make_unique<target::Target>(
+        target::TargetOptions{self_, live_config_}, *maps_, *store_, data_client_, member_.get(), stats_,
+        target::Target::Services{*peers_, *replication_, *erasure_, *rebalance_, *scrub_, *cache_, *writes_});
     maps_->on_change([this] {
       asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
-      asio::co_spawn(io_, target_->sync_rebalance(), asio::detached);
+      asio::co_spawn(io_, rebalance_->sync(), asio::detached);
     });
   }
   // Every node is a gateway (DESIGN.md: every node answers the S3 and native API); the
@@ -241,8 +248,8 @@ http::Awaitable<void> Node::start() {
   if (target_) {
     asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
     asio::co_spawn(io_, target_->sweep_uploads(std::chrono::hours(1)), asio::detached);
-    asio::co_spawn(io_, target_->sync_rebalance(), asio::detached);  // resumes one cut off by a restart
-    asio::co_spawn(io_, target_->watch_mountpaths(std::chrono::seconds(1)), asio::detached);
+    asio::co_spawn(io_, rebalance_->sync(), asio::detached);  // resumes one cut off by a restart
+    asio::co_spawn(io_, mountpaths_->watch(std::chrono::seconds(1)), asio::detached);
     asio::co_spawn(io_, cache_->watch_space(), asio::detached);
     asio::co_spawn(io_, target_->replicate_fetched(), asio::detached);
   }
@@ -306,7 +313,9 @@ http::Awaitable<void> Node::shutdown() {
   if (etcd_meta_ != nullptr) co_await etcd_meta_->resign();  // hand the role over at once
   if (primary_) primary_->stop();
   if (member_) member_->stop();
-  if (target_) target_->stop_rebalance();
+  if (rebalance_) rebalance_->stop();
+  if (mountpaths_) mountpaths_->stop();
+  if (scrub_) scrub_->stop_all();
   if (cache_) cache_->stop();
   co_await server_->stop();
   if (store_) store_->close();
@@ -417,7 +426,7 @@ void Node::add_native_routes() {
              [this](Exchange& exchange, const NativeCaller&, std::string_view) { return handle_leave(exchange); });
   if (target_) {
     routes.add(std::nullopt, cluster::kRebalancePath, [this](Exchange& exchange, const NativeCaller&, std::string_view) {
-      return target_->handle_rebalance_progress(exchange);
+      return rebalance_->handle_progress(exchange);
     });
     routes.add(std::nullopt, std::string(cluster::kTasksPath) + "*",
                [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
@@ -425,11 +434,11 @@ void Node::add_native_routes() {
                });
     routes.add(std::nullopt, "/v1/internal/objects/*",
                [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
-                 return target_->handle_internal_object(exchange, rest);
+                 return replication_->handle_internal_object(exchange, rest);
                });
     routes.add(std::nullopt, "/v1/mountpaths**",
                [this](Exchange& exchange, const NativeCaller& caller, std::string_view rest) {
-                 return target_->handle_mountpaths(exchange, rest, caller.is_admin);
+                 return mountpaths_->handle(exchange, rest, caller.is_admin);
                });
     routes.add(std::nullopt, "/v1/internal/evict/*",
                [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {

@@ -21,6 +21,7 @@
 #include "stats/registry.h"
 #include "async/disk_executor.h"
 #include "store/store.h"
+#include "rebalance/mountpaths.h"
 #include "target/target.h"
 
 namespace silo::silod {
@@ -83,10 +84,17 @@ class Node {
   cluster::EtcdMetaStore* etcd_meta_ = nullptr;  // meta_ when it is etcd
   std::unique_ptr<cluster::Primary> primary_;
   std::unique_ptr<cluster::Member> member_;
-  // A target's commits into buckets (shared by the target and the cache) and the cache of
-  // remote buckets beneath the target: made before it and destroyed after it.
+  // The data services beneath a target, made before it and destroyed after it, each after
+  // those it uses: its commits into buckets (shared with the cache), the cache of remote
+  // buckets, copies, erasure coding, rebalance, mountpaths and scrub.
   std::unique_ptr<cluster::BucketWrites> writes_;
   std::unique_ptr<cache::Cache> cache_;
+  std::unique_ptr<replication::Peers> peers_;
+  std::unique_ptr<replication::Replication> replication_;
+  std::unique_ptr<erasure::Erasure> erasure_;
+  std::unique_ptr<rebalance::Rebalance> rebalance_;
+  std::unique_ptr<rebalance::Mountpaths> mountpaths_;
+  std::unique_ptr<scrub::Scrub> scrub_;
   std::unique_ptr<target::Target> target_;
   std::unique_ptr<proxy::Proxy> proxy_;
   http::RouteTable<NativeCaller> native_routes_;  // /v1/...: filled before serving

@@ -20,7 +20,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr uint64_t kPieceMemory = 256ull << 20;  // bytes of range-GET pieces in memory at once, per node
+constexpr uint64_t kChunkMemory = 256ull << 20;  // bytes of range-GET chunks in memory at once, per node
 
 // How a cold read describes an object before its bytes are here (and what the cached
 // copy's record remembers of the backend).
@@ -255,11 +255,11 @@ http::Awaitable<Status> Cache::fetch_into(Fetch& fetch, store::ObjectWriter& out
     *out.attributes().mutable_remote() = record.remote();
     fetch.set_record(std::move(record));
   };
-  // The first piece tells the size: a small object is whole after it, a large one comes
-  // in pieces of range_get_size, range_get_streams at a time, written in order.
+  // The first chunk tells the size: a small object is whole after it, a large one comes
+  // in chunks of range_get_size, range_get_streams at a time, written in order.
   const auto snapshot = live_config();
-  const uint64_t piece = snapshot->cache.range_get_size;
-  backend::GetOptions first{.range = backend::RemoteRange{0, piece}, .if_match = "", .on_object = describe_object};
+  const uint64_t chunk = snapshot->cache.range_get_size;
+  backend::GetOptions first{.range = backend::RemoteRange{0, chunk}, .if_match = "", .on_object = describe_object};
   auto got = co_await backend->get(name, first, sink);
   if (!got && got.error().code() == Code::kOutOfRange) {
     // An empty object has no byte 0 to ask for.
@@ -281,23 +281,23 @@ http::Awaitable<Status> Cache::fetch_rest(backend::ObjectBackend& backend, const
                                           const backend::Sink& sink) {
   const uint64_t size = first.size;
   const std::string& etag = first.etag;
-  const uint64_t piece = config.cache.range_get_size;
+  const uint64_t chunk = config.cache.range_get_size;
   const size_t streams = config.cache.range_get_streams;
   // At least one batch always fits, so a fetch never waits for memory it can not get.
-  const size_t budget = std::max<size_t>(streams, kPieceMemory / piece);
-  for (uint64_t at = std::min(size, piece); at < size;) {
-    // One batch: up to `streams` pieces fetched at once (of the version the first piece
+  const size_t budget = std::max<size_t>(streams, kChunkMemory / chunk);
+  for (uint64_t at = std::min(size, chunk); at < size;) {
+    // One batch: up to `streams` chunks fetched at once (of the version the first chunk
     // came from), then written in order.
     std::vector<backend::RemoteRange> ranges;
     for (size_t i = 0; i < streams && at < size; ++i) {
-      const uint64_t n = std::min(piece, size - at);
+      const uint64_t n = std::min(chunk, size - at);
       ranges.push_back({at, n});
       at += n;
     }
-    co_await pieces_.take(ranges.size(), budget);
+    co_await chunks_.take(ranges.size(), budget);
     // Given back however this batch ends (named: no temporary beside co_await).
     const auto given_back =
-        std::shared_ptr<void>(nullptr, [this, n = ranges.size()](void*) { pieces_.give_back(n); });
+        std::shared_ptr<void>(nullptr, [this, n = ranges.size()](void*) { chunks_.give_back(n); });
     std::vector<std::string> buffers(ranges.size());
     std::vector<async::Task<Status>> tasks;
     for (size_t i = 0; i < ranges.size(); ++i) {

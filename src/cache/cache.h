@@ -23,7 +23,7 @@
 #include "base/result.h"
 #include "base/thread_annotations.h"
 #include "cache/fetch.h"
-#include "cache/piece_budget.h"
+#include "cache/chunk_budget.h"
 #include "cluster/bucket_writes.h"
 #include "cluster/cluster_maps.h"
 #include "async/signal.h"
@@ -170,8 +170,8 @@ class Cache {
   // The bytes of a fetch into `out`, then its commit.
   http::Awaitable<Status> fetch_into(Fetch& fetch, store::ObjectWriter& out,
                                      std::shared_ptr<backend::ObjectBackend> backend);
-  // The bytes after the first piece (`first` describes the object): pieces of
-  // range_get_size, range_get_streams at a time, of the first piece's version (If-Match),
+  // The bytes after the first chunk (`first` describes the object): chunks of
+  // range_get_size, range_get_streams at a time, of the first chunk's version (If-Match),
   // given to `sink` in order.
   http::Awaitable<Status> fetch_rest(backend::ObjectBackend& backend, const std::string& name,
                                      const backend::RemoteObject& first, const config::ClusterConfig& config,
@@ -197,7 +197,7 @@ class Cache {
   store::Store& store_;
   cluster::BucketWrites& writes_;
   async::DiskExecutor reader_{2};  // reads committed files for write-through
-  PieceBudget pieces_;
+  ChunkBudget chunks_;
   std::atomic<bool> is_stopping_{false};
   std::atomic<bool> is_out_of_space_{false};
 

@@ -362,7 +362,7 @@ TEST_F(CacheTest, ALargeObjectComesInRangeGetsWrittenInOrder) {
   auto fetched = run(fetch_all());
   ASSERT_TRUE(fetched.has_value()) << fetched.status();
   EXPECT_EQ(*fetched, bytes.size());
-  EXPECT_EQ(backend_->gets_of("big"), 6);  // the first piece, then five ranges
+  EXPECT_EQ(backend_->gets_of("big"), 6);  // the first chunk, then five ranges
   EXPECT_TRUE(bytes_here(remote("big")) == bytes);
 }
 
@@ -398,7 +398,7 @@ TEST_F(CacheTest, ReadersStreamFromTheGrowingWorkFileAndGetTheirBytes) {
   FakeExchange ranged(io.get_executor());
   Status whole_status = Status::internal("not run");
   Status ranged_status = Status::internal("not run");
-  const uint64_t offset = 1048576 - 10;  // across a piece boundary
+  const uint64_t offset = 1048576 - 10;  // across a chunk boundary
   const uint64_t length = 1048576 + 20;
   const auto read = [&](FakeExchange& exchange, Status& out, uint64_t at, uint64_t n) -> http::Awaitable<void> {
     auto cold = co_await cache_->fetch(remote_, remote("s"));

@@ -39,7 +39,7 @@ class HrwCandidates {
 
   // Index of the candidate that owns `object`. Requires: !empty().
   size_t owner(const ObjectRef& object) const;
-  // Indexes of the top `n` candidates for `object`, best first (replicas, slices, and
+  // Indexes of the top `n` candidates for `object`, best first (copies, slices, and
   // the order in which to look for an object). Returns min(n, size()) indexes.
   std::vector<size_t> ranking(const ObjectRef& object, size_t n) const;
 

@@ -451,7 +451,7 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
   // Each object is on `copies` of them (the merge drops the duplicates).
   const size_t targets = placement->targets().size();
   // (erasure coded: at least parity + 1, a slice or a copy each).
-  const size_t copies = std::min<size_t>(wire::replica_count(bucket.props()), targets);
+  const size_t copies = std::min<size_t>(wire::full_copy_count(bucket.props()), targets);
   const size_t per_target =
       targets == 1 ? limit : std::min(limit, std::max<size_t>(limit * 5 * copies / (4 * targets) + 1, 16));
   // With several copies a listing can do without the down targets while another copy of

@@ -8,7 +8,6 @@
 
 #include "base/log.h"
 #include "http/reply.h"
-#include "target/read_here_or_neighbor.h"
 #include "target/target.h"
 #include "wire/json.h"
 
@@ -25,19 +24,19 @@ http::Awaitable<Status> Target::read_object(http::Exchange& exchange, const Reso
   // The one check of the request: a local bucket's read never touches the cache.
   if (wire::is_remote(r.bucket.props())) co_return co_await read_remote(exchange, r, std::move(read));
   const CachedReadFn& read_here = read;
-  co_return co_await read_here_or_neighbor(exchange, r.object, [&read_here] { return read_here(nullptr); });
+  co_return co_await rebalance_.read_here_or_neighbor(exchange, r.object, [&read_here] { return read_here(nullptr); });
 }
 
 http::Awaitable<Status> Target::read_remote(http::Exchange& exchange, const Resolved& r, CachedReadFn read) {
   const http::RequestHead& request = exchange.request();
   bool is_fresh = true;
-  if (r.bucket.props().backend().revalidate() && !is_local_only(request)) {
+  if (r.bucket.props().backend().revalidate() && !replication::is_local_only(request)) {
     auto cached = co_await store_.stat(r.object);
     if (cached) {
       CO_ASSIGN_OR_RETURN(const cache::Freshness freshness, co_await cache_.freshness(r.bucket, r.object, *cached));
       if (freshness == cache::Freshness::kGone) {
         // Deleted at the backend: so here too.
-        const Status removed = co_await remove_everywhere(r.object);
+        const Status removed = co_await rebalance_.remove_everywhere(r.object);
         if (!removed.is_ok() && removed.code() != Code::kNotFound) co_return removed;
         cache_.note_gone(r.object);
         co_return Status::not_found("The specified key does not exist: {}", r.object.name).with_reason("NoSuchKey");
@@ -47,8 +46,8 @@ http::Awaitable<Status> Target::read_remote(http::Exchange& exchange, const Reso
   }
   if (is_fresh) {
     const CachedReadFn& read_here = read;
-    const Status s = co_await read_here_or_neighbor(exchange, r.object, [&read_here] { return read_here(nullptr); });
-    if (s.code() != Code::kNotFound || exchange.response().has_begun() || is_local_only(request)) {
+    const Status s = co_await rebalance_.read_here_or_neighbor(exchange, r.object, [&read_here] { return read_here(nullptr); });
+    if (s.code() != Code::kNotFound || exchange.response().has_begun() || replication::is_local_only(request)) {
       if (s.is_ok()) cache_.note_hit(r.object);
       co_return s;
     }
@@ -85,6 +84,34 @@ http::Awaitable<void> Target::replicate_fetched_object(Resolved r) {
   if (!replicated.is_ok()) SILO_LOG_WARN("copies of fetched {}: {}", r.object.name, replicated);
 }
 
+http::Awaitable<Status> Target::replicate(const Resolved& r) {
+  std::vector<wire::NodeInfo> to = peers_.others_than_self(r.holders);
+  if (to.empty()) co_return Status::ok();
+  const bool is_coded = wire::is_erasure_coded(r.bucket.props());
+  if (r.bucket.props().write_mode() == wire::WRITE_MODE_ASYNC) {
+    const auto executor = co_await asio::this_coro::executor;
+    std::string what = fmt::format("async copies of {}", r.object.name);
+    http::Awaitable<Status> work = is_coded ? erasure_.encode_and_spread(r.object, r.holders) : replication_.push_copies(r.object, std::move(to));
+    asio::co_spawn(executor, replication::in_background(std::move(work), std::move(what)), asio::detached);
+    co_return Status::ok();
+  }
+  Status s;
+  if (is_coded) {
+    s = co_await erasure_.encode_and_spread(r.object, r.holders);
+  } else {
+    s = co_await replication_.push_copies(r.object, std::move(to));
+  }
+  if (!s.is_ok()) {
+    co_return Status::unavailable("{} is stored but not on every holder yet: {}; retry the write", r.object.name,
+                                  s.message());
+  }
+  co_return Status::ok();
+}
+
+Status Target::check_holders_up(const Resolved& r) const {
+  return replication::Replication::check_holders_up(r.bucket, r.holders, r.object.name);
+}
+
 http::Awaitable<Status> Target::publish(const Resolved& r) {
   if (wire::is_remote(r.bucket.props())) CO_RETURN_IF_ERROR(co_await cache_.write_through(r.bucket, r.object));
   co_return co_await replicate(r);
@@ -92,7 +119,7 @@ http::Awaitable<Status> Target::publish(const Resolved& r) {
 
 http::Awaitable<Status> Target::remove_remote(const Resolved& r) {
   CO_RETURN_IF_ERROR(co_await cache_.remove_at_backend(r.bucket, r.object));
-  const Status here = co_await remove_everywhere(r.object);
+  const Status here = co_await rebalance_.remove_everywhere(r.object);
   if (!here.is_ok() && here.code() != Code::kNotFound) co_return here;
   co_return Status::ok();
 }
@@ -116,42 +143,5 @@ http::Awaitable<void> Target::handle_evict(http::Exchange& exchange, std::string
   co_await http::send_json(exchange, 200, fmt::format(R"({{"evicted":{}}})", *evicted));
 }
 
-http::Awaitable<void> Target::handle_prefetch_task(http::Exchange& exchange, const std::string& id) {
-  const http::RequestHead& request = exchange.request();
-  Status s;
-  if (request.method == http::Method::kPost) {
-    auto start = co_await read_task_start(exchange, id);
-    if (!start) {
-      s = std::move(start).error();
-    } else {
-      const auto executor = co_await asio::this_coro::executor;
-      const bool is_started =
-          cache_.start_prefetch(executor, id, std::move(start->request), std::move(start->bucket));
-      // A retried start answers false.
-      co_await http::send_json(exchange, 200, is_started ? R"({"started":true})" : R"({"started":false})");
-      co_return;
-    }
-  } else if (request.method == http::Method::kGet) {
-    std::optional<wire::RebalanceProgress> progress = cache_.prefetch_progress(id);
-    if (progress) {
-      http::ResponseHead head;
-      head.headers.set("Content-Type", "application/x-protobuf");
-      std::ignore = co_await exchange.response().send(std::move(head), wire::encode(std::move(*progress)));
-      co_return;
-    }
-    s = Status::not_found("no task {} here", id);
-  } else if (request.method == http::Method::kDelete) {
-    if (cache_.stop_prefetch(id)) {
-      http::ResponseHead head;
-      head.status = 204;
-      std::ignore = co_await exchange.response().send(std::move(head), "");
-      co_return;
-    }
-    s = Status::not_found("no task {} here", id);
-  } else {
-    s = Status::invalid_argument("{} is not supported on a task", request.method_text);
-  }
-  co_await http::send_error(exchange, s);
-}
 
 }  // namespace silo::target

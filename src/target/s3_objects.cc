@@ -13,7 +13,6 @@
 #include "s3/http_time.h"
 #include "s3/names.h"
 #include "target/object_headers.h"
-#include "target/read_here_or_neighbor.h"
 #include "target/target.h"
 #include "wire/json.h"
 
@@ -240,7 +239,7 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
   const bool reads_existing = op == s3::Op::kCopyObject || op == s3::Op::kGetObjectTagging ||
                               op == s3::Op::kPutObjectTagging ||
                               op == s3::Op::kDeleteObjectTagging || op == s3::Op::kGetObjectAcl || is_conditional_put;
-  if (reads_existing) CO_RETURN_IF_ERROR(co_await pull_if_missing(r.object));
+  if (reads_existing) CO_RETURN_IF_ERROR(co_await rebalance_.pull_if_missing(r.object));
   switch (op) {
     case s3::Op::kPutObject: co_return co_await s3_put(exchange, request, r);
     case s3::Op::kGetObject:
@@ -254,7 +253,7 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
       if (wire::is_remote(r.bucket.props())) {
         removed = co_await remove_remote(r);
       } else {
-        removed = co_await remove_everywhere(r.object);
+        removed = co_await rebalance_.remove_everywhere(r.object);
       }
       if (!removed.is_ok() && removed.code() != Code::kNotFound) co_return removed;
       co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
@@ -286,7 +285,7 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
 
 Result<store::PutOptions> Target::s3_put_options(const http::RequestHead& head, const wire::Bucket& bucket) const {
   store::PutOptions options;
-  options.durability = durability_of(bucket);
+  options.durability = peers_.durability_of(bucket);
   ASSIGN_OR_RETURN(options.attributes, attributes_from_headers(head.headers, "x-amz-tagging"));
   ASSIGN_OR_RETURN(options.expected_md5_hex, content_md5_hex(head.headers));
   options.precondition = write_precondition(head.headers);
@@ -359,7 +358,7 @@ http::Awaitable<Status> Target::s3_get(http::Exchange& exchange, const cluster::
     record = object->record();
   }
   const bool is_slice = record.has_ec();
-  record = object_view(record);  // a slice here shows the object
+  record = erasure::Erasure::object_view(record);  // a slice here shows the object
   const std::string etag = etag_of(record);
   switch (s3::evaluate_read(conditions_of(in.headers, ""), etag, seconds_of(record.mtime_unix_nanos()))) {
     case s3::ConditionResult::kProceed: break;
@@ -411,8 +410,8 @@ http::Awaitable<Status> Target::s3_get(http::Exchange& exchange, const cluster::
   if (!is_head && length > 0 && cold) {
     co_return co_await cache_.send_fetching(exchange, *cold->fetch, std::move(head), offset, length);
   }
-  if (!is_head && length > 0 && is_slice) co_return co_await send_ec(exchange, r, *object, std::move(head), offset, length);
-  if (!is_head && length > 0) CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, *object));
+  if (!is_head && length > 0 && is_slice) co_return co_await erasure_.send_ec(exchange, r.bucket, r.object, *object, std::move(head), offset, length);
+  if (!is_head && length > 0) CO_RETURN_IF_ERROR(co_await replication_.verify_read(r.bucket, *object));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
   if (is_head || length == 0) co_return Status::ok();
   CO_RETURN_IF_ERROR(co_await exchange.response().send_file(object->fd(), offset, length));
@@ -443,8 +442,8 @@ http::Awaitable<Status> Target::s3_tagging(http::Exchange& exchange, const clust
         return Status::ok();
       };
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord updated,
-                          co_await store_.update(r.object, std::move(set_tags), durability_of(r.bucket)));
-      CO_RETURN_IF_ERROR(co_await replicate_record(r, updated));
+                          co_await store_.update(r.object, std::move(set_tags), peers_.durability_of(r.bucket)));
+      CO_RETURN_IF_ERROR(co_await replication_.replicate_record(r.object, r.holders, updated));
       co_return co_await exchange.response().send(cluster::s3_head(&request), "");
     }
     default: {
@@ -453,8 +452,8 @@ http::Awaitable<Status> Target::s3_tagging(http::Exchange& exchange, const clust
         return Status::ok();
       };
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord updated,
-                          co_await store_.update(r.object, std::move(clear_tags), durability_of(r.bucket)));
-      CO_RETURN_IF_ERROR(co_await replicate_record(r, updated));
+                          co_await store_.update(r.object, std::move(clear_tags), peers_.durability_of(r.bucket)));
+      CO_RETURN_IF_ERROR(co_await replication_.replicate_record(r.object, r.holders, updated));
       co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
     }
   }
@@ -534,7 +533,7 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   const uint64_t size = source_head.content_length.value_or(0);
 
   store::PutOptions options;
-  options.durability = durability_of(r.bucket);
+  options.durability = peers_.durability_of(r.bucket);
   options.expected_size = size;
   if (!is_part) {
     if (size > live_config()->s3.max_object_size) {
@@ -600,7 +599,7 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
       puts_.add();
       CO_ASSIGN_OR_RETURN(const int part, part_number_of(request));
       store::PutOptions options;
-      options.durability = durability_of(r.bucket);
+      options.durability = peers_.durability_of(r.bucket);
       CO_ASSIGN_OR_RETURN(options.expected_md5_hex, content_md5_hex(in.headers));
       CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create_part(r.object, upload_id, part, std::move(options)));
       http::ResponseHead head = cluster::s3_head(&request);
@@ -615,7 +614,7 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
       std::vector<store::CompletePart> parts;
       for (const auto& p : completed) parts.push_back({p.part_number, unquote(p.etag)});
       store::PutOptions options;
-      options.durability = durability_of(r.bucket);
+      options.durability = peers_.durability_of(r.bucket);
       options.precondition = write_precondition(in.headers);
       WriteTicket ticket(*this);
       guard_bucket(options, r.bucket, ticket);

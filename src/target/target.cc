@@ -23,15 +23,11 @@
 #include "async/sleep.h"
 #include "http/range.h"
 #include "target/object_headers.h"
-#include "target/read_here_or_neighbor.h"
 #include "wire/json.h"
 
 namespace silo::target {
 namespace {
 
-// Large enough that a PUT costs few disk-executor hops, small enough that a few hundred
-// concurrent PUTs stay well within the memory budget of a node.
-constexpr size_t kPutBufferBytes = 1024 * 1024;
 constexpr size_t kMaxListLimit = 10000;
 
 uint64_t header_version(const http::RequestHead& request, const char* name) {
@@ -52,73 +48,39 @@ Result<store::PutOptions> put_options(const http::RequestHead& request, store::D
 
 }  // namespace
 
-store::Durability Target::durability_of(const wire::Bucket& bucket) const {
-  return cluster::durability_of(bucket, *live_config());
-}
-
 http::Awaitable<Result<uint64_t>> Target::receive(http::BodyReader& body, store::ObjectWriter& writer,
                                                  std::vector<s3::Checksum*> checksums) {
-  std::vector<char> buffer(kPutBufferBytes);
-  uint64_t total = 0;
-  for (;;) {
-    // Fill the buffer before each disk hop: network reads come in small pieces.
-    size_t filled = 0;
-    bool at_end = false;
-    while (filled < buffer.size()) {
-      CO_ASSIGN_OR_RETURN(const size_t n, co_await body.read({buffer.data() + filled, buffer.size() - filled}));
-      if (n == 0) {
-        at_end = true;
-        break;
-      }
-      filled += n;
-    }
-    if (filled > 0) {
-      for (s3::Checksum* c : checksums) c->update({buffer.data(), filled});
-      CO_RETURN_IF_ERROR(co_await writer.write({buffer.data(), filled}));
-    }
-    bytes_received_.add(filled);
-    total += filled;
-    if (at_end) break;
-  }
-  co_return total;
+  CO_ASSIGN_OR_RETURN(const uint64_t received, co_await replication::receive_into(body, writer, std::move(checksums)));
+  bytes_received_.add(received);
+  co_return received;
 }
 
 void Target::guard_bucket(store::PutOptions& options, const wire::Bucket& bucket, WriteTicket& ticket) {
   writes_.guard(options, bucket, ticket.ticket_);
 }
 
-http::Awaitable<Status> Target::drain_writes(uint64_t bucket_id) { return writes_.drain(bucket_id); }
-
 Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& store,
                std::shared_ptr<http::Client> client, cluster::Member* member, stats::Registry& stats,
-               cluster::BucketWrites& writes, cache::Cache& cache)
+               Services services)
     : options_(std::move(options)),
       maps_(maps),
       store_(store),
       client_(std::move(client)),
       member_(member),
-      writes_(writes),
-      cache_(cache),
+      peers_(services.peers),
+      replication_(services.replication),
+      erasure_(services.erasure),
+      rebalance_(services.rebalance),
+      scrub_(services.scrub),
+      cache_(services.cache),
+      writes_(services.writes),
       bytes_received_(stats.counter("silo_target_bytes_received_total", "Object bytes written by PUTs.")),
       bytes_sent_(stats.counter("silo_target_bytes_sent_total", "Object bytes sent by GETs.")),
       puts_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="put")")),
       gets_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="get")")),
       deletes_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="delete")")),
       forwards_(stats.counter("silo_target_forwards_total", "Requests forwarded to the owner target.")),
-      errors_(stats.counter("silo_target_errors_total", "Object requests that failed.")),
-      corrupt_found_(stats.counter("silo_target_corrupt_copies_total",
-                                   "Copies whose bytes did not match their XXH3 (found by reads and scrubs).")),
-      corrupt_repaired_(stats.counter("silo_target_corrupt_copies_repaired_total",
-                                      "Corrupt copies replaced by a good copy from another target.")),
-      copies_made_(stats.counter("silo_target_copies_made_total",
-                                 "Copies of objects sent to or fetched from other holders (replicas, repairs).")),
-      slices_made_(stats.counter("silo_target_ec_slices_made_total",
-                                 "Erasure-coded slices written to holders (coding, re-encoding, rebuilds).")),
-      degraded_reads_(stats.counter("silo_target_ec_degraded_reads_total",
-                                    "Erasure-coded GETs that reconstructed missing or corrupt slices.")),
-      duplicate_slices_dropped_(stats.counter(
-          "silo_target_ec_duplicate_slices_dropped_total",
-          "Second copies of one erasure-coded slice removed from a holder (so it can take the missing one).")) {}
+      errors_(stats.counter("silo_target_errors_total", "Object requests that failed.")) {}
 
 http::Awaitable<Result<wire::Bucket>> Target::find_bucket(const std::string& name) {
   auto bucket = maps_.find_bucket(name);
@@ -162,7 +124,7 @@ Result<Target::Resolved> Target::placed(const wire::Bucket& bucket, const std::s
   r.holders = placement->holders(r.object, wire::holder_count(bucket.props()));
   r.owner = r.holders.front();
   r.is_local = r.owner.id() == options_.self.id();
-  r.is_holder = is_self_among(r.holders);
+  r.is_holder = peers_.is_self_among(r.holders);
   return r;
 }
 
@@ -195,7 +157,7 @@ http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::strin
 }
 
 bool Target::serves_here(const http::RequestHead& request, const Resolved& r, bool is_read) const {
-  return r.is_local || (is_read && r.is_holder) || is_local_only(request);
+  return r.is_local || (is_read && r.is_holder) || replication::is_local_only(request);
 }
 
 http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved& r) {
@@ -248,7 +210,7 @@ http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r)
   puts_.add();
   CO_RETURN_IF_ERROR(cache_.check_space());
   CO_RETURN_IF_ERROR(check_holders_up(r));
-  CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), durability_of(r.bucket)));
+  CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), peers_.durability_of(r.bucket)));
   // The same bound as S3's PutObject (cluster.s3.max_object_size, settable at run time).
   const uint64_t max_object_size = live_config()->s3.max_object_size;
   const std::optional<uint64_t> length = exchange.request().content_length;
@@ -275,7 +237,7 @@ http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r,
     object.emplace(std::move(opened));
   }
   // A slice here shows the object; a cold read the backend's description.
-  const wire::ObjectRecord view = cold ? cold->record : object_view(object->record());
+  const wire::ObjectRecord view = cold ? cold->record : erasure::Erasure::object_view(object->record());
   const uint64_t size = view.size();
   http::ResponseHead head;
   add_object_headers(view, head.headers, request.headers.has("x-amz-checksum-mode"));
@@ -301,9 +263,9 @@ http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r,
     co_return co_await cache_.send_fetching(exchange, *cold->fetch, std::move(head), offset, length);
   }
   if (sends_bytes && object && object->record().has_ec()) {
-    co_return co_await send_ec(exchange, r, *object, std::move(head), offset, length);
+    co_return co_await erasure_.send_ec(exchange, r.bucket, r.object, *object, std::move(head), offset, length);
   }
-  if (sends_bytes) CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, *object));
+  if (sends_bytes) CO_RETURN_IF_ERROR(co_await replication_.verify_read(r.bucket, *object));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
   if (!sends_bytes) co_return Status::ok();
   CO_RETURN_IF_ERROR(co_await exchange.response().send_file(object->fd(), offset, length));
@@ -316,7 +278,7 @@ http::Awaitable<Status> Target::remove(http::Exchange& exchange, const Resolved&
   if (wire::is_remote(r.bucket.props())) {
     CO_RETURN_IF_ERROR(co_await remove_remote(r));
   } else {
-    CO_RETURN_IF_ERROR(co_await remove_everywhere(r.object));
+    CO_RETURN_IF_ERROR(co_await rebalance_.remove_everywhere(r.object));
   }
   http::ResponseHead head;
   head.status = 204;
@@ -334,7 +296,7 @@ http::Awaitable<Result<wire::Bucket>> Target::bucket_as_sender_sees_it(const htt
     }
   }
   CO_ASSIGN_OR_RETURN(wire::Bucket bucket, co_await find_bucket(bucket_name));
-  if (bucket.is_deleting()) CO_RETURN_IF_ERROR(co_await drain_writes(bucket.id()));
+  if (bucket.is_deleting()) CO_RETURN_IF_ERROR(co_await writes_.drain(bucket.id()));
   co_return bucket;
 }
 

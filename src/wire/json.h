@@ -70,7 +70,7 @@ inline uint32_t holder_count(const BucketProps& props) {
 }
 // How many full copies an object keeps: `copies`, or for an erasure-coded bucket parity + 1
 // (its objects under min_size; larger ones are slices).
-inline uint32_t replica_count(const BucketProps& props) {
+inline uint32_t full_copy_count(const BucketProps& props) {
   return is_erasure_coded(props) ? props.ec().parity() + 1 : copies_of(props);
 }
 // Whether two property sets lay objects out alike (a change of layout is a rebalance).

@@ -204,7 +204,7 @@ TEST(ResilverTest, RemovedMountpathIsTakenOutAndTheTargetKeepsServing) {
       },
       seconds(10), "the removed mountpath to be taken out"));
 
-  // With one copy per object (no replicas in this bucket) its objects are lost; every
+  // With one copy per object (no other copies in this bucket) its objects are lost; every
   // other object reads, nothing reads wrong, and the target takes new objects.
   EXPECT_EQ(readable_count(c, objects), objects.size() - lost);
   ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all(kBucket, "", 1000));

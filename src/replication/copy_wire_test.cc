@@ -1,14 +1,12 @@
-// The rules by which targets agree on which piece of an object to keep (copy_wire.h) and
-// where a missing slice is rebuilt (detail/slice_io.h): every target must decide alike,
-// from the records alone.
-#include "target/copy_wire.h"
+// The rules by which targets agree on which piece of an object to keep (copy_wire.h):
+// every target must decide alike, from the records alone.
+#include "replication/copy_wire.h"
 
 #include <gtest/gtest.h>
 
-#include "target/detail/slice_io.h"
 #include "wire/json.h"
 
-namespace silo::target {
+namespace silo::replication {
 namespace {
 
 wire::ObjectRecord copy(int64_t mtime, uint64_t xxh3, uint64_t size = 100) {
@@ -41,13 +39,6 @@ wire::BucketProps coded(uint32_t k, uint32_t m, uint64_t min_size) {
   return props;
 }
 
-wire::NodeInfo node(const std::string& id, wire::NodeState state = wire::NODE_STATE_ONLINE) {
-  wire::NodeInfo n;
-  n.set_id(id);
-  n.set_state(state);
-  return n;
-}
-
 TEST(CopyWireTest, TheNewerVersionWinsAndTiesGoToTheLargerXxh3) {
   const auto old_version = copy(100, 7);
   const auto newer = copy(200, 5);
@@ -68,9 +59,6 @@ TEST(CopyWireTest, ASliceIsTheSameVersionAsItsWholeObject) {
   EXPECT_TRUE(same_version(slice, slice_of(whole, 2)));
   EXPECT_FALSE(incoming_wins(&slice, slice_of(whole, 2))) << "two slices of one version: neither wins";
   EXPECT_FALSE(same_version(slice, slice_of(copy(100, 8, 5 << 20), 1)));
-  EXPECT_TRUE(detail::is_slice_of(slice_of(whole, 2), slice));
-  EXPECT_FALSE(detail::is_slice_of(whole, slice)) << "a full copy is not a slice";
-  EXPECT_FALSE(detail::is_slice_of(slice_of(whole, 2, 4, 2), slice)) << "another code";
 }
 
 TEST(CopyWireTest, TheLayoutDecidesTheFormAndAFormItWantsReplacesTheSameVersion) {
@@ -101,32 +89,6 @@ TEST(CopyWireTest, PlacedRoundTrips) {
   }
 }
 
-TEST(PlanRebuildTest, AMissingSliceGoesToItsHolderElseToAFreeOneNeverToAHolderWithASlice) {
-  const std::vector<wire::NodeInfo> holders = {node("t1"), node("t2"), node("t3")};
-  // Slice 1 missing, its holder t2 free: there.
-  std::vector<std::optional<wire::NodeInfo>> where = {node("t1"), std::nullopt, node("t3")};
-  auto plan = detail::plan_rebuild(where, holders, "obj");
-  ASSERT_TRUE(plan.has_value()) << plan.status();
-  ASSERT_EQ(plan->size(), 1u);
-  EXPECT_EQ((*plan)[0].first, 1u);
-  EXPECT_EQ((*plan)[0].second.id(), "t2");
-  // Slice 1 missing and t2 holds slice 2 (moved there): the free holder, t3.
-  where = {node("t1"), std::nullopt, node("t2")};
-  plan = detail::plan_rebuild(where, holders, "obj");
-  ASSERT_TRUE(plan.has_value()) << plan.status();
-  ASSERT_EQ(plan->size(), 1u);
-  EXPECT_EQ((*plan)[0].second.id(), "t3");
-  // A free holder that is down is left out (it gets its slice when it is back).
-  const std::vector<wire::NodeInfo> one_down = {node("t1"), node("t2", wire::NODE_STATE_DOWN), node("t3")};
-  where = {node("t1"), std::nullopt, node("t3")};
-  plan = detail::plan_rebuild(where, one_down, "obj");
-  ASSERT_TRUE(plan.has_value()) << plan.status();
-  EXPECT_TRUE(plan->empty());
-  // No holder free: refused, never a second slice on one holder.
-  where = {node("t1"), std::nullopt, node("t3")};
-  const std::vector<wire::NodeInfo> full = {node("t1"), node("t3")};
-  EXPECT_FALSE(detail::plan_rebuild(where, full, "obj").has_value());
-}
 
 }  // namespace
-}  // namespace silo::target
+}  // namespace silo::replication

@@ -1,4 +1,4 @@
-#include "target/detail/slice_io.h"
+#include "erasure/detail/slice_io.h"
 
 #include <unistd.h>
 
@@ -6,9 +6,14 @@
 #include <cstring>
 
 #include "async/gather.h"
-#include "target/copy_wire.h"
+#include "replication/copy_wire.h"
 
-namespace silo::target::detail {
+namespace silo::erasure::detail {
+
+using replication::internal_object_target;
+using replication::read_copy_record;
+using replication::read_exact;
+using replication::same_version;
 
 store::Precondition only_generation(uint64_t generation) {
   return [generation](const wire::ObjectRecord* current) {
@@ -158,4 +163,4 @@ http::Awaitable<Status> read_stripe(async::DiskExecutor& disk, std::vector<Slice
   co_return rs.reconstruct(all, present);
 }
 
-}  // namespace silo::target::detail
+}  // namespace silo::erasure::detail

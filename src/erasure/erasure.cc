@@ -3,6 +3,8 @@
 // and spreads them over the object's first k + m holders; any holder answers a GET by
 // reading the k data slices in parallel, or any k slices when some are missing or
 // corrupt (reconstructing the missing cells on the fly), and repairs them afterwards.
+#include "erasure/erasure.h"
+
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -16,12 +18,11 @@
 #include "http/reply.h"
 #include "ec/layout.h"
 #include "ec/reed_solomon.h"
-#include "target/copy_wire.h"
-#include "target/detail/slice_io.h"
-#include "target/target.h"
+#include "erasure/detail/slice_io.h"
+#include "replication/copy_wire.h"
 #include "wire/json.h"
 
-namespace silo::target {
+namespace silo::erasure {
 namespace {
 
 namespace asio = boost::asio;
@@ -35,6 +36,10 @@ using detail::read_stripe;
 using detail::slice_record;
 using detail::SliceSource;
 using detail::StripeEncoder;
+using replication::fits_layout;
+using replication::incoming_wins;
+using replication::Placed;
+using replication::same_version;
 
 constexpr size_t kMaxRecordBytes = 16 * 1024 * 1024;
 constexpr size_t kMaxSmallBody = 64 * 1024;
@@ -49,7 +54,7 @@ void forget_own(std::vector<std::optional<wire::NodeInfo>>& where, uint32_t i,
 }  // namespace
 
 // One slice being written: into this store, or to another target.
-struct Target::SliceSink {
+struct Erasure::SliceSink {
   uint32_t index = 0;
   wire::NodeInfo node;
   wire::ObjectRecord record;  // of the slice sent
@@ -58,7 +63,24 @@ struct Target::SliceSink {
   Placed placed;  // what the receiver did, once finished
 };
 
-wire::ObjectRecord Target::object_view(const wire::ObjectRecord& record) {
+Erasure::Erasure(replication::Peers& peers, store::Store& store, std::shared_ptr<http::Client> client,
+                 replication::Replication& replication, stats::Registry& stats)
+    : peers_(peers),
+      store_(store),
+      client_(std::move(client)),
+      replication_(replication),
+      bytes_sent_(stats.counter("silo_target_bytes_sent_total", "Object bytes sent by GETs.")),
+      copies_made_(stats.counter("silo_target_copies_made_total",
+                                 "Copies of objects sent to or fetched from other holders (copies, repairs).")),
+      slices_made_(stats.counter("silo_target_ec_slices_made_total",
+                                 "Erasure-coded slices written to holders (coding, re-encoding, rebuilds).")),
+      degraded_reads_(stats.counter("silo_target_ec_degraded_reads_total",
+                                    "Erasure-coded GETs that reconstructed missing or corrupt slices.")),
+      duplicate_slices_dropped_(stats.counter(
+          "silo_target_ec_duplicate_slices_dropped_total",
+          "Second copies of one erasure-coded slice removed from a holder (so it can take the missing one).")) {}
+
+wire::ObjectRecord Erasure::object_view(const wire::ObjectRecord& record) {
   if (!record.has_ec()) return record;
   wire::ObjectRecord view = record;
   view.set_size(record.ec().object_size());
@@ -67,23 +89,22 @@ wire::ObjectRecord Target::object_view(const wire::ObjectRecord& record) {
   return view;
 }
 
-http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
+http::Awaitable<Erasure::SliceMap> Erasure::locate_slices(const ObjectRef& object,
                                                         const wire::ObjectRecord& mine) {
   const uint32_t n = mine.ec().data() + mine.ec().parity();
   SliceMap map;
   map.where.resize(n);
   // While objects move a slice may still be on a target that no longer holds it.
-  const std::vector<wire::NodeInfo> candidates =
-      is_rebalancing() ? maps_.placement()->ranked_holders(object) : holders_of(object);
+  const std::vector<wire::NodeInfo> candidates = peers_.candidates_of(object);
   std::vector<wire::NodeInfo> others;
   for (const auto& node : candidates) {
-    if (node.id() != options_.self.id() && node.state() != wire::NODE_STATE_DOWN)
+    if (node.id() != peers_.self().id() && node.state() != wire::NODE_STATE_DOWN)
       others.push_back(node);
   }
   std::vector<std::function<http::Awaitable<std::optional<wire::ObjectRecord>>()>> asks;
   for (const auto& node : others) {
     asks.push_back([this, node, &object]() -> http::Awaitable<std::optional<wire::ObjectRecord>> {
-      auto record = co_await record_at(node, object);  // an unreachable node has none
+      auto record = co_await replication_.record_at(node, object);  // an unreachable node has none
       co_return record ? std::move(*record) : std::nullopt;
     });
   }
@@ -92,8 +113,8 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
   std::vector<SlicePiece> pieces;
   bool is_mine_placed = false;
   for (const auto& node : candidates) {
-    if (node.id() == options_.self.id()) {
-      pieces.push_back({options_.self, mine});
+    if (node.id() == peers_.self().id()) {
+      pieces.push_back({peers_.self(), mine});
       is_mine_placed = true;
       continue;
     }
@@ -108,10 +129,10 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
     if (r->ec().index() == mine.ec().index() && !map.mine_elsewhere) map.mine_elsewhere = node;
     pieces.push_back({node, *r});
   }
-  if (!is_mine_placed && mine.ec().index() < n) pieces.push_back({options_.self, mine});
+  if (!is_mine_placed && mine.ec().index() < n) pieces.push_back({peers_.self(), mine});
   // The keeper of slice i is holder i when it has it, else the first by rank: every
   // target that looks picks the same one, so two never drop each other's copy.
-  const std::vector<wire::NodeInfo> holders = holders_of(object);
+  const std::vector<wire::NodeInfo> holders = peers_.holders_of(object);
   for (const auto& piece : pieces) {
     const uint32_t i = piece.record.ec().index();
     if (i < holders.size() && holders[i].id() == piece.node.id()) map.where[i] = piece.node;
@@ -127,8 +148,8 @@ http::Awaitable<Target::SliceMap> Target::locate_slices(const ObjectRef& object,
   co_return map;
 }
 
-http::Awaitable<Status> Target::drop_duplicate_slices(const ObjectRef& object, SliceMap& map) {
-  const std::vector<wire::NodeInfo> holders = holders_of(object);
+http::Awaitable<Status> Erasure::drop_duplicate_slices(const ObjectRef& object, SliceMap& map) {
+  const std::vector<wire::NodeInfo> holders = peers_.holders_of(object);
   Status last;
   std::vector<SlicePiece> kept;
   for (auto& piece : map.duplicates) {
@@ -141,13 +162,13 @@ http::Awaitable<Status> Target::drop_duplicate_slices(const ObjectRef& object, S
     }
     const uint32_t i = piece.record.ec().index();
     Status dropped;
-    if (piece.node.id() == options_.self.id()) {
+    if (piece.node.id() == peers_.self().id()) {
       dropped = co_await store_.remove_generation(object, piece.record.generation());
     } else {
       // (No co_await inside ?: — GCC 12 miscompiles it.)
       auto to = http::Endpoint::parse(piece.node.url());
       if (to) {
-        dropped = co_await send_undo(*to, object, piece.record.mtime_unix_nanos(), piece.record.xxh3());
+        dropped = co_await replication_.send_undo(*to, object, piece.record.mtime_unix_nanos(), piece.record.xxh3());
       } else {
         dropped = to.status();
       }
@@ -165,38 +186,26 @@ http::Awaitable<Status> Target::drop_duplicate_slices(const ObjectRef& object, S
   co_return last;
 }
 
-Target::SliceMap Target::assumed_slices(const ObjectRef& object,
+Erasure::SliceMap Erasure::assumed_slices(const ObjectRef& object,
                                         const wire::ObjectRecord& mine) const {
   const uint32_t n = mine.ec().data() + mine.ec().parity();
-  const std::vector<wire::NodeInfo> holders = holders_of(object);
+  const std::vector<wire::NodeInfo> holders = peers_.holders_of(object);
   SliceMap map;
   // Only when this slice is where its index says (else the layout moved: ask).
   if (holders.size() < n || mine.ec().index() >= n ||
-      holders[mine.ec().index()].id() != options_.self.id()) {
+      holders[mine.ec().index()].id() != peers_.self().id()) {
     return map;
   }
   map.where.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
     if (holders[i].state() != wire::NODE_STATE_DOWN) map.where[i] = holders[i];
   }
-  map.where[mine.ec().index()] = options_.self;
+  map.where[mine.ec().index()] = peers_.self();
   return map;
 }
 
-http::Awaitable<std::optional<Target::BrokenCopy>> Target::broken_copy(const ObjectRef& object) {
-  auto opened = co_await store_.open(object);
-  if (!opened) {
-    if (opened.error().code() != Code::kDataLoss) co_return std::nullopt;
-    auto record = co_await store_.stat(object);  // the file is gone, the record is not
-    if (!record) co_return std::nullopt;
-    co_return BrokenCopy{record->generation(), false};
-  }
-  const Result<uint64_t> xxh3 = co_await xxh3_of(*opened);
-  if (xxh3 && *xxh3 == opened->record().xxh3()) co_return std::nullopt;
-  co_return BrokenCopy{opened->record().generation(), true};
-}
 
-http::Awaitable<Result<Target::SliceSink>> Target::open_slice_sink(const ObjectRef& object,
+http::Awaitable<Result<Erasure::SliceSink>> Erasure::open_slice_sink(const ObjectRef& object,
                                                                    const wire::ObjectRecord& record,
                                                                    const wire::NodeInfo& node,
                                                                    const wire::Bucket& bucket,
@@ -205,9 +214,9 @@ http::Awaitable<Result<Target::SliceSink>> Target::open_slice_sink(const ObjectR
   sink.index = record.ec().index();
   sink.node = node;
   sink.record = record;
-  if (node.id() == options_.self.id()) {
+  if (node.id() == peers_.self().id()) {
     store::PutOptions options;
-    options.durability = durability_of(bucket);
+    options.durability = peers_.durability_of(bucket);
     options.attributes = record;
     options.original = record;
     options.expected_size = record.size();
@@ -216,12 +225,12 @@ http::Awaitable<Result<Target::SliceSink>> Target::open_slice_sink(const ObjectR
     co_return sink;
   }
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
-  const std::string prefix = copy_prefix(record);
+  const std::string prefix = replication::copy_prefix(record);
   http::ClientRequest put;
   put.method = http::Method::kPut;
   // repair=1: the holder's own slice of this version may be missing or corrupt.
-  put.target = internal_object_target(object) + "?repair=1";
-  put.headers.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  put.target = replication::internal_object_target(object) + "?repair=1";
+  put.headers.set(http::kNodeMapVersionHeader, std::to_string(peers_.maps().node_map()->version()));
   CO_ASSIGN_OR_RETURN(sink.call,
                       co_await client_->start(to, std::move(put), prefix.size() + record.size()));
   CO_RETURN_IF_ERROR(co_await sink.call->write({prefix.data(), prefix.size()}));
@@ -231,7 +240,7 @@ http::Awaitable<Result<Target::SliceSink>> Target::open_slice_sink(const ObjectR
 namespace {
 
 // Sends `cell_length` bytes of each sink's cell to it, all at once.
-http::Awaitable<Status> write_cells(std::vector<Target::SliceSink>& sinks,
+http::Awaitable<Status> write_cells(std::vector<Erasure::SliceSink>& sinks,
                                     const std::vector<std::vector<uint8_t>>& cells,
                                     uint64_t cell_length) {
   std::vector<std::function<http::Awaitable<Status>()>> writes;
@@ -251,7 +260,7 @@ http::Awaitable<Status> write_cells(std::vector<Target::SliceSink>& sinks,
 
 }  // namespace
 
-http::Awaitable<Status> Target::finish_slice_sinks(const ObjectRef& object,
+http::Awaitable<Status> Erasure::finish_slice_sinks(const ObjectRef& object,
                                                    std::vector<SliceSink>& sinks) {
   for (auto& sink : sinks) {
     if (!sink.call) continue;
@@ -265,11 +274,11 @@ http::Awaitable<Status> Target::finish_slice_sinks(const ObjectRef& object,
       co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(),
                                     head->status, *body);
     }
-    sink.placed = placed_of(*body);
+    sink.placed = replication::placed_of(*body);
     if (sink.placed.is_kept) continue;
     // It kept its own piece: fine when that is this very slice (placed by another coder or
     // rebuild); a newer version makes this work moot; anything else leaves it unstored.
-    CO_ASSIGN_OR_RETURN(const auto theirs, co_await record_at(sink.node, object));
+    CO_ASSIGN_OR_RETURN(const auto theirs, co_await replication_.record_at(sink.node, object));
     if (theirs && incoming_wins(&sink.record, *theirs)) {
       co_return Status::aborted("{} has a newer version of {}", sink.node.id(), object.name);
     }
@@ -290,7 +299,7 @@ http::Awaitable<Status> Target::finish_slice_sinks(const ObjectRef& object,
   co_return Status::ok();
 }
 
-http::Awaitable<void> Target::undo_slices(const ObjectRef& object,
+http::Awaitable<void> Erasure::undo_slices(const ObjectRef& object,
                                           const std::vector<SliceSink>& sinks, UndoScope scope) {
   for (const auto& sink : sinks) {
     if (sink.writer || !sink.placed.is_kept) continue;
@@ -298,14 +307,14 @@ http::Awaitable<void> Target::undo_slices(const ObjectRef& object,
     auto to = http::Endpoint::parse(sink.node.url());
     if (!to) continue;
     const Status undone =
-        co_await send_undo(*to, object, sink.record.mtime_unix_nanos(), sink.record.xxh3());
+        co_await replication_.send_undo(*to, object, sink.record.mtime_unix_nanos(), sink.record.xxh3());
     if (!undone.is_ok())
       SILO_LOG_WARN("slice {} of {} stays on {}: {}", sink.index, object.name, sink.node.id(),
                     undone);
   }
 }
 
-http::Awaitable<Status> Target::settle_slices(const ObjectRef& object,
+http::Awaitable<Status> Erasure::settle_slices(const ObjectRef& object,
                                               std::vector<SliceSink>& sinks, Status sent) {
   if (sent.is_ok()) sent = co_await finish_slice_sinks(object, sinks);
   if (sent.is_ok() || sent.code() == Code::kAborted) {
@@ -324,9 +333,9 @@ http::Awaitable<Status> Target::settle_slices(const ObjectRef& object,
   co_return sent;
 }
 
-http::Awaitable<Status> Target::encode_and_spread(ObjectRef object,
+http::Awaitable<Status> Erasure::encode_and_spread(ObjectRef object,
                                                   std::vector<wire::NodeInfo> holders) {
-  const auto bucket = bucket_by_id(object.bucket_id.value());
+  const auto bucket = peers_.bucket_by_id(object.bucket_id.value());
   if (!bucket || !wire::is_erasure_coded(bucket->props())) co_return Status::ok();
   const wire::EcPolicy policy = bucket->props().ec();
   auto opened = co_await store_.open(object);
@@ -336,8 +345,8 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object,
   if (whole.has_ec()) co_return Status::ok();  // coded already (a racing write did it)
   if (fits_layout(whole, bucket->props())) {
     // Small: parity + 1 full copies, on the first parity + 1 holders.
-    holders.resize(std::min<size_t>(holders.size(), wire::replica_count(bucket->props())));
-    co_return co_await push_copies(object, others_than_self(holders));
+    holders.resize(std::min<size_t>(holders.size(), wire::full_copy_count(bucket->props())));
+    co_return co_await replication_.push_copies(object, peers_.others_than_self(holders));
   }
   const uint32_t k = policy.data(), n = policy.data() + policy.parity();
   if (holders.size() < n)
@@ -375,7 +384,7 @@ http::Awaitable<Status> Target::encode_and_spread(ObjectRef object,
   co_return Status::ok();
 }
 
-http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved& r,
+http::Awaitable<Status> Erasure::send_ec(http::Exchange& exchange, const wire::Bucket& bucket, const ObjectRef& object,
                                         store::OpenObject& mine, http::ResponseHead head,
                                         uint64_t offset, uint64_t length) {
   const wire::ObjectRecord& record = mine.record();
@@ -390,50 +399,50 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
   const uint64_t slice_length = layout.slice_offset(last) + layout.cell_length(last) - slice_from;
 
   // A corrupt slice here is not used (and is rebuilt below).
-  const bool is_mine_good = (co_await verify_read(r.bucket, mine)).is_ok();
+  const bool is_mine_good = (co_await replication_.verify_read(bucket, mine)).is_ok();
   bool is_degraded = false;
   // Slice i is on holder i unless something moved it: read from there first (each source's
   // record is checked), and ask every holder only when that fails.
-  SliceMap map = assumed_slices(r.object, record);
+  SliceMap map = assumed_slices(object, record);
   Result<std::vector<SliceSource>> opened = Status::not_found("no slice layout assumed");
   if (!map.where.empty()) {
     if (!is_mine_good) map.where[ec.index()].reset();
-    opened = co_await open_sources(*client_, r.object, record, mine.fd(), options_.self.id(),
+    opened = co_await open_sources(*client_, object, record, mine.fd(), peers_.self().id(),
                                    map.where, slice_from, slice_length, is_degraded);
   }
   if (!opened) {
-    map = co_await locate_slices(r.object, record);
+    map = co_await locate_slices(object, record);
     if (map.newer) {
       // The slice here is of an older version (overwritten while this holder missed it):
       // it goes, and the target with the newer one answers.
-      const Status dropped = co_await store_.remove_generation(r.object, record.generation());
-      if (!dropped.is_ok()) SILO_LOG_WARN("stale slice of {} stays: {}", r.object.name, dropped);
-      if (is_local_only(exchange.request())) {
+      const Status dropped = co_await store_.remove_generation(object, record.generation());
+      if (!dropped.is_ok()) SILO_LOG_WARN("stale slice of {} stays: {}", object.name, dropped);
+      if (replication::is_local_only(exchange.request())) {
         co_return Status::unavailable("{} has a newer version of {}; retry", map.newer->id(),
-                                      r.object.name);
+                                      object.name);
       }
       CO_ASSIGN_OR_RETURN(const http::Endpoint newer, http::Endpoint::parse(map.newer->url()));
-      co_return co_await relay_local_only(exchange, newer);
+      co_return co_await replication_.relay_local_only(exchange, newer);
     }
-    if (!is_mine_good) forget_own(map.where, ec.index(), options_.self.id());
-    opened = co_await open_sources(*client_, r.object, record, mine.fd(), options_.self.id(),
+    if (!is_mine_good) forget_own(map.where, ec.index(), peers_.self().id());
+    opened = co_await open_sources(*client_, object, record, mine.fd(), peers_.self().id(),
                                    map.where, slice_from, slice_length, is_degraded);
   }
-  if (!opened && map.whole && !is_local_only(exchange.request())) {
+  if (!opened && map.whole && !replication::is_local_only(exchange.request())) {
     // Too few slices of this version yet, but a full copy (being re-encoded): read that.
     CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(map.whole->url()));
-    co_return co_await relay_local_only(exchange, to);
+    co_return co_await replication_.relay_local_only(exchange, to);
   }
   // Being re-encoded: the slices found a moment ago were replaced; read again. Also when
   // this target does not see the rebalance (yet, or any more) but the bucket's layout no
   // longer codes the object as these slices, or a full copy exists that a relayed read
   // (local only) may not go to: the retry finds the whole copy or the new slices.
-  const auto now = bucket_by_id(r.object.bucket_id.value());
+  const auto now = peers_.bucket_by_id(object.bucket_id.value());
   const bool is_layout_changed =
       now && (!wire::is_erasure_coded(now->props()) || now->props().ec().data() != k ||
               now->props().ec().parity() != n - k);
-  if (!opened && (is_rebalancing() || is_layout_changed || map.whole)) {
-    co_return Status::aborted("the slices of {} changed while being read: {}", r.object.name,
+  if (!opened && (peers_.is_rebalancing() || is_layout_changed || map.whole)) {
+    co_return Status::aborted("the slices of {} changed while being read: {}", object.name,
                               opened.error().message());
   }
   CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources, std::move(opened));
@@ -460,31 +469,31 @@ http::Awaitable<Status> Target::send_ec(http::Exchange& exchange, const Resolved
   for (uint32_t i = 0; i < n; ++i) {
     if (!map.where[i]) unreadable.push_back(i);
   }
-  if (!unreadable.empty()) co_await start_rebuild(r.object, std::move(unreadable));
+  if (!unreadable.empty()) co_await start_rebuild(object, std::move(unreadable));
   co_return Status::ok();
 }
 
-http::Awaitable<Status> Target::decode_here(const ObjectRef& object) {
+http::Awaitable<Status> Erasure::decode_here(const ObjectRef& object) {
   CO_ASSIGN_OR_RETURN(store::OpenObject opened, co_await store_.open(object));
   const wire::ObjectRecord mine = opened.record();
   if (!mine.has_ec()) co_return Status::ok();
-  const auto bucket = bucket_by_id(object.bucket_id.value());
+  const auto bucket = peers_.bucket_by_id(object.bucket_id.value());
   if (!bucket) co_return Status::ok();
   const uint32_t k = mine.ec().data(), n = mine.ec().data() + mine.ec().parity();
   const ec::Layout layout = layout_of(mine.ec());
   SliceMap map = co_await locate_slices(object, mine);
-  if (!(co_await verify_read(*bucket, opened)).is_ok())
-    forget_own(map.where, mine.ec().index(), options_.self.id());
+  if (!(co_await replication_.verify_read(*bucket, opened)).is_ok())
+    forget_own(map.where, mine.ec().index(), peers_.self().id());
   CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs,
                       ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
   bool is_degraded = false;
   CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources,
-                      co_await open_sources(*client_, object, mine, opened.fd(), options_.self.id(),
+                      co_await open_sources(*client_, object, mine, opened.fd(), peers_.self().id(),
                                             map.where, 0, layout.slice_size(), is_degraded));
   // The whole object in place of this slice; the store checks its size and XXH3.
   const wire::ObjectRecord whole = object_view(mine);
   store::PutOptions options;
-  options.durability = durability_of(*bucket);
+  options.durability = peers_.durability_of(*bucket);
   options.attributes = whole;
   options.original = whole;
   options.expected_size = whole.size();
@@ -507,29 +516,29 @@ http::Awaitable<Status> Target::decode_here(const ObjectRef& object) {
   co_return committed.status();
 }
 
-http::Awaitable<void> Target::start_rebuild(ObjectRef object, std::vector<uint32_t> unreadable) {
+http::Awaitable<void> Erasure::start_rebuild(ObjectRef object, std::vector<uint32_t> unreadable) {
   const auto executor = co_await asio::this_coro::executor;
   std::string what = fmt::format("rebuilding the slices of {}", object.name);
   asio::co_spawn(executor,
-                 in_background(rebuild_slices_status(std::move(object), std::move(unreadable)),
+                 replication::in_background(rebuild_slices_status(std::move(object), std::move(unreadable)),
                                std::move(what)),
                  asio::detached);
 }
 
-http::Awaitable<Status> Target::rebuild_slices_status(ObjectRef object,
+http::Awaitable<Status> Erasure::rebuild_slices_status(ObjectRef object,
                                                       std::vector<uint32_t> unreadable) {
   const Result<size_t> rebuilt = co_await rebuild_slices(std::move(object), std::move(unreadable));
   co_return rebuilt.status();
 }
 
-http::Awaitable<Result<size_t>> Target::rebuild_slices(ObjectRef object,
+http::Awaitable<Result<size_t>> Erasure::rebuild_slices(ObjectRef object,
                                                        std::vector<uint32_t> unreadable) {
   // The record even when the file is gone (then this slice is rebuilt too).
   auto opened = co_await store_.open(object);
   if (!opened && opened.error().code() != Code::kDataLoss) co_return opened.status();
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord mine, co_await store_.stat(object));
   if (!mine.has_ec()) co_return size_t{0};
-  const auto bucket = bucket_by_id(object.bucket_id.value());
+  const auto bucket = peers_.bucket_by_id(object.bucket_id.value());
   if (!bucket) co_return size_t{0};
   const uint32_t k = mine.ec().data(), n = mine.ec().data() + mine.ec().parity();
   const ec::Layout layout = layout_of(mine.ec());
@@ -541,9 +550,9 @@ http::Awaitable<Result<size_t>> Target::rebuild_slices(ObjectRef object,
     if (i < n) map.where[i].reset();
   }
   const bool mine_is_good = opened && opened->record().generation() == mine.generation() &&
-                            (co_await verify_read(*bucket, *opened)).is_ok();
-  if (!mine_is_good) forget_own(map.where, mine.ec().index(), options_.self.id());
-  CO_ASSIGN_OR_RETURN(const auto missing, plan_rebuild(map.where, holders_of(object), object.name));
+                            (co_await replication_.verify_read(*bucket, *opened)).is_ok();
+  if (!mine_is_good) forget_own(map.where, mine.ec().index(), peers_.self().id());
+  CO_ASSIGN_OR_RETURN(const auto missing, plan_rebuild(map.where, peers_.holders_of(object), object.name));
   if (missing.empty()) co_return size_t{0};
   size_t present_count = 0;
   for (const auto& w : map.where) present_count += w ? 1 : 0;
@@ -561,7 +570,7 @@ http::Awaitable<Result<size_t>> Target::rebuild_slices(ObjectRef object,
   {
     bool is_degraded = true;
     CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources,
-                        co_await open_sources(*client_, object, mine, fd, options_.self.id(),
+                        co_await open_sources(*client_, object, mine, fd, peers_.self().id(),
                                               map.where, 0, layout.slice_size(), is_degraded));
     for (uint64_t s = 0; s < layout.stripes(); ++s) {
       const uint64_t cell_length = layout.cell_length(s);
@@ -574,7 +583,7 @@ http::Awaitable<Result<size_t>> Target::rebuild_slices(ObjectRef object,
   }
   bool is_degraded = true;
   CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources,
-                      co_await open_sources(*client_, object, mine, fd, options_.self.id(),
+                      co_await open_sources(*client_, object, mine, fd, peers_.self().id(),
                                             map.where, 0, layout.slice_size(), is_degraded));
   std::vector<SliceSink> sinks;
   for (size_t i = 0; i < missing.size(); ++i) {
@@ -600,38 +609,21 @@ http::Awaitable<Result<size_t>> Target::rebuild_slices(ObjectRef object,
     ++rebuilt;
     copies_made_.add();
     slices_made_.add();
-    if (sink.writer && opened) corrupt_repaired_.add();  // the slice here was corrupt, not gone
+    if (sink.writer && opened) replication_.note_repaired();  // the slice here was corrupt, not gone
     SILO_LOG_INFO("slice {} of {} rebuilt on {}", sink.index, object.name, sink.node.id());
   }
   co_return rebuilt;
 }
 
-http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Target::record_at(
-    const wire::NodeInfo& node, const ObjectRef& object) {
-  if (node.state() == wire::NODE_STATE_DOWN)
-    co_return Status::unavailable("target {} is down", node.id());
-  CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
-  http::ClientRequest ask;
-  ask.target = internal_object_target(object) + "?meta=1";
-  CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(to, std::move(ask), "", kMaxRecordBytes));
-  if (answer.status == 404) co_return std::nullopt;
-  if (answer.status != 200) {
-    co_return Status::unavailable("{} answered {} for {}: {}", node.id(), answer.status,
-                                  object.name, answer.body);
-  }
-  CO_ASSIGN_OR_RETURN(wire::ObjectRecord record,
-                      wire::decode<wire::ObjectRecord>(answer.body, wire::Source::kNetwork));
-  co_return std::optional<wire::ObjectRecord>(std::move(record));
-}
 
-http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object,
+http::Awaitable<Result<bool>> Erasure::restore_slices(const ObjectRef& object,
                                                      const wire::ObjectRecord& mine) {
   // Only the best-ranked holder with a slice of this version checks: a holder asks those
   // ranked before it, in order (usually the owner answers first), so a walk or a scrub
   // costs about 2(k + m) small requests per object, not (k + m)^2.
-  for (const auto& holder : holders_of(object)) {
-    if (holder.id() == options_.self.id()) break;
-    const auto theirs = co_await record_at(holder, object);
+  for (const auto& holder : peers_.holders_of(object)) {
+    if (holder.id() == peers_.self().id()) break;
+    const auto theirs = co_await replication_.record_at(holder, object);
     if (!theirs || !*theirs) continue;  // down, failing or without it: the next one
     if (incoming_wins(&mine, **theirs)) {
       // Overwritten while this holder missed it (a small object's copies do not reach
@@ -654,20 +646,20 @@ http::Awaitable<Result<bool>> Target::restore_slices(const ObjectRef& object,
   co_return rebuilt > 0;
 }
 
-http::Awaitable<Status> Target::move_coded(const ObjectRef& object,
+http::Awaitable<Status> Erasure::move_coded(const ObjectRef& object,
                                            const std::vector<wire::NodeInfo>& holders,
                                            store::OpenObject& opened, bool& is_holder) {
   const wire::ObjectRecord record = opened.record();
-  const auto bucket = bucket_by_id(object.bucket_id.value());
+  const auto bucket = peers_.bucket_by_id(object.bucket_id.value());
   if (!bucket) co_return Status::ok();
-  is_holder = is_self_among(holders);
-  const bool is_owner = !holders.empty() && holders.front().id() == options_.self.id();
+  is_holder = peers_.is_self_among(holders);
+  const bool is_owner = !holders.empty() && holders.front().id() == peers_.self().id();
   if (!fits_layout(record, bucket->props())) {
     // A full copy to code, or a slice of another code (the layout changed): the owner
     // does it; another target only when the owner lacks this version (else it would be
     // done twice), by coding its own copy or by decoding its slice first.
     if (!is_owner) {
-      CO_ASSIGN_OR_RETURN(const auto at_owner, co_await record_at(holders.front(), object));
+      CO_ASSIGN_OR_RETURN(const auto at_owner, co_await replication_.record_at(holders.front(), object));
       if (at_owner && incoming_wins(&record, *at_owner)) {
         co_return co_await store_.remove_generation(object, record.generation());  // stale
       }
@@ -706,7 +698,7 @@ http::Awaitable<Status> Target::move_coded(const ObjectRef& object,
                     [&holder](const auto& w) { return w && w->id() == holder.id(); });
     if (has_slice) continue;
     is_any_free = true;
-    CO_ASSIGN_OR_RETURN(const bool sent, co_await ensure_copy(holder, object, opened));
+    CO_ASSIGN_OR_RETURN(const bool sent, co_await replication_.ensure_copy(holder, object, opened));
     if (sent) co_return Status::ok();  // else it took another piece meanwhile: the next one
   }
   if (is_any_free)
@@ -715,4 +707,4 @@ http::Awaitable<Status> Target::move_coded(const ObjectRef& object,
   co_return Status::ok();
 }
 
-}  // namespace silo::target
+}  // namespace silo::erasure

@@ -10,12 +10,12 @@
 
 namespace silo::cache {
 
-// Memory for the pieces of parallel range GETs, shared by all fetches of a node: a fetch
-// takes its batch's pieces before it asks for them and gives them back once written. One
+// Memory for the chunks of parallel range GETs, shared by all fetches of a node: a fetch
+// takes its batch's chunks before it asks for them and gives them back once written. One
 // per Cache. Thread-safe.
-class PieceBudget {
+class ChunkBudget {
  public:
-  // Waits until `n` more pieces fit in `budget` (a batch of at most `budget` always fits
+  // Waits until `n` more chunks fit in `budget` (a batch of at most `budget` always fits
   // once the others are given back, so a fetch never waits for memory it can not get).
   http::Awaitable<void> take(size_t n, size_t budget);
   void give_back(size_t n);

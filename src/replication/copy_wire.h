@@ -1,17 +1,21 @@
 #pragma once
 
-// How one target sends another a copy of an object or a slice (rebalance.cc; used by
-// protection.cc and erasure.cc too): `[4-byte big-endian record length][ObjectRecord]
-// [bytes]` to or from /v1/internal/objects/{bucket id}/{name}.
+// How one target sends another a copy of an object or a slice (replication, erasure,
+// rebalance and scrub all use it): `[4-byte big-endian record length][ObjectRecord]
+// [bytes]` to or from /v1/internal/objects/{bucket id}/{name}, and the rules by which
+// every target decides alike which version or form of an object it keeps.
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/object_ref.h"
 #include "base/result.h"
 #include "http/message.h"
+#include "s3/checksum.h"
+#include "store/store.h"
 #include "wire/codec.h"
 
-namespace silo::target {
+namespace silo::replication {
 
 // "/v1/internal/objects/{bucket id}/{escaped name}".
 std::string internal_object_target(const ObjectRef& object);
@@ -20,6 +24,10 @@ std::string copy_prefix(const wire::ObjectRecord& record);
 // Reads exactly out.size() bytes; kInvalidArgument when the body ends first.
 http::Awaitable<Status> read_exact(http::BodyReader& body, std::span<char> out);
 http::Awaitable<Result<wire::ObjectRecord>> read_copy_record(http::BodyReader& body);
+// Streams `body` into `writer` in large pieces (few disk-executor hops), feeding
+// `checksums`; returns the bytes received. Shared by client PUTs and received copies.
+http::Awaitable<Result<uint64_t>> receive_into(http::BodyReader& body, store::ObjectWriter& writer,
+                                               std::vector<s3::Checksum*> checksums = {});
 
 // The XXH3 that names a version with its mtime: the object's (a slice's record carries
 // the whole object's in ec.object_xxh3).
@@ -41,7 +49,7 @@ struct Placed {
 std::string placed_json(const Placed& placed);
 Placed placed_of(std::string_view body);
 // Whether `record` has the form the bucket's layout gives its object: a full copy
-// (replicas, or an erasure-coded bucket's objects under min_size) or a slice of the
+// (copies, or an erasure-coded bucket's objects under min_size) or a slice of the
 // bucket's k + m.
 bool fits_layout(const wire::ObjectRecord& record, const wire::BucketProps& props);
 // Whether a receiver keeps `incoming` over `current`: a newer version, or the same
@@ -49,4 +57,4 @@ bool fits_layout(const wire::ObjectRecord& record, const wire::BucketProps& prop
 bool replaces(const wire::ObjectRecord* current, const wire::ObjectRecord& incoming,
               const wire::BucketProps& props);
 
-}  // namespace silo::target
+}  // namespace silo::replication

@@ -2,7 +2,7 @@
 
 // Reading and writing the slices of erasure-coded objects (erasure.cc): where an object's
 // slices are read from, one stripe at a time, and how a whole object is cut and coded.
-// Internal to the target module.
+// Internal to the erasure module.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -22,7 +22,7 @@
 #include "store/store.h"
 #include "wire/codec.h"
 
-namespace silo::target::detail {
+namespace silo::erasure::detail {
 
 // Every slice cell but a last stripe's (docs/data-protection.md "Layout: erasure coding").
 inline constexpr uint64_t kCellBytes = 1024 * 1024;
@@ -135,4 +135,4 @@ class StripeEncoder {
   std::vector<std::vector<uint8_t>> cells_;
 };
 
-}  // namespace silo::target::detail
+}  // namespace silo::erasure::detail

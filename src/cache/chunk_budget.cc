@@ -1,8 +1,8 @@
-#include "cache/piece_budget.h"
+#include "cache/chunk_budget.h"
 
 namespace silo::cache {
 
-http::Awaitable<void> PieceBudget::take(size_t n, size_t budget) {
+http::Awaitable<void> ChunkBudget::take(size_t n, size_t budget) {
   for (;;) {
     const uint64_t seen = signal_.count();
     {
@@ -16,7 +16,7 @@ http::Awaitable<void> PieceBudget::take(size_t n, size_t budget) {
   }
 }
 
-void PieceBudget::give_back(size_t n) {
+void ChunkBudget::give_back(size_t n) {
   {
     MutexLock lock(mutex_);
     in_use_ -= n;

@@ -1,5 +1,7 @@
 // A target's mountpaths at run time: states, failure detection and resilver
 // (docs/membership-and-rebalance.md "Resilver").
+#include "rebalance/mountpaths.h"
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -14,10 +16,10 @@
 #include "base/log.h"
 #include "http/reply.h"
 #include "async/sleep.h"
-#include "target/target.h"
+#include "cluster/cluster_maps.h"
 #include "wire/json.h"
 
-namespace silo::target {
+namespace silo::rebalance {
 namespace {
 
 namespace asio = boost::asio;
@@ -100,7 +102,7 @@ Status remember_mountpath_change(const std::string& state_dir, const std::string
   return cluster::write_file_atomically(state_dir + "/" + kMountpathChangesFile, text);
 }
 
-struct Target::Resilver {
+struct Mountpaths::Resilver {
   std::string reason;
   std::string detach_id;  // a detach of this mountpath, not a resilver
   std::string detach_path;
@@ -112,7 +114,7 @@ struct Target::Resilver {
   std::string error;
 };
 
-void Target::start_resilver(asio::any_io_executor executor, std::string reason, std::string detach_id) {
+void Mountpaths::start_resilver(asio::any_io_executor executor, std::string reason, std::string detach_id) {
   auto resilver = std::make_shared<Resilver>();
   resilver->reason = std::move(reason);
   resilver->detach_id = std::move(detach_id);
@@ -122,14 +124,14 @@ void Target::start_resilver(asio::any_io_executor executor, std::string reason, 
   if (!resilver->detach_id.empty()) resilver->reason = fmt::format("detach of mountpath {}", resilver->detach_path);
   resilver->started_unix_nanos = Clock::real().unix_nanos();
   {
-    MutexLock lock(resilver_mutex_);
+    MutexLock lock(mutex_);
     if (resilver_ && resilver_->running) resilver_->cancelled = true;  // the newer layout wins
     resilver_ = resilver;
   }
   asio::co_spawn(executor, run_resilver(resilver), asio::detached);
 }
 
-http::Awaitable<void> Target::run_resilver(std::shared_ptr<Resilver> resilver) {
+http::Awaitable<void> Mountpaths::run_resilver(std::shared_ptr<Resilver> resilver) {
   SILO_LOG_INFO("resilver starts: {}", resilver->reason);
   std::function<bool()> cancelled = [r = resilver.get(), this] { return r->cancelled.load() || is_stopping_.load(); };
   std::optional<Result<store::ResilverStats>> result;
@@ -141,8 +143,8 @@ http::Awaitable<void> Target::run_resilver(std::shared_ptr<Resilver> resilver) {
     if (moved) {
       // By reference: a string copied into a lambda beside co_await is freed twice (ADR 0003).
       const std::string& path = resilver->detach_path;
-      const Status remembered = co_await reader_.run([this, &path] {
-        return remember_mountpath_change(options_.state_dir, path, /*attached=*/false);
+      const Status remembered = co_await disk_.run([this, &path] {
+        return remember_mountpath_change(state_dir_, path, /*attached=*/false);
       });
       if (!remembered.is_ok()) {
         SILO_LOG_ERROR("mountpath {} is detached, but a restart will open it again: {}", resilver->detach_path,
@@ -166,12 +168,12 @@ http::Awaitable<void> Target::run_resilver(std::shared_ptr<Resilver> resilver) {
   resilver->running = false;
 }
 
-http::Awaitable<void> Target::watch_mountpaths(std::chrono::milliseconds period) {
+http::Awaitable<void> Mountpaths::watch(std::chrono::milliseconds period) {
   const auto executor = co_await asio::this_coro::executor;
   // A mountpath added, removed or disabled since the last run: objects may sit on the
   // wrong one.
   const std::vector<store::MountpathInfo> now = store_.mountpaths();
-  const std::string previous = read_text(options_.state_dir + "/" + kMountpathSetFile);
+  const std::string previous = read_text(state_dir_ + "/" + kMountpathSetFile);
   const bool any_disabled = std::any_of(now.begin(), now.end(), [](const auto& m) {
     return m.state != store::MountpathState::kInService;
   });
@@ -181,7 +183,7 @@ http::Awaitable<void> Target::watch_mountpaths(std::chrono::milliseconds period)
   }
   std::unique_ptr<asio::steady_timer> timer;
   while (!is_stopping_) {
-    const std::vector<store::MountpathInfo> failed = co_await reader_.run([this] { return store_.check_mountpaths(); });
+    const std::vector<store::MountpathInfo> failed = co_await disk_.run([this] { return store_.check_mountpaths(); });
     for (const auto& m : failed) {
       SILO_LOG_ERROR("mountpath {} is out of service ({}); about {} objects on it are lost here (no other copy on "
                      "this target)", m.path, m.failure, m.objects);
@@ -190,13 +192,13 @@ http::Awaitable<void> Target::watch_mountpaths(std::chrono::milliseconds period)
   }
 }
 
-void Target::remember_mountpath_set() {
+void Mountpaths::remember_mountpath_set() {
   const Status saved =
-      cluster::write_file_atomically(options_.state_dir + "/" + kMountpathSetFile, mountpath_set(store_.mountpaths()));
+      cluster::write_file_atomically(state_dir_ + "/" + kMountpathSetFile, mountpath_set(store_.mountpaths()));
   if (!saved.is_ok()) SILO_LOG_WARN("remembering the mountpaths: {}", saved);
 }
 
-http::Awaitable<void> Target::attach_mountpath(http::Exchange& exchange) {
+http::Awaitable<void> Mountpaths::attach(http::Exchange& exchange) {
   Result<store::MountpathInfo> attached = Status::internal("unset");
   Result<std::string> body = co_await http::read_all(exchange.body(), kMaxAttachBody);
   Result<std::string> requested = body ? wire::parse_string_field_json(
@@ -212,8 +214,8 @@ http::Awaitable<void> Target::attach_mountpath(http::Exchange& exchange) {
     co_return;
   }
   const std::string& path = attached->path;  // by reference beside co_await (ADR 0003)
-  const Status remembered = co_await reader_.run([this, &path] {
-    return remember_mountpath_change(options_.state_dir, path, /*attached=*/true);
+  const Status remembered = co_await disk_.run([this, &path] {
+    return remember_mountpath_change(state_dir_, path, /*attached=*/true);
   });
   if (!remembered.is_ok()) {
     SILO_LOG_ERROR("mountpath {} is attached, but a restart will not open it: {}", attached->path, remembered);
@@ -223,46 +225,50 @@ http::Awaitable<void> Target::attach_mountpath(http::Exchange& exchange) {
   co_await http::send_json(exchange, 200, mountpath_json(*attached));
 }
 
-http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::string_view rest, bool is_admin) {
+std::string Mountpaths::listing_json() {
+  std::string body = R"({"mountpaths":[)";
+  bool first = true;
+  for (const auto& m : store_.mountpaths()) {
+    if (!first) body += ",";
+    first = false;
+    body += mountpath_json(m);
+  }
+  body += "]";
+  std::shared_ptr<Resilver> last;
+  {
+    MutexLock lock(mutex_);
+    last = resilver_;
+  }
+  if (last) {
+    const bool running = last->running;
+    body += fmt::format(R"(,"resilver":{{"state":"{}","reason":{},"detach":{},"detach_path":{},"started":{},"finished":{})",
+                        running ? "running" : (last->error.empty() ? "finished" : "failed"),
+                        wire::json_string(last->reason), wire::json_string(last->detach_id),
+                        wire::json_string(last->detach_path), last->started_unix_nanos,
+                        running ? 0 : last->finished_unix_nanos);
+    if (!running) {
+      body += fmt::format(R"(,"objects_scanned":{},"objects_moved":{},"bytes_moved":{},"stale_removed":{},"error":{})",
+                          last->stats.objects_scanned, last->stats.objects_moved, last->stats.bytes_moved,
+                          last->stats.stale_removed, wire::json_string(last->error));
+    }
+    body += "}";
+  }
+  body += "}";
+  return body;
+}
+
+http::Awaitable<void> Mountpaths::handle(http::Exchange& exchange, std::string_view rest, bool is_admin) {
   const http::RequestHead& request = exchange.request();
   const bool is_root = rest.empty() || rest == "/";
   Status s;
   if (is_root && request.method == http::Method::kGet) {
-    std::string body = R"({"mountpaths":[)";
-    bool first = true;
-    for (const auto& m : store_.mountpaths()) {
-      if (!first) body += ",";
-      first = false;
-      body += mountpath_json(m);
-    }
-    body += "]";
-    std::shared_ptr<Resilver> last;
-    {
-      MutexLock lock(resilver_mutex_);
-      last = resilver_;
-    }
-    if (last) {
-      const bool running = last->running;
-      body += fmt::format(R"(,"resilver":{{"state":"{}","reason":{},"detach":{},"detach_path":{},"started":{},"finished":{})",
-                          running ? "running" : (last->error.empty() ? "finished" : "failed"),
-                          wire::json_string(last->reason), wire::json_string(last->detach_id),
-                          wire::json_string(last->detach_path), last->started_unix_nanos,
-                          running ? 0 : last->finished_unix_nanos);
-      if (!running) {
-        body += fmt::format(R"(,"objects_scanned":{},"objects_moved":{},"bytes_moved":{},"stale_removed":{},"error":{})",
-                            last->stats.objects_scanned, last->stats.objects_moved, last->stats.bytes_moved,
-                            last->stats.stale_removed, wire::json_string(last->error));
-      }
-      body += "}";
-    }
-    body += "}";
-    co_await http::send_json(exchange, 200, body);
+    co_await http::send_json(exchange, 200, listing_json());
     co_return;
   }
   if (!is_admin) {
     s = Status::permission_denied("only admin users may change mountpaths");
   } else if (is_root && request.method == http::Method::kPost) {
-    co_await attach_mountpath(exchange);
+    co_await attach(exchange);
     co_return;
   } else if (is_root) {
     s = Status::invalid_argument("{} /v1/mountpaths is not supported (use GET, or POST {{\"path\"}} to attach)",
@@ -285,7 +291,7 @@ http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::s
       s = Status::not_found("no such endpoint /v1/mountpaths{} (use .../enable or .../disable)", rest);
     } else {
       const bool enable = action == "enable";
-      auto changed = co_await reader_.run([this, id, enable] { return store_.set_mountpath_enabled(id, enable); });
+      auto changed = co_await disk_.run([this, id, enable] { return store_.set_mountpath_enabled(id, enable); });
       if (changed) {
         start_resilver(exchange.executor(), fmt::format("mountpath {} {}", changed->path, enable ? "enabled" : "disabled"));
         co_await http::send_json(
@@ -300,12 +306,12 @@ http::Awaitable<void> Target::handle_mountpaths(http::Exchange& exchange, std::s
   co_await http::send_error(exchange, s);
 }
 
-Status Target::start_detach(asio::any_io_executor executor, std::string id) {
+Status Mountpaths::start_detach(asio::any_io_executor executor, std::string id) {
   // What the store would refuse at once is refused here, before the 202; the rest (uploads
   // in progress, objects that do not move) shows in GET /v1/mountpaths when it ends.
   RETURN_IF_ERROR(store_.check_detach(id));
   {
-    MutexLock lock(resilver_mutex_);
+    MutexLock lock(mutex_);
     if (resilver_ && resilver_->running && !resilver_->detach_id.empty()) {
       return Status::unavailable("mountpath {} is being detached; retry when that ends", resilver_->detach_path);
     }
@@ -314,4 +320,4 @@ Status Target::start_detach(asio::any_io_executor executor, std::string id) {
   return Status::ok();
 }
 
-}  // namespace silo::target
+}  // namespace silo::rebalance

@@ -1,0 +1,124 @@
+#pragma once
+
+// erasure::Erasure: erasure coding on a target (docs/data-protection.md "Layout: erasure
+// coding"). The owner cuts a committed object in k data + m parity slices (ec::Layout,
+// ec::ReedSolomon over ISA-L) and spreads them over the object's first k + m holders; any
+// holder answers a GET by reading the k data slices in parallel, or any k when some are
+// missing or corrupt, and rebuilds those afterwards. `ec/` is the codec; this is where
+// slices live and move.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "async/disk_executor.h"
+#include "http/client.h"
+#include "http/server.h"
+#include "replication/peers.h"
+#include "replication/replication.h"
+#include "stats/registry.h"
+#include "store/store.h"
+
+namespace silo::erasure {
+
+// Lives as long as the node; its coroutines run on the node's io_context, its reads and
+// coding of object files on its own disk executor.
+class Erasure {
+ public:
+  Erasure(replication::Peers& peers, store::Store& store, std::shared_ptr<http::Client> client,
+          replication::Replication& replication, stats::Registry& stats);
+
+  // After a whole object of an erasure-coded bucket is here (a PUT at the owner, or a
+  // re-encoding walk): sends slice i to holders[i] (parity + 1 full copies for objects
+  // under min_size), all confirmed, then keeps its own slice in place of the whole object
+  // when this node is a holder. On failure the slices sent are taken back.
+  http::Awaitable<Status> encode_and_spread(ObjectRef object, std::vector<wire::NodeInfo> holders);
+  // Answers with object bytes [offset, offset + length) of the erasure-coded object whose
+  // slice `mine` is here (`head` prepared by the caller): the k data slices read in
+  // parallel, or any k when some are missing or corrupt (then rebuilt in the background).
+  // kAborted when the slices changed while being read (re-encoding): read again.
+  http::Awaitable<Status> send_ec(http::Exchange& exchange, const wire::Bucket& bucket, const ObjectRef& object,
+                                  store::OpenObject& mine, http::ResponseHead head, uint64_t offset,
+                                  uint64_t length);
+  // Rebuilds the slices of the version here that no holder has, that are corrupt here, or
+  // that are listed in `unreadable`, and sends each to a holder that has none; how many
+  // it placed (0 when a newer version exists or the free holders are down).
+  http::Awaitable<Result<size_t>> rebuild_slices(ObjectRef object, std::vector<uint32_t> unreadable);
+  // rebuild_slices() in the background.
+  http::Awaitable<void> start_rebuild(ObjectRef object, std::vector<uint32_t> unreadable);
+  // Run by the first holder (by rank) that has a slice of the version `mine` describes:
+  // rebuilds the slices no holder has. True when it rebuilt some.
+  http::Awaitable<Result<bool>> restore_slices(const ObjectRef& object, const wire::ObjectRecord& mine);
+  // A rebalance walk's work on a slice, or on a full copy of an erasure-coded bucket's
+  // object. Sets `is_holder`; kAborted when the object here changed form (decoded): walk
+  // it again.
+  http::Awaitable<Status> move_coded(const ObjectRef& object, const std::vector<wire::NodeInfo>& holders,
+                                     store::OpenObject& opened, bool& is_holder);
+  // The record as clients see the object: a slice's shows the object's size and XXH3.
+  static wire::ObjectRecord object_view(const wire::ObjectRecord& record);
+
+  // One slice being written, here or to another target (public only so that erasure.cc's
+  // helpers can take it).
+  struct SliceSink;
+
+ private:
+  // Where the slices of one version are: where[i] holds slice i (unset: found nowhere);
+  // `whole` a target with a full copy of the same version (re-encoding in progress);
+  // `newer` one with a newer version (the slice here is stale); `mine_elsewhere` another
+  // target with the same slice as here. When two targets hold the same slice (a rebuild
+  // that took an unreachable holder's slice for lost), where[i] is the keeper that every
+  // target picks alike (holder i, else the best ranked) and the others are `duplicates`.
+  struct SlicePiece {
+    wire::NodeInfo node;
+    wire::ObjectRecord record;
+  };
+  struct SliceMap {
+    std::vector<std::optional<wire::NodeInfo>> where;
+    std::optional<wire::NodeInfo> whole;
+    std::optional<wire::NodeInfo> newer;
+    std::optional<wire::NodeInfo> mine_elsewhere;
+    std::vector<SlicePiece> duplicates;
+  };
+  enum class UndoScope { kNewOnly, kAll };
+  http::Awaitable<Status> rebuild_slices_status(ObjectRef object, std::vector<uint32_t> unreadable);
+  // Waits for every other target to confirm its slice (fsynced), then commits the ones
+  // here; a receiver that kept its own piece must hold this very slice. kAborted when
+  // the object here changed or a newer version turned up.
+  http::Awaitable<Status> finish_slice_sinks(const ObjectRef& object, std::vector<SliceSink>& sinks);
+  // After sending slices (`sent`: how that went): finishes them, and takes back those
+  // that landed when the object was deleted meanwhile (kAborted then) or when sending
+  // failed (then only those that replaced nothing of this version).
+  http::Awaitable<Status> settle_slices(const ObjectRef& object, std::vector<SliceSink>& sinks, Status sent);
+  http::Awaitable<void> undo_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks, UndoScope scope);
+  // Replaces the slice here by the whole object, decoded from k slices (re-encoding).
+  http::Awaitable<Status> decode_here(const ObjectRef& object);
+  // Where the slices of `mine`'s version normally are (slice i on holder i, those up), or
+  // an empty map when this node's own slice is not at its rank.
+  SliceMap assumed_slices(const ObjectRef& object, const wire::ObjectRecord& mine) const;
+  // Which target has which slice of the version `mine` (a slice record) describes.
+  http::Awaitable<SliceMap> locate_slices(const ObjectRef& object, const wire::ObjectRecord& mine);
+  // Removes the duplicates in `map` that sit on holders of `object` (a holder keeps one
+  // piece, so a duplicate there keeps the slice no holder has from it) and forgets them;
+  // kUnavailable when one could not be removed. A duplicate on a non-holder is left to
+  // the rebalance cleanup, like any piece off its holders.
+  http::Awaitable<Status> drop_duplicate_slices(const ObjectRef& object, SliceMap& map);
+  // Opens the writer of slice `record` on `node`: this store (in place of generation
+  // `replacing` only) or a PUT to that target.
+  http::Awaitable<Result<SliceSink>> open_slice_sink(const ObjectRef& object, const wire::ObjectRecord& record,
+                                                     const wire::NodeInfo& node, const wire::Bucket& bucket,
+                                                     uint64_t replacing);
+
+  replication::Peers& peers_;
+  store::Store& store_;
+  std::shared_ptr<http::Client> client_;
+  replication::Replication& replication_;
+  async::DiskExecutor reader_{2};  // reads slices and codes stripes
+
+  stats::Counter& bytes_sent_;
+  stats::Counter& copies_made_;
+  stats::Counter& slices_made_;
+  stats::Counter& degraded_reads_;
+  stats::Counter& duplicate_slices_dropped_;
+};
+
+}  // namespace silo::erasure
