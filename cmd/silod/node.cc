@@ -171,23 +171,22 @@ http::Awaitable<void> Node::start() {
     member_ = std::make_unique<cluster::Member>(*maps_, state_disk_, control_client_, self_, seed, config_.cluster);
   }
   if (store_) {
-    writes_ = std::make_unique<cluster::BucketWrites>(*maps_);
     cache_ = std::make_unique<cache::Cache>(cache::CacheOptions{.node_id = self_.id(),
                                                                 .config = live_config_,
                                                                 .backend_of = cache::backends_of(backends_),
                                                                 .fullest_mountpath_percent = {}},
-                                            *maps_, *store_, *writes_, stats_);
+                                            *maps_, *store_, stats_);
     peers_ = std::make_unique<replication::Peers>(self_, *maps_, live_config_);
-    replication_ = std::make_unique<replication::Replication>(*peers_, *store_, data_client_, *writes_, stats_);
+    replication_ = std::make_unique<replication::Replication>(*peers_, *store_, data_client_, stats_);
     erasure_ = std::make_unique<erasure::Erasure>(*peers_, *store_, data_client_, *replication_, stats_);
     rebalance_ = std::make_unique<rebalance::Rebalance>(*peers_, *store_, data_client_, *replication_, *erasure_);
     mountpaths_ = std::make_unique<rebalance::Mountpaths>(*store_, nc.data_dir + "/state");
     scrub_ = std::make_unique<scrub::Scrub>(*peers_, *store_, *replication_, *erasure_);
     target_ = std::make_unique<target::Target>(
         target::TargetOptions{self_, live_config_}, *maps_, *store_, data_client_, member_.get(), stats_,
-        target::Target::Services{*peers_, *replication_, *erasure_, *rebalance_, *scrub_, *cache_, *writes_});
+        target::Target::Services{*peers_, *replication_, *erasure_, *rebalance_, *scrub_, *cache_});
     maps_->on_change([this] {
-      asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
+      asio::co_spawn(io_, target_->apply_bucket_map(), asio::detached);
       asio::co_spawn(io_, rebalance_->sync(), asio::detached);
     });
   }
@@ -246,7 +245,7 @@ http::Awaitable<void> Node::start() {
     asio::co_spawn(io_, member_->run(), asio::detached);
   }
   if (target_) {
-    asio::co_spawn(io_, target_->collect_deleted_buckets(), asio::detached);
+    asio::co_spawn(io_, target_->apply_bucket_map(), asio::detached);
     asio::co_spawn(io_, target_->sweep_uploads(std::chrono::hours(1)), asio::detached);
     asio::co_spawn(io_, rebalance_->sync(), asio::detached);  // resumes one cut off by a restart
     asio::co_spawn(io_, mountpaths_->watch(std::chrono::seconds(1)), asio::detached);

@@ -13,7 +13,7 @@
 #include "config/live_config.h"
 #include "backend/backend_pool.h"
 #include "cache/cache.h"
-#include "cluster/bucket_writes.h"
+#include "cluster/durability.h"
 #include "http/client.h"
 #include "http/route_table.h"
 #include "http/server.h"
@@ -85,9 +85,8 @@ class Node {
   std::unique_ptr<cluster::Primary> primary_;
   std::unique_ptr<cluster::Member> member_;
   // The data services beneath a target, made before it and destroyed after it, each after
-  // those it uses: its commits into buckets (shared with the cache), the cache of remote
-  // buckets, copies, erasure coding, rebalance, mountpaths and scrub.
-  std::unique_ptr<cluster::BucketWrites> writes_;
+  // those it uses: the cache of remote buckets, copies, erasure coding, rebalance,
+  // mountpaths and scrub.
   std::unique_ptr<cache::Cache> cache_;
   std::unique_ptr<replication::Peers> peers_;
   std::unique_ptr<replication::Replication> replication_;

@@ -63,11 +63,10 @@ BackendFinder backends_of(std::shared_ptr<backend::BackendPool> pool) {
 }
 
 Cache::Cache(CacheOptions options, const cluster::ClusterMaps& maps, store::Store& store,
-             cluster::BucketWrites& writes, stats::Registry& stats)
+             stats::Registry& stats)
     : options_(std::move(options)),
       maps_(maps),
       store_(store),
-      writes_(writes),
       // The metric names are the ones the target registered before the cache was a module
       // of its own: dashboards and tests read them.
       hits_(stats.counter("silo_target_cache_hits_total", "GETs of remote buckets' objects served from the cache.")),
@@ -229,8 +228,6 @@ http::Awaitable<Status> Cache::fetch_into_store(Fetch& fetch) {
     if (!fetch.is_deleted()) return Status::ok();
     return Status::not_found("{} was deleted while being fetched", fetch.object().name).with_reason("NoSuchKey");
   };
-  cluster::BucketWrites::Ticket ticket(writes_);
-  writes_.guard(options, fetch.bucket(), ticket);
   CO_ASSIGN_OR_RETURN(std::unique_ptr<store::ObjectWriter> writer,
                       co_await store_.create(fetch.object(), std::move(options)));
   const Status fetched = co_await fetch_into(fetch, *writer, std::move(backend));

@@ -24,7 +24,7 @@
 #include "base/thread_annotations.h"
 #include "cache/fetch.h"
 #include "cache/chunk_budget.h"
-#include "cluster/bucket_writes.h"
+#include "cluster/durability.h"
 #include "cluster/cluster_maps.h"
 #include "async/signal.h"
 #include "config/live_config.h"
@@ -82,8 +82,7 @@ struct Fetched {
 // Thread-safe.
 class Cache {
  public:
-  Cache(CacheOptions options, const cluster::ClusterMaps& maps, store::Store& store, cluster::BucketWrites& writes,
-        stats::Registry& stats);
+  Cache(CacheOptions options, const cluster::ClusterMaps& maps, store::Store& store, stats::Registry& stats);
   ~Cache();
   Cache(const Cache&) = delete;
   Cache& operator=(const Cache&) = delete;
@@ -195,7 +194,6 @@ class Cache {
   const CacheOptions options_;
   const cluster::ClusterMaps& maps_;
   store::Store& store_;
-  cluster::BucketWrites& writes_;
   async::DiskExecutor reader_{2};  // reads committed files for write-through
   ChunkBudget chunks_;
   std::atomic<bool> is_stopping_{false};

@@ -231,7 +231,6 @@ class CacheTest : public ::testing::Test {
     auto store = store::Store::open(std::move(store_options));
     ASSERT_TRUE(store.has_value()) << store.status();
     store_ = std::move(*store);
-    writes_ = std::make_unique<cluster::BucketWrites>(*maps_);
     config_ = std::make_shared<config::LiveConfig>(config::ClusterConfig{});
     CacheOptions options;
     options.node_id = "t1";
@@ -241,7 +240,7 @@ class CacheTest : public ::testing::Test {
       return std::static_pointer_cast<backend::ObjectBackend>(backend_);
     };
     options.fullest_mountpath_percent = [this] { return usage_.empty() ? 0.0 : next_usage(); };
-    cache_ = std::make_unique<Cache>(std::move(options), *maps_, *store_, *writes_, stats_);
+    cache_ = std::make_unique<Cache>(std::move(options), *maps_, *store_, stats_);
   }
 
   void TearDown() override {
@@ -296,7 +295,6 @@ class CacheTest : public ::testing::Test {
   std::filesystem::path dir_;
   std::unique_ptr<cluster::ClusterMaps> maps_;
   std::unique_ptr<store::Store> store_;
-  std::unique_ptr<cluster::BucketWrites> writes_;
   std::shared_ptr<config::LiveConfig> config_;
   std::shared_ptr<FakeBackend> backend_ = std::make_shared<FakeBackend>();
   std::vector<double> usage_;  // what the fullest mountpath reports, one value per look (the last stays)
@@ -462,6 +460,9 @@ TEST_F(CacheTest, AFetchIntoABucketBeingDeletedCommitsNothing) {
     if (b.id() == kRemoteId) b.set_is_deleting(true);
   }
   ASSERT_TRUE(maps_->install(buckets).has_value());
+  // What the target does when that map arrives (Target::apply_bucket_map): the store
+  // refuses every commit into the bucket from then on, the cache's included.
+  store_->close_bucket(BucketId(kRemoteId));
   const auto fetch_all = [&]() -> http::Awaitable<Result<uint64_t>> {
     CO_ASSIGN_OR_RETURN(ColdRead cold, co_await cache_->fetch(remote_, remote("a")));
     co_return co_await cache_->wait_fetched(*cold.fetch);

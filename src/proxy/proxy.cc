@@ -385,7 +385,7 @@ http::Awaitable<Status> Proxy::delete_bucket(http::Exchange& exchange, const std
 
 http::Awaitable<Result<uint64_t>> Proxy::delete_if_empty(const std::string& name, bool evict_first) {
   // 1. Mark it deleting: from the moment a target has this bucket map it refuses to
-  //    commit new objects into the bucket (Target::guard_bucket, under the object lock).
+  //    commit new objects into the bucket (store::Store::close_bucket, under the object lock).
   const Status marked = co_await primary_->set_bucket_deleting(name, true);
   if (marked.code() == Code::kNotFound) {
     co_return Status::not_found("The specified bucket does not exist: {}", name).with_reason("NoSuchBucket");

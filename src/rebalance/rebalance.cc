@@ -182,7 +182,7 @@ http::Awaitable<void> Rebalance::walk(std::shared_ptr<Walk> walk) {
 http::Awaitable<Status> Rebalance::walk_once(Walk& walk) {
   CO_ASSIGN_OR_RETURN(const std::vector<BucketId> buckets, co_await store_.bucket_ids());
   for (const BucketId bucket : buckets) {
-    if (!peers_.bucket_by_id(bucket.value())) continue;  // deleted: collect_deleted_buckets removes it
+    if (!peers_.bucket_by_id(bucket.value())) continue;  // deleted: the target's apply_bucket_map removes it
     store::ListOptions options;
     options.limit = kWalkPage;
     for (;;) {

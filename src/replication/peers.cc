@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "cluster/bucket_writes.h"
+#include "cluster/durability.h"
 
 namespace silo::replication {
 

@@ -40,11 +40,10 @@ uint64_t query_u64(const http::RequestHead& request, const char* name) {
 }  // namespace
 
 Replication::Replication(Peers& peers, store::Store& store, std::shared_ptr<http::Client> client,
-                         cluster::BucketWrites& writes, stats::Registry& stats)
+                         stats::Registry& stats)
     : peers_(peers),
       store_(store),
       client_(std::move(client)),
-      writes_(writes),
       bytes_sent_(stats.counter("silo_target_bytes_sent_total", "Object bytes sent by GETs.")),
       forwards_(stats.counter("silo_target_forwards_total", "Requests forwarded to the owner target.")),
       corrupt_found_(stats.counter("silo_target_corrupt_copies_total",
@@ -226,8 +225,6 @@ http::Awaitable<Result<Placed>> Replication::store_copy(http::BodyReader& body, 
     placed.replaced_same_version = current != nullptr && same_version(*current, record);
     return Status::ok();
   };
-  cluster::BucketWrites::Ticket ticket(writes_);
-  writes_.guard(options, *bucket, ticket);
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(object, std::move(options)));
   CO_RETURN_IF_ERROR((co_await receive_into(body, *writer)).status());
   auto committed = co_await writer->commit();

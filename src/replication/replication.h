@@ -15,7 +15,6 @@
 #include "async/disk_executor.h"
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
-#include "cluster/bucket_writes.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "replication/copy_wire.h"
@@ -35,8 +34,7 @@ bool is_local_only(const http::RequestHead& request);
 // object files on its own disk executor.
 class Replication {
  public:
-  Replication(Peers& peers, store::Store& store, std::shared_ptr<http::Client> client,
-              cluster::BucketWrites& writes, stats::Registry& stats);
+  Replication(Peers& peers, store::Store& store, std::shared_ptr<http::Client> client, stats::Registry& stats);
 
   // A sync write at the owner: every holder must be up to take its copy.
   static Status check_holders_up(const wire::Bucket& bucket, const std::vector<wire::NodeInfo>& holders,
@@ -117,7 +115,6 @@ class Replication {
   Peers& peers_;
   store::Store& store_;
   std::shared_ptr<http::Client> client_;
-  cluster::BucketWrites& writes_;
   async::DiskExecutor reader_{2};  // reads object files for pushes and checks
 
   // Copies received (rebalance, get-from-neighbor) between their ownership check and the

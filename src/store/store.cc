@@ -1,5 +1,10 @@
 #include "store/store.h"
 
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
@@ -173,6 +178,7 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
   const std::string parent = final_path.substr(0, final_path.rfind('/'));
 
   const auto lock = locks_.lock(object);
+  ASSIGN_OR_RETURN(const std::shared_ptr<void> in_flight, enter_bucket(object.bucket_id));
   std::optional<uint64_t> previous_generation;
   Result<wire::ObjectRecord> previous = mountpath.meta().get(object.bucket_id, object.name);
   if (previous) {
@@ -217,6 +223,46 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
   }
   remove_stale_copies(object, owner, durability);
   return record;
+}
+
+Result<std::shared_ptr<void>> StoreImpl::enter_bucket(BucketId bucket) {
+  MutexLock lock(fences_mutex_);
+  if (closed_buckets_.contains(bucket.value())) {
+    return Status::not_found("The specified bucket does not exist (bucket id {} is being deleted)", bucket.value())
+        .with_reason("NoSuchBucket");
+  }
+  ++commits_in_flight_[bucket.value()];
+  return std::shared_ptr<void>(nullptr, [this, id = bucket.value()](void*) {
+    MutexLock end_lock(fences_mutex_);
+    if (--commits_in_flight_[id] == 0) commits_in_flight_.erase(id);
+  });
+}
+
+void StoreImpl::close_bucket(BucketId bucket) {
+  MutexLock lock(fences_mutex_);
+  closed_buckets_.insert(bucket.value());
+}
+
+void StoreImpl::open_bucket(BucketId bucket) {
+  MutexLock lock(fences_mutex_);
+  closed_buckets_.erase(bucket.value());
+}
+
+Awaitable<Status> StoreImpl::drain_bucket(BucketId bucket, std::chrono::milliseconds timeout) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    {
+      MutexLock lock(fences_mutex_);
+      if (!commits_in_flight_.contains(bucket.value())) co_return Status::ok();
+    }
+    if (std::chrono::steady_clock::now() >= give_up) break;
+    timer.expires_after(std::chrono::milliseconds(5));
+    boost::system::error_code ec;
+    co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  }
+  co_return Status::unavailable("commits into bucket id {} did not finish within {} ms", bucket.value(),
+                                timeout.count());
 }
 
 void StoreImpl::remove_stale_copies(const ObjectRef& object, size_t owner, Durability durability) {

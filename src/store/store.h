@@ -218,6 +218,17 @@ class Store {
   // Removes every object and multipart upload of `bucket` (after the bucket was
   // deleted). Idempotent.
   virtual Awaitable<Status> remove_bucket(BucketId bucket) = 0;
+  // Bucket fences (docs/adr/0005): every commit of an object (a PUT, a copy, a fetch, a
+  // completed upload) into a closed bucket fails with NoSuchBucket, checked under the
+  // object lock just before it is installed; a commit that passed the check is in flight
+  // until it is installed or failed. A bucket being deleted is closed, then drained,
+  // then listed: whatever the listing misses was refused. Buckets are open by default;
+  // thread-safe.
+  virtual void close_bucket(BucketId bucket) = 0;
+  virtual void open_bucket(BucketId bucket) = 0;
+  // Waits until no commit into `bucket` that passed the check is in flight; kUnavailable
+  // after `timeout`.
+  virtual Awaitable<Status> drain_bucket(BucketId bucket, std::chrono::milliseconds timeout) = 0;
   // Rewrites the object's metadata record without touching its bytes (tagging, copy onto
   // itself with new metadata), under the object lock. `mutate` may change descriptive
   // fields and times; fields that describe the bytes (name, size, generation, xxh3,

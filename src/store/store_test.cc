@@ -443,5 +443,42 @@ TEST_F(StoreTest, MountpathInfoHasIdAndCapacity) {
   EXPECT_LE(infos[0].available_bytes, infos[0].capacity_bytes);
 }
 
+TEST_F(StoreTest, ACommitIntoAClosedBucketFailsWithNoSuchBucketAndLeavesNothing) {
+  ASSERT_TRUE(put(*store_, {bucket_, "before"}, "kept").has_value());
+  store_->close_bucket(bucket_);
+  auto refused = put(*store_, {bucket_, "after"}, "refused");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), Code::kNotFound);
+  EXPECT_EQ(refused.error().reason(), "NoSuchBucket");
+  EXPECT_FALSE(get(*store_, {bucket_, "after"}).has_value()) << "a refused commit leaves no object";
+  const auto kept = get(*store_, {bucket_, "before"});
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(*kept, "kept");
+  EXPECT_TRUE(files_under(work_dir()).empty()) << "nor a work file";
+  // Other buckets are untouched; reopened, the bucket takes commits again.
+  EXPECT_TRUE(put(*store_, {BucketId(8), "other"}, "x").has_value());
+  store_->open_bucket(bucket_);
+  EXPECT_TRUE(put(*store_, {bucket_, "after"}, "now").has_value());
+}
+
+TEST_F(StoreTest, DrainBucketWaitsForACommitThatPassedTheCheck) {
+  // The precondition runs after the fence's check, under the object lock: the commit is
+  // in flight there. Closing the bucket then refuses later commits, and a drain does not
+  // end until this one is installed.
+  std::optional<Status> drained_while_in_flight;
+  PutOptions options = testing::fast();
+  options.precondition = [&](const wire::ObjectRecord*) {
+    store_->close_bucket(bucket_);
+    drained_while_in_flight = run(store_->drain_bucket(bucket_, std::chrono::milliseconds(50)));
+    return Status::ok();
+  };
+  ASSERT_TRUE(put(*store_, {bucket_, "in-flight"}, "bytes", std::move(options)).has_value());
+  ASSERT_TRUE(drained_while_in_flight.has_value());
+  EXPECT_EQ(drained_while_in_flight->code(), Code::kUnavailable) << "a drain ended with a commit in flight";
+  EXPECT_TRUE(run(store_->drain_bucket(bucket_, std::chrono::seconds(10))).is_ok());
+  EXPECT_TRUE(get(*store_, {bucket_, "in-flight"}).has_value()) << "the commit that passed the check stands";
+  EXPECT_FALSE(put(*store_, {bucket_, "late"}, "refused").has_value());
+}
+
 }  // namespace
 }  // namespace silo::store

@@ -319,8 +319,6 @@ http::Awaitable<Status> Target::s3_put(http::Exchange& exchange, const cluster::
   CO_RETURN_IF_ERROR(cache_.check_space());
   CO_RETURN_IF_ERROR(check_holders_up(r));
   CO_ASSIGN_OR_RETURN(store::PutOptions options, s3_put_options(exchange.request(), r.bucket));
-  WriteTicket ticket(*this);
-  guard_bucket(options, r.bucket, ticket);
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
   http::ResponseHead head = cluster::s3_head(&request);
   const uint64_t max_object_size = live_config()->s3.max_object_size;
@@ -557,8 +555,6 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   } else if (size > kMaxPartSize) {
     co_return Status::invalid_argument("A part may hold at most 5 GiB").with_reason("EntityTooLarge");
   }
-  WriteTicket ticket(*this);
-  if (!is_part) guard_bucket(options, r.bucket, ticket);
   std::unique_ptr<store::ObjectWriter> writer;
   if (is_part) {
     CO_ASSIGN_OR_RETURN(const int part, part_number_of(request));
@@ -616,8 +612,6 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
       store::PutOptions options;
       options.durability = peers_.durability_of(r.bucket);
       options.precondition = write_precondition(in.headers);
-      WriteTicket ticket(*this);
-      guard_bucket(options, r.bucket, ticket);
       CO_RETURN_IF_ERROR(check_holders_up(r));
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record,
                           co_await store_.complete_upload(r.object, upload_id, std::move(parts), std::move(options)));

@@ -29,6 +29,8 @@ namespace silo::target {
 namespace {
 
 constexpr size_t kMaxListLimit = 10000;
+// How long a bucket delete's emptiness check waits for the commits in flight.
+constexpr std::chrono::seconds kDrainTimeout{10};
 
 uint64_t header_version(const http::RequestHead& request, const char* name) {
   const auto text = request.headers.get(name);
@@ -55,9 +57,6 @@ http::Awaitable<Result<uint64_t>> Target::receive(http::BodyReader& body, store:
   co_return received;
 }
 
-void Target::guard_bucket(store::PutOptions& options, const wire::Bucket& bucket, WriteTicket& ticket) {
-  writes_.guard(options, bucket, ticket.ticket_);
-}
 
 Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& store,
                std::shared_ptr<http::Client> client, cluster::Member* member, stats::Registry& stats,
@@ -73,7 +72,6 @@ Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& 
       rebalance_(services.rebalance),
       scrub_(services.scrub),
       cache_(services.cache),
-      writes_(services.writes),
       bytes_received_(stats.counter("silo_target_bytes_received_total", "Object bytes written by PUTs.")),
       bytes_sent_(stats.counter("silo_target_bytes_sent_total", "Object bytes sent by GETs.")),
       puts_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="put")")),
@@ -215,8 +213,6 @@ http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r)
   const uint64_t max_object_size = live_config()->s3.max_object_size;
   const std::optional<uint64_t> length = exchange.request().content_length;
   if (length && *length > max_object_size) co_return too_large(*length, max_object_size);
-  WriteTicket ticket(*this);
-  guard_bucket(options, r.bucket, ticket);
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
   CO_ASSIGN_OR_RETURN(const uint64_t received, co_await receive(exchange.body(), *writer, {}));
   if (received > max_object_size) co_return too_large(received, max_object_size);  // chunked: nothing is kept
@@ -296,7 +292,11 @@ http::Awaitable<Result<wire::Bucket>> Target::bucket_as_sender_sees_it(const htt
     }
   }
   CO_ASSIGN_OR_RETURN(wire::Bucket bucket, co_await find_bucket(bucket_name));
-  if (bucket.is_deleting()) CO_RETURN_IF_ERROR(co_await writes_.drain(bucket.id()));
+  if (bucket.is_deleting()) {
+    // No commit into it passes from here on; those that passed are in the listing.
+    store_.close_bucket(BucketId(bucket.id()));
+    CO_RETURN_IF_ERROR(co_await store_.drain_bucket(BucketId(bucket.id()), kDrainTimeout));
+  }
   co_return bucket;
 }
 
@@ -332,10 +332,24 @@ http::Awaitable<void> Target::handle_list(http::Exchange& exchange, std::string 
   std::ignore = co_await exchange.response().send(std::move(head), wire::encode(std::move(out)));
 }
 
-http::Awaitable<void> Target::collect_deleted_buckets() {
+http::Awaitable<void> Target::apply_bucket_map() {
   const auto buckets = maps_.bucket_map();
   std::unordered_set<uint64_t> live;
   for (const auto& b : buckets->buckets()) live.insert(b.id());
+  {
+    // Calls for two map changes may run at once: the newer map's fences win.
+    MutexLock lock(fences_mutex_);
+    if (buckets->version() >= fenced_version_) {
+      fenced_version_ = buckets->version();
+      for (const auto& b : buckets->buckets()) {
+        if (b.is_deleting()) {
+          store_.close_bucket(BucketId(b.id()));
+        } else {
+          store_.open_bucket(BucketId(b.id()));  // a delete that found objects called itself off
+        }
+      }
+    }
+  }
   auto present = co_await store_.bucket_ids();
   if (!present) {
     SILO_LOG_WARN("listing bucket ids for cleanup failed: {}", present.error());

@@ -11,7 +11,6 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "cache/cache.h"
-#include "cluster/bucket_writes.h"
 #include "cluster/cluster_maps.h"
 #include "config/live_config.h"
 #include "async/signal.h"
@@ -53,8 +52,6 @@ class Target {
     rebalance::Rebalance& rebalance;
     scrub::Scrub& scrub;
     cache::Cache& cache;
-    // The node's commits into buckets, shared with the cache (which commits fetched objects).
-    cluster::BucketWrites& writes;
   };
   // `member` is the link to the primary used to catch up when a request shows this node's
   // maps are stale; null on the primary itself (role all), whose maps are the newest.
@@ -65,8 +62,10 @@ class Target {
   http::Awaitable<void> handle_object(http::Exchange& exchange, std::string bucket, std::string name);
   // GET /v1/internal/list/{bucket}?prefix=&start_after=&limit= -> wire::ListPage.
   http::Awaitable<void> handle_list(http::Exchange& exchange, std::string bucket);
-  // Removes the objects of buckets deleted from the bucket map.
-  http::Awaitable<void> collect_deleted_buckets();
+  // Applies the bucket map to the store (call after every change and at start): closes
+  // the buckets being deleted to new commits (store::Store::close_bucket), reopens those
+  // whose delete was called off, and removes the objects of deleted buckets.
+  http::Awaitable<void> apply_bucket_map();
   // An S3 object operation (s3_objects.cc) routed here: runs it when this node owns the
   // object, else forwards it to the owner.
   http::Awaitable<void> handle_s3(http::Exchange& exchange, const cluster::S3Request& request);
@@ -119,22 +118,9 @@ class Target {
   // Relays the request to `node` as forwarded, with the newest map versions either side
   // has seen.
   http::Awaitable<Status> relay_to(http::Exchange& exchange, const wire::NodeInfo& node);
-  // Counts a commit into a bucket from the moment it passed guard_bucket's check until it
-  // is done, so that a bucket delete can wait for those before it checks for emptiness
-  // (cluster::BucketWrites, shared with the cache).
-  class WriteTicket {
-   public:
-    explicit WriteTicket(Target& target) : ticket_(target.writes_) {}
-
-   private:
-    friend class Target;
-    cluster::BucketWrites::Ticket ticket_;
-  };
-  // Wraps options.precondition: the commit fails with NoSuchBucket when the bucket is
-  // gone or being deleted by then (checked under the object lock), else counts `ticket`.
-  void guard_bucket(store::PutOptions& options, const wire::Bucket& bucket, WriteTicket& ticket);
   // The bucket as a proxy's request sees it: catches up to the request's bucket map
-  // version, and for a bucket marked deleting waits for the commits in flight.
+  // version, and for a bucket marked deleting closes it and waits for the commits in
+  // flight (docs/adr/0005).
   http::Awaitable<Result<wire::Bucket>> bucket_as_sender_sees_it(const http::RequestHead& request,
                                                                  const std::string& bucket_name);
   // Streams `body` into `writer` in large pieces, feeding `checksums`; returns the bytes.
@@ -192,6 +178,9 @@ class Target {
   // The effective cluster config now (one snapshot: read every value of a request from it).
   std::shared_ptr<const config::ClusterConfig> live_config() const { return options_.config->get(); }
 
+  Mutex fences_mutex_;
+  uint64_t fenced_version_ GUARDED_BY(fences_mutex_) = 0;  // the bucket map apply_bucket_map() fenced by
+
   const TargetOptions options_;
   cluster::ClusterMaps& maps_;
   store::Store& store_;
@@ -203,7 +192,6 @@ class Target {
   rebalance::Rebalance& rebalance_;
   scrub::Scrub& scrub_;
   cache::Cache& cache_;
-  cluster::BucketWrites& writes_;
   stats::Counter& bytes_received_;
   stats::Counter& bytes_sent_;
   stats::Counter& puts_;

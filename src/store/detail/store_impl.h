@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -72,6 +73,9 @@ class StoreImpl final : public Store {
   uint64_t object_count_estimate() const override;
   Awaitable<Result<ListResult>> list(BucketId bucket, ListOptions options) override;
   Awaitable<Status> remove_bucket(BucketId bucket) override;
+  void close_bucket(BucketId bucket) override;
+  void open_bucket(BucketId bucket) override;
+  Awaitable<Status> drain_bucket(BucketId bucket, std::chrono::milliseconds timeout) override;
   Awaitable<Result<wire::ObjectRecord>> update(const ObjectRef& object,
                                                std::function<Status(wire::ObjectRecord&)> mutate,
                                                Durability durability) override;
@@ -214,6 +218,14 @@ class StoreImpl final : public Store {
   const uint64_t min_part_size_;
   Mutex claims_mutex_;
   std::unordered_set<std::string> claimed_uploads_ GUARDED_BY(claims_mutex_);
+  // Bucket fences (close_bucket): the closed bucket ids, and the commits into each bucket
+  // that passed the check and are not installed yet. Checked and counted in one step.
+  Mutex fences_mutex_;
+  std::unordered_set<uint64_t> closed_buckets_ GUARDED_BY(fences_mutex_);
+  std::unordered_map<uint64_t, int> commits_in_flight_ GUARDED_BY(fences_mutex_);
+  // Counts a commit into `bucket` in flight (kNotFound NoSuchBucket when closed); the
+  // returned guard ends it.
+  Result<std::shared_ptr<void>> enter_bucket(BucketId bucket);
 };
 
 }  // namespace silo::store::detail
