@@ -451,22 +451,12 @@ void Node::add_native_routes() {
                  return target_->handle_list_uploads(exchange, std::string(rest));
                });
   }
-  routes.add(std::nullopt, "/v1/cluster/nodes**",
-             [this](Exchange& exchange, const NativeCaller& caller, std::string_view rest) {
-               return proxy_->handle_nodes(exchange, std::string(rest), caller.is_admin);
-             });
-  routes.add(std::nullopt, "/v1/jobs**", [this](Exchange& exchange, const NativeCaller& caller, std::string_view rest) {
-    return proxy_->handle_jobs(exchange, std::string(rest), caller.is_admin);
-  });
   routes.add(std::nullopt, "/v1/objects/*", [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
     return route_object(exchange, rest);
   });
-  routes.add(std::nullopt, "/v1/buckets**", [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
-    return proxy_->handle_buckets(exchange, std::string(rest));
-  });
-  routes.add(std::nullopt, "/v1/users**", [this](Exchange& exchange, const NativeCaller& caller, std::string_view rest) {
-    return proxy_->handle_users(exchange, std::string(rest), caller.is_admin);
-  });
+  // /v1/buckets, /v1/users, /v1/cluster/nodes and /v1/jobs: a route per method and path
+  // (after the object route, which the data path looks up first).
+  proxy_->add_routes(routes, &NativeCaller::is_admin);
 }
 
 http::Awaitable<void> Node::route_object(http::Exchange& exchange, std::string_view rest) {

@@ -29,146 +29,88 @@ std::string membership_json(const wire::NodeMap& map) {
                      rebalance, wire::phase_name(map.rebalance_phase()));
 }
 
-// "/{id}[/{action}]" -> {id, action}; "" or "/" -> {"", ""}.
-std::pair<std::string, std::string> split_id_action(std::string_view rest) {
-  if (rest.size() <= 1) return {};
-  std::string_view id = rest.substr(1);
-  std::string_view action;
-  if (const size_t slash = id.find('/'); slash != std::string_view::npos) {
-    action = id.substr(slash + 1);
-    id = id.substr(0, slash);
-  }
-  return {std::string(id), std::string(action)};
-}
-
 }  // namespace
 
-http::Awaitable<void> Proxy::handle_nodes(http::Exchange& exchange, std::string rest, bool is_admin) {
-  const http::RequestHead& request = exchange.request();
-  Status s;
-  // rest: "", "/{id}", "/{id}/maintenance" or "/{id}/decommission"
-  const std::pair<std::string, std::string> parts = split_id_action(rest);
-  const std::string& id = parts.first;
-  const std::string& action = parts.second;
-  if (!is_admin) {
-    s = Status::permission_denied("only admin users may change the cluster's membership");
-  } else if (id.empty() && request.method != http::Method::kPost) {
-    s = Status::not_found("no such endpoint {} /v1/cluster/nodes{} (GET /v1/cluster/map lists the nodes)",
-                          request.method_text, rest);
-  } else if (!is_primary()) {
-    s = co_await relay_to_primary(exchange);
-    if (s.is_ok()) co_return;
-  } else {
-    Result<wire::NodeMap> changed = Status::not_found("no such endpoint: {} /v1/cluster/nodes{}", request.method_text, rest);
-    if (id.empty()) {  // POST /v1/cluster/nodes {"url": "http://host:port"}
-      auto body = co_await http::read_all(exchange.body(), 64 * 1024);
-      auto url = body ? wire::parse_url_json(*body) : Result<std::string>(body.error());
-      if (url) {
-        changed = co_await primary_->add_node(std::move(*url));
-      } else {
-        changed = std::move(url).error();
-      }
-    } else if (action == "maintenance" && request.method == http::Method::kPost) {
-      changed = co_await primary_->set_node_mode(id, wire::NODE_MODE_MAINTENANCE);
-    } else if (action == "maintenance" && request.method == http::Method::kDelete) {
-      changed = co_await primary_->set_node_mode(id, wire::NODE_MODE_NORMAL);
-    } else if (action == "decommission" && request.method == http::Method::kPost) {
-      changed = co_await primary_->set_node_mode(id, wire::NODE_MODE_DECOMMISSIONING);
-    } else if (action.empty() && request.method == http::Method::kDelete) {
-      changed = co_await primary_->remove_node(id);
-    }
-    if (changed) {
-      co_await http::send_json(exchange, 200, membership_json(*changed));
-      co_return;
-    }
-    s = std::move(changed).error();
-  }
-  errors_.add();
-  co_await http::send_error(exchange, s);
+http::Awaitable<Status> Proxy::add_node(http::Exchange& exchange) {
+  CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), 64 * 1024));
+  CO_ASSIGN_OR_RETURN(std::string url, wire::parse_url_json(body));
+  CO_ASSIGN_OR_RETURN(const wire::NodeMap changed, co_await primary_->add_node(std::move(url)));
+  co_await http::send_json(exchange, 200, membership_json(changed));
+  co_return Status::ok();
 }
 
-http::Awaitable<void> Proxy::handle_jobs(http::Exchange& exchange, std::string rest, bool is_admin) {
+http::Awaitable<Status> Proxy::remove_node(http::Exchange& exchange, std::string id) {
+  CO_ASSIGN_OR_RETURN(const wire::NodeMap changed, co_await primary_->remove_node(id));
+  co_await http::send_json(exchange, 200, membership_json(changed));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::set_node_mode(http::Exchange& exchange, std::string id,
+                                             wire::NodeMode mode) {
+  CO_ASSIGN_OR_RETURN(const wire::NodeMap changed, co_await primary_->set_node_mode(id, mode));
+  co_await http::send_json(exchange, 200, membership_json(changed));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::start_job(http::Exchange& exchange) {
+  CO_ASSIGN_OR_RETURN(const std::string body,
+                      co_await http::read_all(exchange.body(), kMaxJobRequestBody));
+  CO_ASSIGN_OR_RETURN(const wire::JobRequest request, wire::parse_job_request_json(body));
+  CO_ASSIGN_OR_RETURN(const wire::JobInfo job, co_await primary_->start_task(request, body));
+  co_await http::send_json(exchange, 202, wire::job_json(job));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::list_jobs(http::Exchange& exchange) {
   const http::RequestHead& request = exchange.request();
-  Status s;
-  const std::pair<std::string, std::string> parts = split_id_action(rest);
-  const std::string& id = parts.first;
-  const std::string& action = parts.second;
-  const bool is_abort = action == "abort";
-  const bool is_start = id.empty() && request.method == http::Method::kPost;
-  if ((is_abort || is_start) && !is_admin) {
-    s = Status::permission_denied("only admin users may start or abort jobs");
-  } else if (!is_primary()) {
-    s = co_await relay_to_primary(exchange);
-    if (s.is_ok()) co_return;
-  } else if (is_start) {
-    auto body = co_await http::read_all(exchange.body(), kMaxJobRequestBody);
-    auto parsed = body ? wire::parse_job_request_json(*body) : Result<wire::JobRequest>(body.error());
-    if (!parsed) {
-      s = std::move(parsed).error();
-    } else {
-      auto job = co_await primary_->start_task(*parsed, *body);
-      if (job) {
-        co_await http::send_json(exchange, 202, wire::job_json(*job));
-        co_return;
-      }
-      s = std::move(job).error();
+  const std::string kind = request.query_param("kind").value_or("");
+  const std::string state = request.query_param("state").value_or("");
+  std::vector<wire::JobInfo> jobs;
+  for (auto& job : primary_->jobs().list()) {
+    if ((kind.empty() || job.kind() == kind) && (state.empty() || job.state() == state)) {
+      jobs.push_back(std::move(job));
     }
-  } else if (id.empty()) {
-    if (request.method != http::Method::kGet) {
-      s = Status::invalid_argument("{} /v1/jobs is not supported (use GET, or POST to start one)", request.method_text);
-    } else {
-      const std::string kind = request.query_param("kind").value_or("");
-      const std::string state = request.query_param("state").value_or("");
-      std::vector<wire::JobInfo> jobs;
-      for (auto& job : primary_->jobs().list()) {
-        if ((kind.empty() || job.kind() == kind) && (state.empty() || job.state() == state)) {
-          jobs.push_back(std::move(job));
-        }
-      }
-      co_await http::send_json(exchange, 200, wire::job_list_json(jobs));
-      co_return;
-    }
-  } else if (action.empty() && request.method == http::Method::kGet) {
-    if (auto job = primary_->jobs().find(id)) {
-      co_await http::send_json(exchange, 200, wire::job_json(*job));
-      co_return;
-    }
-    s = Status::not_found("no job {}", id);
-  } else if (action == "wait" && request.method == http::Method::kGet) {
-    const std::string text = request.query_param("timeout_s").value_or(std::to_string(kDefaultWaitSeconds));
-    int seconds = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (ec != std::errc() || end != text.data() + text.size() || seconds < 0 || seconds > kMaxWaitSeconds) {
-      s = Status::invalid_argument("timeout_s must be 0..{}", kMaxWaitSeconds);
-    } else {
-      boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-      std::optional<wire::JobInfo> job = primary_->jobs().find(id);
-      while (job && job->state() == "running" && std::chrono::steady_clock::now() < deadline) {
-        timer.expires_after(kWaitPoll);
-        boost::system::error_code ignored;
-        co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ignored));
-        job = primary_->jobs().find(id);
-      }
-      if (job) {
-        co_await http::send_json(exchange, 200, wire::job_json(*job));
-        co_return;
-      }
-      s = Status::not_found("no job {}", id);
-    }
-  } else if (is_abort && request.method == http::Method::kPost) {
-    s = co_await primary_->abort_job(id);
-    if (s.is_ok()) {
-      if (auto job = primary_->jobs().find(id)) {
-        co_await http::send_json(exchange, 200, wire::job_json(*job));
-        co_return;
-      }
-    }
-  } else {
-    s = Status::not_found("no such endpoint: {} /v1/jobs{}", request.method_text, rest);
   }
-  errors_.add();
-  co_await http::send_error(exchange, s);
+  co_await http::send_json(exchange, 200, wire::job_list_json(jobs));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::get_job(http::Exchange& exchange, std::string id) {
+  const std::optional<wire::JobInfo> job = primary_->jobs().find(id);
+  if (!job) co_return Status::not_found("no job {}", id);
+  co_await http::send_json(exchange, 200, wire::job_json(*job));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::wait_job(http::Exchange& exchange, std::string id) {
+  const std::string text =
+      exchange.request().query_param("timeout_s").value_or(std::to_string(kDefaultWaitSeconds));
+  int seconds = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec != std::errc() || end != text.data() + text.size() || seconds < 0 ||
+      seconds > kMaxWaitSeconds) {
+    co_return Status::invalid_argument("timeout_s must be 0..{}", kMaxWaitSeconds);
+  }
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  std::optional<wire::JobInfo> job = primary_->jobs().find(id);
+  while (job && job->state() == "running" && std::chrono::steady_clock::now() < deadline) {
+    timer.expires_after(kWaitPoll);
+    boost::system::error_code ignored;
+    co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ignored));
+    job = primary_->jobs().find(id);
+  }
+  if (!job) co_return Status::not_found("no job {}", id);
+  co_await http::send_json(exchange, 200, wire::job_json(*job));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::abort_job(http::Exchange& exchange, std::string id) {
+  CO_RETURN_IF_ERROR(co_await primary_->abort_job(id));
+  const std::optional<wire::JobInfo> job = primary_->jobs().find(id);
+  if (!job) co_return Status::not_found("no job {}", id);  // aborted, then pruned at once
+  co_await http::send_json(exchange, 200, wire::job_json(*job));
+  co_return Status::ok();
 }
 
 http::Awaitable<void> Proxy::handle_config(http::Exchange& exchange, const config::NodeConfig& node, bool is_admin) {

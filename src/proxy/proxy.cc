@@ -1,16 +1,17 @@
-#include "base/text.h"
 #include "proxy/proxy.h"
 
 #include <algorithm>
 #include <charconv>
 
-#include "base/hash.h"
-#include "base/log.h"
 #include "async/gather.h"
-#include "s3/names.h"
+#include "async/sleep.h"
+#include "base/log.h"
+#include "base/text.h"
 #include "http/relay.h"
 #include "http/reply.h"
-#include "async/sleep.h"
+#include "proxy/detail/listing.h"
+#include "proxy/detail/routing.h"
+#include "s3/names.h"
 #include "wire/json.h"
 
 namespace silo::proxy {
@@ -21,73 +22,6 @@ constexpr size_t kMaxEvictBody = 16 << 20;  // a list of names
 constexpr size_t kDefaultListLimit = 1000;
 constexpr size_t kMaxListLimit = 10000;
 constexpr size_t kMaxListPageBytes = 256 * 1024 * 1024;
-
-// Merges the sorted pages of every target into one sorted page of at most `limit`
-// names. A target that had more than it sent (truncated) knows nothing past its last
-// name, so the page ends at the smallest such name; there is more whenever a target was
-// truncated or the page was cut.
-Result<std::pair<std::vector<wire::ListEntry>, bool>> merge_pages(std::vector<Result<wire::ListPage>>& pages,
-                                                                  size_t limit) {
-  std::optional<std::string> cutoff;
-  bool is_truncated = false;
-  for (auto& page : pages) {
-    if (!page) return std::move(page).error();
-    if (!page->is_truncated() || page->entries().empty()) continue;
-    is_truncated = true;
-    const std::string& last = page->entries().rbegin()->name();
-    if (!cutoff || last < *cutoff) cutoff = last;
-  }
-  std::vector<int> next(pages.size(), 0);
-  std::vector<wire::ListEntry> merged;
-  merged.reserve(limit);
-  for (;;) {
-    size_t best = pages.size();
-    for (size_t i = 0; i < pages.size(); ++i) {
-      const auto& entries = pages[i]->entries();
-      if (next[i] == entries.size()) continue;
-      if (best == pages.size() || entries[next[i]].name() < pages[best]->entries()[next[best]].name()) best = i;
-    }
-    if (best == pages.size()) break;
-    auto& entry = (*pages[best]->mutable_entries())[next[best]];
-    if (cutoff && entry.name() > *cutoff) break;
-    ++next[best];
-    if (!merged.empty() && merged.back().name() == entry.name()) {
-      // On two targets while a rebalance moves it: the newer version is the one that stays.
-      // Cached and at the backend: the cached entry.
-      const wire::ListEntry& kept = merged.back();
-      const bool is_better = kept.is_remote_only() != entry.is_remote_only()
-                                 ? kept.is_remote_only()
-                                 : entry.mtime_unix_nanos() > kept.mtime_unix_nanos();
-      if (is_better) merged.back() = std::move(entry);
-      continue;
-    }
-    if (merged.size() == limit) {
-      is_truncated = true;
-      break;
-    }
-    merged.push_back(std::move(entry));
-  }
-  return std::make_pair(std::move(merged), is_truncated);
-}
-
-// The continuation token is the hex of the last name returned: opaque to clients, and
-// safe in a URL without escaping.
-std::string token_of(const std::string& name) {
-  return hash::to_hex({reinterpret_cast<const unsigned char*>(name.data()), name.size()});
-}
-
-Result<std::string> name_of_token(std::string_view token) {
-  if (token.size() % 2 != 0) return Status::invalid_argument("malformed continuation token");
-  std::string out;
-  out.reserve(token.size() / 2);
-  for (size_t i = 0; i < token.size(); i += 2) {
-    unsigned value = 0;
-    const auto [end, ec] = std::from_chars(token.data() + i, token.data() + i + 2, value, 16);
-    if (ec != std::errc() || end != token.data() + i + 2) return Status::invalid_argument("malformed continuation token");
-    out.push_back(static_cast<char>(value));
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -102,121 +36,48 @@ Proxy::Proxy(ProxyOptions options, cluster::ClusterMaps& maps, std::shared_ptr<h
       list_requests_(stats.counter("silo_proxy_list_requests_total", "Object listings merged by the proxy.")),
       errors_(stats.counter("silo_proxy_errors_total", "Proxy requests that failed.")) {}
 
-http::Awaitable<void> Proxy::handle_buckets(http::Exchange& exchange, std::string rest) {
-  const http::RequestHead& request = exchange.request();
-  Status s;
-  if (rest.empty() || rest == "/") {
-    if (request.method == http::Method::kGet) {
-      co_await http::send_json(exchange, 200, wire::bucket_list_json(*maps_.bucket_map()));
-      co_return;
-    }
-    s = Status::invalid_argument("{} /v1/buckets is not supported (use GET)", request.method_text);
-  } else {
-    std::string name = rest.substr(1);
-    std::string suffix;
-    if (const size_t slash = name.find('/'); slash != std::string::npos) {
-      suffix = name.substr(slash);
-      name.resize(slash);
-    }
-    s = s3::validate_bucket_name(name);
-    if (s.is_ok() && suffix == "/props") {
-      if (request.method == http::Method::kGet) {
-        auto bucket = maps_.find_bucket(name);
-        if (bucket) {
-          co_await http::send_json(exchange, 200, wire::bucket_json(*bucket));
-          co_return;
-        }
-        s = Status::not_found("bucket {} does not exist", name);
-      } else if (request.method == http::Method::kPut) {
-        s = co_await set_props(exchange, name);
-      } else {
-        s = Status::invalid_argument("{} is not supported on bucket properties (use GET or PUT)", request.method_text);
-      }
-    } else if (s.is_ok() && suffix == "/evict") {
-      if (request.method == http::Method::kPost) {
-        s = co_await evict(exchange, name);
-      } else {
-        s = Status::invalid_argument("{} is not supported on /evict (use POST)", request.method_text);
-      }
-    } else if (s.is_ok() && !suffix.empty()) {
-      s = Status::not_found("no such endpoint /v1/buckets{}", rest);
-    } else if (s.is_ok()) {
-      switch (request.method) {
-        case http::Method::kPut: s = co_await create_bucket(exchange, name); break;
-        case http::Method::kDelete: s = co_await delete_bucket(exchange, name); break;
-        case http::Method::kGet: s = co_await list_objects(exchange, name); break;
-        case http::Method::kHead: {
-          if (maps_.find_bucket(name)) {
-            std::ignore = co_await exchange.response().send({}, "");  // client gone
-            co_return;
-          }
-          s = Status::not_found("bucket {} does not exist", name);
-          break;
-        }
-        default: s = Status::invalid_argument("{} is not supported on a bucket", request.method_text);
-      }
-    }
-  }
-  if (!s.is_ok()) {
-    errors_.add();
-    co_await http::send_error(exchange, s);
-  }
+http::Awaitable<Status> Proxy::list_buckets(http::Exchange& exchange) {
+  co_await http::send_json(exchange, 200, wire::bucket_list_json(*maps_.bucket_map()));
+  co_return Status::ok();
 }
 
-http::Awaitable<void> Proxy::handle_users(http::Exchange& exchange, std::string rest, bool is_admin) {
-  const http::RequestHead& request = exchange.request();
-  Status s;
-  if (!is_admin) {
-    s = Status::permission_denied("only admin users may manage users");
-  } else if (rest.empty() || rest == "/") {
-    if (request.method == http::Method::kGet) {
-      co_await http::send_json(exchange, 200, wire::users_json(*maps_.bucket_map(), options_.config->file().auth.admin_access_key));
-      co_return;
-    }
-    s = Status::invalid_argument("{} /v1/users is not supported (use GET)", request.method_text);
-  } else if (!is_primary()) {
-    s = co_await relay_to_primary(exchange);
-  } else {
-    const std::string access_key = rest.substr(1);
-    const bool is_valid_key = access_key.size() >= 3 && access_key.size() <= 128 &&
-                              std::all_of(access_key.begin(), access_key.end(), [](unsigned char c) {
-                                return std::isalnum(c) || c == '-' || c == '_' || c == '.';
-                              });
-    if (!is_valid_key) {
-      s = Status::invalid_argument("an access key is 3..128 letters, digits, '-', '_' or '.'");
-    } else if (access_key == options_.config->file().auth.admin_access_key) {
-      s = Status::failed_precondition("{} is the admin of the config; change it there", access_key);
-    } else if (request.method == http::Method::kPut) {
-      // No co_await inside a ternary (docs/adr/0003).
-      auto body = co_await http::read_all(exchange.body(), kMaxPropsBody);
-      if (!body) {
-        s = body.error();
-      } else if (auto user = wire::parse_user_json(*body, access_key); !user) {
-        s = user.error();
-      } else {
-        s = co_await primary_->put_user(std::move(*user));
-      }
-      if (s.is_ok()) {
-        SILO_LOG_INFO("user {} added", access_key);
-        co_await http::send_json(exchange, 200, "{}");
-        co_return;
-      }
-    } else if (request.method == http::Method::kDelete) {
-      s = co_await primary_->delete_user(access_key);
-      if (s.is_ok()) {
-        http::ResponseHead head;
-        head.status = 204;
-        std::ignore = co_await exchange.response().send(std::move(head), "");
-        co_return;
-      }
-    } else {
-      s = Status::invalid_argument("{} is not supported on a user (use PUT or DELETE)", request.method_text);
-    }
-  }
-  if (!s.is_ok()) {
-    errors_.add();
-    co_await http::send_error(exchange, s);
-  }
+http::Awaitable<Status> Proxy::head_bucket(http::Exchange& exchange, const std::string& name) {
+  if (!maps_.find_bucket(name)) co_return Status::not_found("bucket {} does not exist", name);
+  std::ignore = co_await exchange.response().send({}, "");  // client gone
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::get_props(http::Exchange& exchange, const std::string& name) {
+  const auto bucket = maps_.find_bucket(name);
+  if (!bucket) co_return Status::not_found("bucket {} does not exist", name);
+  co_await http::send_json(exchange, 200, wire::bucket_json(*bucket));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::list_users(http::Exchange& exchange) {
+  co_await http::send_json(
+      exchange, 200,
+      wire::users_json(*maps_.bucket_map(), options_.config->file().auth.admin_access_key));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::put_user(http::Exchange& exchange, const std::string& access_key) {
+  CO_ASSIGN_OR_RETURN(const std::string body,
+                      co_await http::read_all(exchange.body(), kMaxPropsBody));
+  CO_ASSIGN_OR_RETURN(auto user, wire::parse_user_json(body, access_key));
+  CO_RETURN_IF_ERROR(co_await primary_->put_user(std::move(user)));
+  SILO_LOG_INFO("user {} added", access_key);
+  co_await http::send_json(exchange, 200, "{}");
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Proxy::delete_user(http::Exchange& exchange,
+                                           const std::string& access_key) {
+  CO_RETURN_IF_ERROR(co_await primary_->delete_user(access_key));
+  http::ResponseHead head;
+  head.status = 204;
+  std::ignore = co_await exchange.response().send(std::move(head), "");  // client gone
+  co_return Status::ok();
 }
 
 http::Awaitable<Status> Proxy::relay_to_primary(http::Exchange& exchange) {
@@ -490,7 +351,7 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
     });
   }
   auto pages = co_await async::gather<Result<wire::ListPage>>(std::move(calls));
-  co_return merge_pages(pages, limit);
+  co_return detail::merge_pages(pages, limit);
 }
 
 http::Awaitable<Result<wire::ListPage>> Proxy::backend_page(const wire::Bucket& bucket, const std::string& prefix,
@@ -525,7 +386,9 @@ http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const std:
   }
   std::string start_after;
   if (auto token = request.query_param("token"); token && !token->empty()) {
-    CO_ASSIGN_OR_RETURN(start_after, name_of_token(*token));
+    auto after = detail::name_of_token(*token);
+    if (!after) co_return Status::invalid_argument("malformed continuation token");
+    start_after = std::move(*after);
   }
   // A remote bucket lists its backend too, unless ?cached=true asks for what Silo holds.
   const bool is_remote = wire::is_remote(bucket->props());
@@ -534,7 +397,8 @@ http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const std:
   const bool with_backend = is_remote && cached.value_or("") != "true";
   CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(*bucket, request.query_param("prefix").value_or(""),
                                                       start_after, limit, with_backend));
-  const std::string next = page.second && !page.first.empty() ? token_of(page.first.back().name()) : "";
+  const std::string next =
+      page.second && !page.first.empty() ? detail::token_of(page.first.back().name()) : "";
   co_await http::send_json(exchange, 200, wire::object_list_json(page.first, next, is_remote));
   co_return Status::ok();
 }
@@ -575,26 +439,17 @@ http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string
 
 std::vector<wire::NodeInfo> Proxy::route_for(const wire::Bucket& bucket, const std::string& name,
                                              http::Method method) {
-  const auto placement = maps_.placement();
-  std::vector<wire::NodeInfo> holders =
-      placement->holders(ObjectRef{BucketId(bucket.id()), name}, wire::holder_count(bucket.props()));
-  const bool is_read = method == http::Method::kGet || method == http::Method::kHead;
-  if (!is_read || holders.size() == 1) return holders;
-  std::stable_partition(holders.begin(), holders.end(),
-                        [](const wire::NodeInfo& n) { return n.state() != wire::NODE_STATE_DOWN; });
-  const auto up = static_cast<size_t>(std::count_if(holders.begin(), holders.end(), [](const wire::NodeInfo& n) {
-    return n.state() != wire::NODE_STATE_DOWN;
-  }));
-  if (up > 1) {
-    const auto turn = static_cast<std::ptrdiff_t>(read_turn_.fetch_add(1, std::memory_order_relaxed) % up);
-    std::rotate(holders.begin(), holders.begin() + turn, holders.begin() + static_cast<std::ptrdiff_t>(up));
-  }
-  return holders;
+  std::vector<wire::NodeInfo> holders = maps_.placement()->holders(
+      ObjectRef{BucketId(bucket.id()), name}, wire::holder_count(bucket.props()));
+  // Only reads of several copies take a turn: they alone spread.
+  const uint64_t turn = detail::is_read(method) && holders.size() > 1
+                            ? read_turn_.fetch_add(1, std::memory_order_relaxed)
+                            : 0;
+  return detail::target_order(std::move(holders), method, turn);
 }
 
 http::Awaitable<Status> Proxy::relay_to_targets(http::Exchange& exchange, const std::vector<wire::NodeInfo>& order) {
-  const http::Method method = exchange.request().method;
-  const bool is_read = method == http::Method::kGet || method == http::Method::kHead;
+  const bool is_read = detail::is_read(exchange.request().method);
   Status last;
   for (const wire::NodeInfo& node : order) {
     last = co_await relay_to_owner(exchange, node);

@@ -1,21 +1,34 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "backend/backend_pool.h"
 #include "cluster/cluster_maps.h"
-#include "config/live_config.h"
 #include "cluster/primary.h"
 #include "cluster/s3_request.h"
 #include "config/config.h"
+#include "config/live_config.h"
 #include "http/client.h"
+#include "http/route_table.h"
 #include "http/server.h"
 #include "stats/registry.h"
 
 namespace silo::proxy {
+
+namespace detail {
+struct Access;
+}  // namespace detail
+
+// What the native dispatcher learned about a caller before routing.
+struct Caller {
+  bool is_admin = false;  // an admin's keys, or another node of the cluster
+};
 
 struct ProxyOptions {
   wire::NodeInfo self;
@@ -42,24 +55,43 @@ class Proxy {
   Proxy(ProxyOptions options, cluster::ClusterMaps& maps, std::shared_ptr<http::Client> client,
         cluster::Primary* primary, stats::Registry& stats);
 
-  // /v1/buckets and /v1/buckets/{bucket}[/props]; `rest` is the path after /v1/buckets.
-  http::Awaitable<void> handle_buckets(http::Exchange& exchange, std::string rest);
+  // Registers the proxy's native endpoints in `routes` (native_routes.cc), one route per
+  // method and exact pattern, each followed by one that answers the errors of the other
+  // methods and paths under it:
+  //   /v1/buckets                          GET lists the buckets
+  //   /v1/buckets/{bucket}                 GET lists its objects (?prefix&limit&token
+  //                                        &cached), HEAD, PUT creates, DELETE deletes
+  //   /v1/buckets/{bucket}/props           GET, PUT (on the primary)
+  //   /v1/buckets/{bucket}/evict           POST (on the primary)
+  //   /v1/users[/{access_key}]             admins: GET lists keys (never secrets); PUT adds
+  //                                        or replaces a user ({"secret_key", "admin"}),
+  //                                        DELETE removes one (on the primary)
+  //   /v1/cluster/nodes                    admins, on the primary: POST {"url"} adds a node
+  //                                        that waits to be added; DELETE /{id} forgets a
+  //                                        node down for good; POST|DELETE
+  //                                        /{id}/maintenance starts | stops maintenance;
+  //                                        POST /{id}/decommission moves its objects off,
+  //                                        then removes it
+  //   /v1/jobs                             on the primary: GET [?kind=&state=], POST starts
+  //                                        one (admins); GET /{id}; GET /{id}/wait
+  //                                        ?timeout_s=N (answers when the job is no longer
+  //                                        running or after N s, default 30, at most 300);
+  //                                        POST /{id}/abort (admins)
+  // A path with a trailing '/' is the collection itself ("/v1/jobs/" is "/v1/jobs").
+  // `is_admin` names the member of the dispatcher's context that says whether the caller
+  // is an admin (or another node). Call once, before the node serves; the routes refer to
+  // this proxy, which must outlive them.
+  template <typename Context>
+  void add_routes(http::RouteTable<Context>& routes, bool Context::*is_admin) {
+    for (Route& route : native_routes()) {
+      routes.add(route.method, route.pattern,
+                 typename http::RouteTable<Context>::ParamHandler(
+                     AsCaller<Context>{std::move(route.handler), is_admin}));
+    }
+  }
   // /v1/objects/{bucket}/{name}
-  http::Awaitable<void> handle_object(http::Exchange& exchange, std::string bucket, std::string name);
-  // /v1/users[/{access_key}]: GET lists keys (never secrets), PUT adds or replaces a user
-  // ({"secret_key", "admin"}), DELETE removes one. Only for admins.
-  http::Awaitable<void> handle_users(http::Exchange& exchange, std::string rest, bool is_admin);
-  // Membership (cluster_admin.cc), admins only, run by the primary (relayed there):
-  //   POST|DELETE /v1/cluster/nodes/{id}/maintenance   start | stop maintenance
-  //   POST /v1/cluster/nodes/{id}/decommission         move its objects off, then remove it
-  //   DELETE /v1/cluster/nodes/{id}                    forget a node that is down for good
-  //   POST /v1/cluster/nodes {"url"}                   add a node that waits to be added
-  // `rest` is the path after /v1/cluster/nodes.
-  http::Awaitable<void> handle_nodes(http::Exchange& exchange, std::string rest, bool is_admin);
-  // Jobs (cluster_admin.cc), on the primary (relayed there): GET /v1/jobs[?kind=&state=],
-  // GET /v1/jobs/{id}, GET /v1/jobs/{id}/wait?timeout_s=N (answers when the job is no
-  // longer running or after N s, default 30, at most 300), POST /v1/jobs/{id}/abort (admins).
-  http::Awaitable<void> handle_jobs(http::Exchange& exchange, std::string rest, bool is_admin);
+  http::Awaitable<void> handle_object(http::Exchange& exchange, std::string bucket,
+                                      std::string name);
   // Every S3 request (s3_gateway.cc): object operations go to the owner target, bucket
   // changes to the primary, the rest (listings, DeleteObjects...) run here.
   // Configuration (cluster_admin.cc), admins only (docs/configuration.md "Changing
@@ -74,6 +106,70 @@ class Proxy {
   http::Awaitable<void> handle_s3(http::Exchange& exchange, const cluster::S3Request& request);
 
  private:
+  using RouteHandler = http::RouteTable<Caller>::ParamHandler;
+  struct Route {
+    std::optional<http::Method> method;  // nullopt: any
+    std::string_view pattern;
+    RouteHandler handler;
+  };
+  // The dispatcher's context seen as a Caller. A named coroutine object, not a lambda: its
+  // frame refers to it, and it lives in the route table (docs/adr/0003).
+  template <typename Context>
+  struct AsCaller {
+    RouteHandler handler;
+    bool Context::*is_admin;
+    http::Awaitable<void> operator()(http::Exchange& exchange, const Context& context,
+                                     const http::PathParams& params) const {
+      const Caller caller{context.*is_admin};
+      co_await handler(exchange, caller, params);
+    }
+  };
+  // What an endpoint does once its caller passed the endpoint's Access: answers the
+  // request and returns ok, or returns the error to answer.
+  using Body = std::function<http::Awaitable<Status>(http::Exchange&, const http::PathParams&)>;
+  // The same for an endpoint under /v1/buckets/{bucket} or /v1/users/{access_key}: gets the
+  // validated bucket name or access key.
+  using NamedBody = std::function<http::Awaitable<Status>(http::Exchange&, const std::string&)>;
+
+  // native_routes.cc: the routes of add_routes(), in the order they are tried.
+  std::vector<Route> native_routes();
+  void add_bucket_routes(std::vector<Route>& routes);
+  void add_user_routes(std::vector<Route>& routes);
+  void add_node_routes(std::vector<Route>& routes);
+  void add_job_routes(std::vector<Route>& routes);
+  // A route handler that checks `access`, then relays to the primary or runs `body`.
+  RouteHandler endpoint(const detail::Access& access, Body body);
+  http::Awaitable<void> serve(http::Exchange& exchange, const Caller& caller,
+                              const detail::Access& access, const Body& body,
+                              const http::PathParams& params);
+  // Bodies that check their path's {bucket} or {access_key} first (400 when malformed; 409
+  // for the config's admin key, which no request may change).
+  Body on_bucket(NamedBody body);
+  Body on_user(NamedBody body);
+  http::Awaitable<Status> with_bucket(http::Exchange& exchange, std::string name,
+                                      const NamedBody& body);
+  http::Awaitable<Status> with_user(http::Exchange& exchange, std::string access_key,
+                                    const NamedBody& body);
+
+  // Bucket endpoints (proxy.cc).
+  http::Awaitable<Status> list_buckets(http::Exchange& exchange);
+  http::Awaitable<Status> head_bucket(http::Exchange& exchange, const std::string& name);
+  http::Awaitable<Status> get_props(http::Exchange& exchange, const std::string& name);
+  // User endpoints (proxy.cc): the list here, changes on the primary.
+  http::Awaitable<Status> list_users(http::Exchange& exchange);
+  http::Awaitable<Status> put_user(http::Exchange& exchange, const std::string& access_key);
+  http::Awaitable<Status> delete_user(http::Exchange& exchange, const std::string& access_key);
+  // Membership and job endpoints (cluster_admin.cc), on the primary.
+  http::Awaitable<Status> add_node(http::Exchange& exchange);
+  http::Awaitable<Status> remove_node(http::Exchange& exchange, std::string id);
+  http::Awaitable<Status> set_node_mode(http::Exchange& exchange, std::string id,
+                                        wire::NodeMode mode);
+  http::Awaitable<Status> start_job(http::Exchange& exchange);
+  http::Awaitable<Status> list_jobs(http::Exchange& exchange);
+  http::Awaitable<Status> get_job(http::Exchange& exchange, std::string id);
+  http::Awaitable<Status> wait_job(http::Exchange& exchange, std::string id);
+  http::Awaitable<Status> abort_job(http::Exchange& exchange, std::string id);
+
   // Whether this proxy acts as the primary now (HA: it may win or lose the role any time).
   bool is_primary() const { return primary_ != nullptr && primary_->is_active(); }
   http::Awaitable<Status> create_bucket(http::Exchange& exchange, const std::string& name);
@@ -100,10 +196,8 @@ class Proxy {
   http::Awaitable<Result<uint64_t>> delete_if_empty(const std::string& name, bool evict_first = false);
   // Streams the request to the object's owner target and its answer back (503 when down).
   http::Awaitable<Status> relay_to_owner(http::Exchange& exchange, const wire::NodeInfo& owner);
-  // The targets to send an object request to, in order (docs/data-protection.md): the
-  // owner for everything but reads; for a read of a bucket with several copies, the
-  // holders that are up, starting at another one each time (reads spread over the
-  // copies), then those that are down.
+  // The targets to send an object request to, in order (detail::target_order): the owner
+  // for everything but reads; reads take turns over the holders that are up.
   std::vector<wire::NodeInfo> route_for(const wire::Bucket& bucket, const std::string& name, http::Method method);
   // Relays to the first of `order`; a read that finds it unreachable goes to the next.
   http::Awaitable<Status> relay_to_targets(http::Exchange& exchange, const std::vector<wire::NodeInfo>& order);

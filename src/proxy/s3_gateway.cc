@@ -3,18 +3,17 @@
 #include <algorithm>
 #include <charconv>
 
+#include "async/gather.h"
 #include "base/base64.h"
-#include "base/hash.h"
 #include "base/log.h"
 #include "base/text.h"
-#include "async/gather.h"
-#include "s3/names.h"
 #include "http/relay.h"
 #include "http/reply.h"
+#include "proxy/detail/listing.h"
 #include "proxy/proxy.h"
-#include "wire/json.h"
 #include "s3/http_time.h"
 #include "s3/names.h"
+#include "wire/json.h"
 
 namespace silo::proxy {
 namespace {
@@ -73,26 +72,10 @@ Result<size_t> max_keys_of(const s3::QueryParams& query, std::string_view param)
   return std::min<size_t>(static_cast<size_t>(v), kMaxKeys);
 }
 
-std::string hex_of(std::string_view text) {
-  return hash::to_hex({reinterpret_cast<const unsigned char*>(text.data()), text.size()});
+Status bad_token() {
+  return Status::invalid_argument("The continuation token provided is incorrect")
+      .with_reason("InvalidArgument");
 }
-
-Result<std::string> unhex(std::string_view token) {
-  if (token.size() % 2 != 0) return Status::invalid_argument("The continuation token provided is incorrect").with_reason("InvalidArgument");
-  std::string out;
-  for (size_t i = 0; i < token.size(); i += 2) {
-    unsigned value = 0;
-    const auto [end, ec] = std::from_chars(token.data() + i, token.data() + i + 2, value, 16);
-    if (ec != std::errc() || end != token.data() + i + 2) {
-      return Status::invalid_argument("The continuation token provided is incorrect").with_reason("InvalidArgument");
-    }
-    out.push_back(static_cast<char>(value));
-  }
-  return out;
-}
-
-// Past every name under `common_prefix`: names are UTF-8, whose bytes never reach 0xff.
-std::string past_prefix(const std::string& common_prefix) { return common_prefix + "\xff"; }
 
 }  // namespace
 
@@ -252,15 +235,15 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const cluster::
   const bool is_url = encoding == "url";
   auto out = [is_url](const std::string& text) { return is_url ? text::percent_encode_path(text) : text; };
 
+  detail::S3PageFolder folder(prefix, delimiter, max_keys);
   // Where the page starts (exclusive).
   std::string cursor;
   const auto token = q.get("continuation-token");
   if (op == s3::Op::kListObjectsV2) {
     if (token) {
-      if (token->empty()) {
-        co_return Status::invalid_argument("The continuation token provided is incorrect").with_reason("InvalidArgument");
-      }
-      CO_ASSIGN_OR_RETURN(cursor, unhex(*token));
+      auto name = token->empty() ? std::nullopt : detail::name_of_token(*token);
+      if (!name) co_return bad_token();
+      cursor = std::move(*name);
     } else {
       cursor = q.get("start-after").value_or("");
     }
@@ -269,58 +252,23 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const cluster::
   } else {
     cursor = q.get("key-marker").value_or("");
   }
-  // A marker that is a common prefix (NextMarker of a folded page) skips what it folded.
-  if (!delimiter.empty() && cursor.size() >= prefix.size() + delimiter.size() && cursor.rfind(prefix, 0) == 0 &&
-      cursor.compare(cursor.size() - delimiter.size(), delimiter.size(), delimiter) == 0 &&
-      cursor.find(delimiter, prefix.size()) == cursor.size() - delimiter.size()) {
-    cursor = past_prefix(cursor);
-  }
+  cursor = folder.start_after(std::move(cursor));
 
-  std::vector<wire::ListEntry> contents;
-  std::vector<std::string> prefixes;
-  bool is_truncated = false;
-  std::string last_item;    // the last key or common prefix returned
-  std::string resume_from;  // where the next page starts (for the continuation token)
-  size_t count = 0;
-  bool is_full = false;
-  while (!is_full) {
+  for (bool is_full = false; !is_full;) {
     // One more than the keys still wanted: that one tells whether the listing is truncated.
-    const size_t want = std::max<size_t>(kListFetch, max_keys - count + 1);
+    const size_t want = std::max<size_t>(kListFetch, max_keys - folder.count() + 1);
     CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(bucket, prefix, cursor, want, wire::is_remote(bucket.props())));
     for (auto& entry : page.first) {
-      const std::string& name = entry.name();
-      cursor = name;
-      if (!delimiter.empty()) {
-        const size_t at = name.find(delimiter, prefix.size());
-        if (at != std::string::npos) {
-          std::string common = name.substr(0, at + delimiter.size());
-          if (!prefixes.empty() && prefixes.back() == common) continue;
-          if (count == max_keys) {
-            is_truncated = true;
-            is_full = true;
-            break;
-          }
-          ++count;
-          last_item = common;
-          resume_from = past_prefix(common);
-          prefixes.push_back(std::move(common));
-          continue;
-        }
-      }
-      if (count == max_keys) {
-        is_truncated = true;
+      cursor = entry.name();
+      if (!folder.add(entry)) {
         is_full = true;
         break;
       }
-      ++count;
-      last_item = name;
-      resume_from = name;
-      contents.push_back(std::move(entry));
     }
     if (!page.second) break;
-    // Names under the last common prefix need not be fetched again.
-    if (!prefixes.empty() && cursor.rfind(prefixes.back(), 0) == 0) cursor = past_prefix(prefixes.back());
+    cursor = folder.fetch_after(cursor);
   }
+  const bool is_truncated = folder.is_truncated();
 
   s3::XmlWriter xml;
   const bool is_versions = op == s3::Op::kListObjectVersions;
@@ -328,23 +276,24 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const cluster::
   xml.element("Name", bucket.name()).element("Prefix", out(prefix));
   if (op == s3::Op::kListObjects) {
     xml.element("Marker", out(q.get("marker").value_or("")));
-    if (is_truncated) xml.element("NextMarker", out(last_item));
+    if (is_truncated) xml.element("NextMarker", out(folder.last_item()));
   } else if (is_versions) {
     xml.element("KeyMarker", out(q.get("key-marker").value_or("")))
         .element("VersionIdMarker", q.get("version-id-marker").value_or(""));
-    if (is_truncated) xml.element("NextKeyMarker", out(last_item)).element("NextVersionIdMarker", "null");
+    if (is_truncated)
+      xml.element("NextKeyMarker", out(folder.last_item())).element("NextVersionIdMarker", "null");
   } else {
     if (token) xml.element("ContinuationToken", *token);
-    if (is_truncated) xml.element("NextContinuationToken", hex_of(resume_from));
+    if (is_truncated) xml.element("NextContinuationToken", detail::token_of(folder.resume_from()));
     if (auto start_after = q.get("start-after")) xml.element("StartAfter", out(*start_after));
-    xml.element("KeyCount", std::to_string(count));
+    xml.element("KeyCount", std::to_string(folder.count()));
   }
   if (!delimiter.empty()) xml.element("Delimiter", out(delimiter));
   xml.element("MaxKeys", std::to_string(max_keys));
   if (is_url) xml.element("EncodingType", "url");
   xml.element("IsTruncated", is_truncated ? "true" : "false");
   const bool with_owner = op != s3::Op::kListObjectsV2 || q.get("fetch-owner") == std::optional<std::string>("true");
-  for (const auto& e : contents) {
+  for (const auto& e : folder.contents()) {
     xml.open(is_versions ? "Version" : "Contents").element("Key", out(e.name()));
     if (is_versions) xml.element("VersionId", "null").element("IsLatest", "true");
     xml.element("LastModified", s3::format_iso8601(e.mtime_unix_nanos()))
@@ -353,7 +302,8 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const cluster::
     if (with_owner) cluster::add_owner(xml);
     xml.element("StorageClass", "STANDARD").close();
   }
-  for (const auto& p : prefixes) xml.open("CommonPrefixes").element("Prefix", out(p)).close();
+  for (const auto& p : folder.prefixes())
+    xml.open("CommonPrefixes").element("Prefix", out(p)).close();
   xml.close();
   co_return co_await cluster::send_xml(exchange, request, xml.finish());
 }
