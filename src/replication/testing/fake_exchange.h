@@ -1,7 +1,8 @@
 #pragma once
 
-// An exchange in memory for the rebalance module's tests: a request head and body given
-// up front, and the response a handler sends kept whole (send_file reads the file).
+// An exchange in memory for the tests of the data services beneath the target: a request
+// head and body given up front, and the response a handler sends kept whole (send_file
+// reads the file). Header only, for tests.
 #include <unistd.h>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -13,7 +14,7 @@
 
 #include "http/server.h"
 
-namespace silo::rebalance::testing {
+namespace silo::replication::testing {
 
 class FakeExchange : public http::Exchange, public http::ResponseWriter, public http::BodyReader {
  public:
@@ -74,4 +75,4 @@ class FakeExchange : public http::Exchange, public http::ResponseWriter, public 
   bool has_begun_ = false;
 };
 
-}  // namespace silo::rebalance::testing
+}  // namespace silo::replication::testing
