@@ -351,7 +351,14 @@ http::Awaitable<void> Replication::handle_internal_object(http::Exchange& exchan
     }
   }
   // Once the answer has begun a failure is the peer's connection: nothing more to answer.
-  if (!s.is_ok() && !exchange.response().has_begun()) co_await http::send_error(exchange, s);
+  if (s.is_ok() || exchange.response().has_begun()) co_return;
+  // Another version here, or not a holder here: 412 on this wire (docs/wire-format.md),
+  // which senders take as "nothing to do here" (send_undo, replicate_record).
+  if (s.code() == Code::kFailedPrecondition) {
+    co_await http::send_json(exchange, 412, wire::error_json(s));
+  } else {
+    co_await http::send_error(exchange, s);
+  }
 }
 
 http::Awaitable<Status> Replication::serve_copy(http::Exchange& exchange, const ObjectRef& object) {

@@ -125,8 +125,10 @@ http::Awaitable<void> Scrub::run(std::shared_ptr<Task> task) {
         const ObjectRef object{bucket, entry.name()};  // named: no temporary beside co_await (adr/0003)
         const Status s = co_await check_object(*task, object);
         if (!s.is_ok()) task->failures.fail(s);
-        // The bound on the rate: never ahead of rate_bytes per second since the start.
-        if (task->rate_bytes > 0) {
+        // The bound on the rate: never ahead of rate_bytes per second since the start. A
+        // stop asked for while this object was checked (no pause to cancel then) ends the
+        // task now, not after the pause.
+        if (task->rate_bytes > 0 && !task->cancelled && !is_stopping_) {
           const auto due = started + std::chrono::microseconds(task->bytes * 1000000 / task->rate_bytes);
           const auto now = std::chrono::steady_clock::now();
           if (due > now) {
