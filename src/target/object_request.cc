@@ -19,16 +19,9 @@ std::optional<std::string> header(const http::Headers& headers, std::string_view
   return std::string(*value);
 }
 
-std::optional<uint64_t> parse_u64(std::string_view text) {
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
 Result<int> part_number_of(const cluster::S3Request& s3) {
   const auto text = s3.query.get("partNumber");
-  const auto n = text ? parse_u64(*text) : std::nullopt;
+  const auto n = text ? parse_decimal(*text) : std::nullopt;
   if (!n || *n < 1 || *n > static_cast<uint64_t>(kMaxPartNumber)) {
     return Status::invalid_argument("partNumber must be an integer in 1..{}", kMaxPartNumber)
         .with_reason("InvalidArgument");
@@ -46,7 +39,8 @@ Result<CopySource> parse_copy_source(std::string_view value) {
   if (const size_t q = text.find('?'); q != std::string_view::npos) {
     const std::string_view query = text.substr(q + 1);
     if (query != "versionId=null" && !query.empty()) {
-      return Status::invalid_argument("copy source {}: versions are not supported (only versionId=null)", value)
+      return Status::invalid_argument(
+                 "copy source {}: versions are not supported (only versionId=null)", value)
           .with_reason("InvalidArgument");
     }
     text = text.substr(0, q);
@@ -54,11 +48,13 @@ Result<CopySource> parse_copy_source(std::string_view value) {
   if (!text.empty() && text.front() == '/') text.remove_prefix(1);
   auto decoded = text::percent_decode(text);
   if (!decoded) {
-    return Status::invalid_argument("x-amz-copy-source is not URL-encoded correctly").with_reason("InvalidArgument");
+    return Status::invalid_argument("x-amz-copy-source is not URL-encoded correctly")
+        .with_reason("InvalidArgument");
   }
   const size_t slash = decoded->find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == decoded->size()) {
-    return Status::invalid_argument("x-amz-copy-source must be bucket/key").with_reason("InvalidArgument");
+    return Status::invalid_argument("x-amz-copy-source must be bucket/key")
+        .with_reason("InvalidArgument");
   }
   CopySource source;
   source.bucket = decoded->substr(0, slash);
@@ -70,20 +66,25 @@ Result<Directive> directive_of(const http::Headers& headers, std::string_view na
   const std::string_view value = headers.get(name).value_or("COPY");
   if (value == "COPY") return Directive::kCopy;
   if (value == "REPLACE") return Directive::kReplace;
-  return Status::invalid_argument("Unknown metadata or tagging directive {}", value).with_reason("InvalidArgument");
+  return Status::invalid_argument("Unknown metadata or tagging directive {}", value)
+      .with_reason("InvalidArgument");
 }
 
 // CopyObject and UploadPartCopy: where the bytes come from and what the copy keeps.
 Result<CopySource> copy_source_of(const http::Headers& headers, const ObjectRequest& request) {
-  ASSIGN_OR_RETURN(CopySource source, parse_copy_source(headers.get("x-amz-copy-source").value_or("")));
+  ASSIGN_OR_RETURN(CopySource source,
+                   parse_copy_source(headers.get("x-amz-copy-source").value_or("")));
   RETURN_IF_ERROR(s3::validate_object_name(source.name));
   ASSIGN_OR_RETURN(source.metadata, directive_of(headers, "x-amz-metadata-directive"));
   ASSIGN_OR_RETURN(source.tagging, directive_of(headers, "x-amz-tagging-directive"));
   const bool is_self = source.bucket == request.bucket && source.name == request.name;
-  if (!request.part && is_self && source.metadata == Directive::kCopy && source.tagging == Directive::kCopy) {
+  if (!request.part && is_self && source.metadata == Directive::kCopy &&
+      source.tagging == Directive::kCopy) {
     return Status::invalid_argument(
-               "This copy request is illegal because it is trying to copy an object to itself without changing "
-               "the object's metadata, storage class, website redirect location or encryption attributes.")
+               "This copy request is illegal because it is trying to copy an object to itself "
+               "without changing "
+               "the object's metadata, storage class, website redirect location or encryption "
+               "attributes.")
         .with_reason("InvalidRequest");
   }
   source.range = header(headers, "x-amz-copy-source-range");
@@ -96,38 +97,48 @@ Result<CopySource> copy_source_of(const http::Headers& headers, const ObjectRequ
 }
 
 // GetObject and HeadObject: partNumber or Range, conditions, checksum mode, overrides.
-Status parse_s3_read(const http::RequestHead& head, const cluster::S3Request& s3, ObjectRequest& request) {
+Status parse_s3_read(const http::RequestHead& head, const cluster::S3Request& s3,
+                     ObjectRequest& request) {
   const bool has_part = s3.query.has("partNumber");
   request.range = header(head.headers, "Range");
   if (has_part && request.range) {
-    return Status::invalid_argument("Cannot specify both Range header and partNumber query parameter.")
+    return Status::invalid_argument(
+               "Cannot specify both Range header and partNumber query parameter.")
         .with_reason("InvalidRequest");
   }
   static constexpr std::pair<const char*, const char*> kOverrides[] = {
-      {"response-content-type", "Content-Type"},         {"response-content-language", "Content-Language"},
-      {"response-expires", "Expires"},                   {"response-cache-control", "Cache-Control"},
-      {"response-content-disposition", "Content-Disposition"}, {"response-content-encoding", "Content-Encoding"}};
+      {"response-content-type", "Content-Type"},
+      {"response-content-language", "Content-Language"},
+      {"response-expires", "Expires"},
+      {"response-cache-control", "Cache-Control"},
+      {"response-content-disposition", "Content-Disposition"},
+      {"response-content-encoding", "Content-Encoding"}};
   for (const auto& [name, value] : s3.query.params) {
     if (name.rfind("response-", 0) == 0 && !s3.auth) {
-      return Status::invalid_argument("Request specific response headers cannot be used for anonymous GET requests.")
+      return Status::invalid_argument(
+                 "Request specific response headers cannot be used for anonymous GET requests.")
           .with_reason("InvalidRequest");
     }
   }
   for (const auto& [param, name] : kOverrides) {
-    if (auto value = s3.query.get(param)) request.response_headers.emplace_back(name, std::move(*value));
+    if (auto value = s3.query.get(param)) {
+      request.response_headers.emplace_back(name, std::move(*value));
+    }
   }
   if (has_part) {
     ASSIGN_OR_RETURN(request.part_number, part_number_of(s3));
   }
   request.conditions = preconditions_from(head.headers, "");
   // A part or a range has no checksum of its own to show.
-  request.wants_checksums = head.headers.get("x-amz-checksum-mode") == std::optional<std::string_view>("ENABLED") &&
-                            !has_part && !request.range;
+  request.wants_checksums =
+      head.headers.get("x-amz-checksum-mode") == std::optional<std::string_view>("ENABLED") &&
+      !has_part && !request.range;
   return Status::ok();
 }
 
 // PutObject and UploadPart (`request.part` set): the body's checks and the attributes.
-Status parse_s3_write(const http::RequestHead& head, ObjectRequest& request, uint64_t max_object_size) {
+Status parse_s3_write(const http::RequestHead& head, ObjectRequest& request,
+                      uint64_t max_object_size) {
   if (!request.part) {
     ASSIGN_OR_RETURN(request.attributes, attributes_from_headers(head.headers, "x-amz-tagging"));
     request.conditions = preconditions_from(head.headers, "");
@@ -139,7 +150,8 @@ Status parse_s3_write(const http::RequestHead& head, ObjectRequest& request, uin
 }
 
 // CopyObject and UploadPartCopy (`request.part` set).
-Status parse_s3_copy(const http::RequestHead& head, ObjectRequest& request, uint64_t max_object_size) {
+Status parse_s3_copy(const http::RequestHead& head, ObjectRequest& request,
+                     uint64_t max_object_size) {
   ASSIGN_OR_RETURN(request.copy_source, copy_source_of(head.headers, request));
   if (!request.part) {
     ASSIGN_OR_RETURN(request.attributes, attributes_from_headers(head.headers, "x-amz-tagging"));
@@ -151,17 +163,28 @@ Status parse_s3_copy(const http::RequestHead& head, ObjectRequest& request, uint
 
 }  // namespace
 
+std::optional<uint64_t> parse_decimal(std::string_view text) {
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
 s3::Conditions Preconditions::view() const {
   auto get = [](const std::optional<std::string>& v) -> std::optional<std::string_view> {
     if (!v) return std::nullopt;
     return std::string_view(*v);
   };
-  return s3::Conditions{get(if_match), get(if_none_match), get(if_modified_since), get(if_unmodified_since)};
+  return s3::Conditions{get(if_match), get(if_none_match), get(if_modified_since),
+                        get(if_unmodified_since)};
 }
 
 Preconditions preconditions_from(const http::Headers& headers, std::string_view prefix) {
-  auto get = [&](std::string_view name) { return header(headers, std::string(prefix) + std::string(name)); };
-  return Preconditions{get("if-match"), get("if-none-match"), get("if-modified-since"), get("if-unmodified-since")};
+  auto get = [&](std::string_view name) {
+    return header(headers, std::string(prefix) + std::string(name));
+  };
+  return Preconditions{get("if-match"), get("if-none-match"), get("if-modified-since"),
+                       get("if-unmodified-since")};
 }
 
 Result<std::vector<ChecksumSpec>> checksum_specs(const http::Headers& headers) {
@@ -181,7 +204,9 @@ Result<std::vector<ChecksumSpec>> checksum_specs(const http::Headers& headers) {
     }
   }
   if (given > 1) {
-    return Status::invalid_argument("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+    return Status::invalid_argument(
+               "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
+               "allowed.")
         .with_reason("InvalidRequest");
   }
   if (auto trailer = headers.get("x-amz-trailer")) {
@@ -203,8 +228,8 @@ Result<std::vector<ChecksumSpec>> checksum_specs(const http::Headers& headers) {
   return specs;
 }
 
-Result<ObjectRequest> parse_native_request(const http::RequestHead& head, std::string bucket, std::string name,
-                                           uint64_t max_object_size) {
+Result<ObjectRequest> parse_native_request(const http::RequestHead& head, std::string bucket,
+                                           std::string name, uint64_t max_object_size) {
   ObjectRequest request;
   request.bucket = std::move(bucket);
   request.name = std::move(name);
@@ -267,11 +292,14 @@ Result<ByteSelection> select_bytes(const ObjectRequest& request, const wire::Obj
     const auto& parts = record.parts();
     selected.is_partial = true;
     if (parts.empty()) {
-      if (part != 1) return Status::out_of_range("the object has one part").with_reason("InvalidPartNumber");
+      if (part != 1) {
+        return Status::out_of_range("the object has one part").with_reason("InvalidPartNumber");
+      }
       return selected;
     }
     if (static_cast<size_t>(part) > static_cast<size_t>(parts.size())) {
-      return Status::out_of_range("the object has {} parts", parts.size()).with_reason("InvalidPartNumber");
+      return Status::out_of_range("the object has {} parts", parts.size())
+          .with_reason("InvalidPartNumber");
     }
     for (int i = 0; i < part - 1; ++i) selected.offset += parts[i].size();
     selected.length = parts[part - 1].size();
@@ -289,8 +317,10 @@ Result<ByteSelection> select_bytes(const ObjectRequest& request, const wire::Obj
   return selected;
 }
 
-Result<wire::ObjectRecord> copy_attributes(const ObjectRequest& request, const http::Headers& source_headers) {
-  ASSIGN_OR_RETURN(const wire::ObjectRecord source, attributes_from_headers(source_headers, kTagsHeader));
+Result<wire::ObjectRecord> copy_attributes(const ObjectRequest& request,
+                                           const http::Headers& source_headers) {
+  ASSIGN_OR_RETURN(const wire::ObjectRecord source,
+                   attributes_from_headers(source_headers, kTagsHeader));
   const CopySource& from = *request.copy_source;
   wire::ObjectRecord attributes = from.metadata == Directive::kCopy ? source : request.attributes;
   attributes.mutable_tags()->clear();

@@ -46,6 +46,10 @@ struct ChecksumSpec {
   bool from_trailer = false;
   bool operator==(const ChecksumSpec&) const = default;
 };
+// A decimal of digits only (query parameters such as partNumber, max-parts); nullopt for
+// anything else, or past uint64_t.
+std::optional<uint64_t> parse_decimal(std::string_view text);
+
 // Errors (InvalidRequest): two x-amz-checksum-* values, an unknown trailer or algorithm.
 Result<std::vector<ChecksumSpec>> checksum_specs(const http::Headers& headers);
 
@@ -88,7 +92,7 @@ struct ObjectRequest {
   std::vector<std::pair<std::string, std::string>> response_headers;
 
   // Writes (PUT, copy).
-  wire::ObjectRecord attributes;  // Content-*, Cache-Control, Expires, metadata, tags
+  wire::ObjectRecord attributes;                // Content-*, Cache-Control, Expires, metadata, tags
   std::optional<std::string> expected_md5_hex;  // Content-MD5
   std::vector<ChecksumSpec> checksums;
   // The native API's Content-Length, checked by the store at commit. (An S3 body may be
@@ -113,8 +117,8 @@ struct ObjectRequest {
 // PUT, GET, HEAD, DELETE /v1/objects/{bucket}/{name}. `max_object_size` bounds a PUT
 // (cluster.s3.max_object_size, as for S3). Errors: another method (kInvalidArgument), bad
 // attributes or Content-MD5, a Content-Length past the bound (EntityTooLarge).
-Result<ObjectRequest> parse_native_request(const http::RequestHead& head, std::string bucket, std::string name,
-                                           uint64_t max_object_size);
+Result<ObjectRequest> parse_native_request(const http::RequestHead& head, std::string bucket,
+                                           std::string name, uint64_t max_object_size);
 
 // PutObject, UploadPart, GetObject, HeadObject, DeleteObject, CopyObject, UploadPartCopy.
 // Errors carry the S3 reason (InvalidRequest, InvalidArgument, InvalidTag, ...);
@@ -126,8 +130,8 @@ Result<ObjectRequest> parse_s3_request(const http::RequestHead& head, const clus
 struct ByteSelection {
   uint64_t offset = 0;
   uint64_t length = 0;
-  bool is_partial = false;                 // 206 with Content-Range
-  std::optional<size_t> parts_count;       // x-amz-mp-parts-count of a part of a multipart object
+  bool is_partial = false;            // 206 with Content-Range
+  std::optional<size_t> parts_count;  // x-amz-mp-parts-count of a part of a multipart object
   bool operator==(const ByteSelection&) const = default;
 };
 // The part or Range the request names within `record` (the object as clients see it).
@@ -137,6 +141,7 @@ Result<ByteSelection> select_bytes(const ObjectRequest& request, const wire::Obj
 
 // The attributes of a copy: the source's (as its native GET answered them in
 // `source_headers`) or the request's, per directive, and the source's checksums.
-Result<wire::ObjectRecord> copy_attributes(const ObjectRequest& request, const http::Headers& source_headers);
+Result<wire::ObjectRecord> copy_attributes(const ObjectRequest& request,
+                                           const http::Headers& source_headers);
 
 }  // namespace silo::target

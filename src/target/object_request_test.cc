@@ -13,7 +13,8 @@ namespace {
 
 constexpr uint64_t kMaxObjectSize = 1000;
 
-http::RequestHead head_of(http::Method method, std::vector<std::pair<std::string, std::string>> headers = {}) {
+http::RequestHead head_of(http::Method method,
+                          std::vector<std::pair<std::string, std::string>> headers = {}) {
   http::RequestHead head;
   head.method = method;
   head.method_text = std::string(http::method_name(method));
@@ -74,8 +75,8 @@ TEST(NativeRequestTest, PutCarriesAttributesDigestAndLength) {
 TEST(NativeRequestTest, PutPastTheMaximumSizeIsRefused) {
   auto head = head_of(http::Method::kPut);
   head.content_length = kMaxObjectSize + 1;
-  expect_error(parse_native_request(head, "bucket", "a", kMaxObjectSize).status(), Code::kInvalidArgument,
-               "EntityTooLarge");
+  expect_error(parse_native_request(head, "bucket", "a", kMaxObjectSize).status(),
+               Code::kInvalidArgument, "EntityTooLarge");
   head.content_length = kMaxObjectSize;
   EXPECT_TRUE(parse_native_request(head, "bucket", "a", kMaxObjectSize).has_value());
   head.content_length.reset();  // chunked: checked while receiving
@@ -83,21 +84,24 @@ TEST(NativeRequestTest, PutPastTheMaximumSizeIsRefused) {
 }
 
 TEST(NativeRequestTest, BadHeadersAndMethodsAreRefused) {
-  expect_error(parse_native_request(head_of(http::Method::kPut, {{"Content-MD5", "not base64"}}), "b", "a",
-                                    kMaxObjectSize)
+  expect_error(parse_native_request(head_of(http::Method::kPut, {{"Content-MD5", "not base64"}}),
+                                    "b", "a", kMaxObjectSize)
                    .status(),
                Code::kInvalidArgument, "InvalidDigest");
-  expect_error(parse_native_request(head_of(http::Method::kPut, {{"x-amz-meta-big", std::string(3000, 'x')}}), "b",
-                                    "a", kMaxObjectSize)
+  expect_error(parse_native_request(
+                   head_of(http::Method::kPut, {{"x-amz-meta-big", std::string(3000, 'x')}}), "b",
+                   "a", kMaxObjectSize)
                    .status(),
                Code::kInvalidArgument, "MetadataTooLarge");
-  EXPECT_EQ(parse_native_request(head_of(http::Method::kPost), "b", "a", kMaxObjectSize).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(
+      parse_native_request(head_of(http::Method::kPost), "b", "a", kMaxObjectSize).status().code(),
+      Code::kInvalidArgument);
 }
 
 TEST(NativeRequestTest, ReadsKeepRangeAndChecksumModeAndIgnoreConditions) {
   auto get = parse_native_request(
-      head_of(http::Method::kGet, {{"Range", "bytes=1-2"}, {"x-amz-checksum-mode", "yes"}, {"If-Match", "\"x\""}}),
+      head_of(http::Method::kGet,
+              {{"Range", "bytes=1-2"}, {"x-amz-checksum-mode", "yes"}, {"If-Match", "\"x\""}}),
       "b", "a", kMaxObjectSize);
   ASSERT_TRUE(get.has_value()) << get.status();
   EXPECT_EQ(get->op, ObjectOp::kGet);
@@ -115,11 +119,13 @@ TEST(NativeRequestTest, ReadsKeepRangeAndChecksumModeAndIgnoreConditions) {
 }
 
 TEST(S3RequestTest, GetCarriesConditionsChecksumModeAndOverrides) {
-  const auto s3 = s3_of(s3::Op::kGetObject, {{"response-content-type", "text/csv"}, {"versionId", "null"}});
-  auto request = parse_s3_request(head_of(http::Method::kGet, {{"If-Match", "\"e\""},
-                                                               {"If-Modified-Since", "Sun, 22 Nov 2026 13:45:01 GMT"},
-                                                               {"x-amz-checksum-mode", "ENABLED"}}),
-                                  s3, kMaxObjectSize);
+  const auto s3 =
+      s3_of(s3::Op::kGetObject, {{"response-content-type", "text/csv"}, {"versionId", "null"}});
+  auto request = parse_s3_request(
+      head_of(http::Method::kGet, {{"If-Match", "\"e\""},
+                                   {"If-Modified-Since", "Sun, 22 Nov 2026 13:45:01 GMT"},
+                                   {"x-amz-checksum-mode", "ENABLED"}}),
+      s3, kMaxObjectSize);
   ASSERT_TRUE(request.has_value()) << request.status();
   EXPECT_EQ(request->op, ObjectOp::kGet);
   EXPECT_EQ(request->s3, &s3);
@@ -130,23 +136,26 @@ TEST(S3RequestTest, GetCarriesConditionsChecksumModeAndOverrides) {
   EXPECT_FALSE(request->conditions.if_none_match);
   EXPECT_TRUE(request->wants_checksums);
   ASSERT_EQ(request->response_headers.size(), 1u);
-  EXPECT_EQ(request->response_headers[0], (std::pair<std::string, std::string>{"Content-Type", "text/csv"}));
+  EXPECT_EQ(request->response_headers[0],
+            (std::pair<std::string, std::string>{"Content-Type", "text/csv"}));
   EXPECT_FALSE(request->reads_existing());
 }
 
 TEST(S3RequestTest, ChecksumsAreShownOnlyForTheWholeObjectWhenEnabled) {
   const auto s3 = s3_of(s3::Op::kGetObject);
-  auto ranged = parse_s3_request(head_of(http::Method::kGet, {{"x-amz-checksum-mode", "ENABLED"}, {"Range", "bytes=0-1"}}),
-                                 s3, kMaxObjectSize);
+  auto ranged = parse_s3_request(
+      head_of(http::Method::kGet, {{"x-amz-checksum-mode", "ENABLED"}, {"Range", "bytes=0-1"}}), s3,
+      kMaxObjectSize);
   ASSERT_TRUE(ranged.has_value());
   EXPECT_FALSE(ranged->wants_checksums);
   EXPECT_EQ(ranged->range, "bytes=0-1");
-  auto other = parse_s3_request(head_of(http::Method::kGet, {{"x-amz-checksum-mode", "yes"}}), s3, kMaxObjectSize);
+  auto other = parse_s3_request(head_of(http::Method::kGet, {{"x-amz-checksum-mode", "yes"}}), s3,
+                                kMaxObjectSize);
   ASSERT_TRUE(other.has_value());
   EXPECT_FALSE(other->wants_checksums);
   const auto part = s3_of(s3::Op::kGetObject, {{"partNumber", "2"}});
-  auto by_part = parse_s3_request(head_of(http::Method::kGet, {{"x-amz-checksum-mode", "ENABLED"}}), part,
-                                  kMaxObjectSize);
+  auto by_part = parse_s3_request(head_of(http::Method::kGet, {{"x-amz-checksum-mode", "ENABLED"}}),
+                                  part, kMaxObjectSize);
   ASSERT_TRUE(by_part.has_value()) << by_part.status();
   EXPECT_FALSE(by_part->wants_checksums);
   EXPECT_EQ(by_part->part_number, 2);
@@ -154,12 +163,15 @@ TEST(S3RequestTest, ChecksumsAreShownOnlyForTheWholeObjectWhenEnabled) {
 
 TEST(S3RequestTest, BadReadsAreRefused) {
   const auto part = s3_of(s3::Op::kGetObject, {{"partNumber", "1"}});
-  expect_error(parse_s3_request(head_of(http::Method::kGet, {{"Range", "bytes=0-1"}}), part, kMaxObjectSize).status(),
-               Code::kInvalidArgument, "InvalidRequest");
+  expect_error(
+      parse_s3_request(head_of(http::Method::kGet, {{"Range", "bytes=0-1"}}), part, kMaxObjectSize)
+          .status(),
+      Code::kInvalidArgument, "InvalidRequest");
   const auto bad_part = s3_of(s3::Op::kGetObject, {{"partNumber", "10001"}});
   expect_error(parse_s3_request(head_of(http::Method::kGet), bad_part, kMaxObjectSize).status(),
                Code::kInvalidArgument, "InvalidArgument");
-  const auto anonymous = s3_of(s3::Op::kGetObject, {{"response-expires", "0"}}, /*is_signed=*/false);
+  const auto anonymous =
+      s3_of(s3::Op::kGetObject, {{"response-expires", "0"}}, /*is_signed=*/false);
   expect_error(parse_s3_request(head_of(http::Method::kGet), anonymous, kMaxObjectSize).status(),
                Code::kInvalidArgument, "InvalidRequest");
 }
@@ -174,28 +186,31 @@ TEST(S3RequestTest, HeadReadsTheRecordOnly) {
 
 TEST(S3RequestTest, PutCarriesTagsConditionsAndChecksums) {
   const auto s3 = s3_of(s3::Op::kPutObject);
-  auto request = parse_s3_request(head_of(http::Method::kPut, {{"x-amz-tagging", "a=1&b=2"},
-                                                               {kTagsHeader, "ignored=1"},
-                                                               {"If-None-Match", "*"},
-                                                               {"x-amz-checksum-crc32", "AAAAAA=="},
-                                                               {"x-amz-sdk-checksum-algorithm", "CRC32"}}),
-                                  s3, kMaxObjectSize);
+  auto request =
+      parse_s3_request(head_of(http::Method::kPut, {{"x-amz-tagging", "a=1&b=2"},
+                                                    {kTagsHeader, "ignored=1"},
+                                                    {"If-None-Match", "*"},
+                                                    {"x-amz-checksum-crc32", "AAAAAA=="},
+                                                    {"x-amz-sdk-checksum-algorithm", "CRC32"}}),
+                       s3, kMaxObjectSize);
   ASSERT_TRUE(request.has_value()) << request.status();
   EXPECT_EQ(request->op, ObjectOp::kPut);
   EXPECT_EQ(request->attributes.tags().size(), 2);
   EXPECT_EQ(request->conditions.if_none_match, "*");
-  EXPECT_TRUE(request->reads_existing());  // a conditional PUT compares with what exists
+  EXPECT_TRUE(request->reads_existing());    // a conditional PUT compares with what exists
   ASSERT_EQ(request->checksums.size(), 1u);  // the algorithm named twice is one checksum
-  EXPECT_EQ(request->checksums[0], (ChecksumSpec{s3::ChecksumAlgorithm::kCrc32, "AAAAAA==", false}));
+  EXPECT_EQ(request->checksums[0],
+            (ChecksumSpec{s3::ChecksumAlgorithm::kCrc32, "AAAAAA==", false}));
   EXPECT_EQ(request->max_size, kMaxObjectSize);
   EXPECT_FALSE(request->expected_size);  // an aws-chunked body is checked once decoded
   EXPECT_FALSE(request->part);
 }
 
 TEST(S3RequestTest, ChecksumHeadersAndTrailers) {
-  auto specs = checksum_specs(head_of(http::Method::kPut, {{"x-amz-trailer", "x-amz-checksum-sha256"},
-                                                           {"x-amz-sdk-checksum-algorithm", "crc32c"}})
-                                  .headers);
+  auto specs =
+      checksum_specs(head_of(http::Method::kPut, {{"x-amz-trailer", "x-amz-checksum-sha256"},
+                                                  {"x-amz-sdk-checksum-algorithm", "crc32c"}})
+                         .headers);
   ASSERT_TRUE(specs.has_value()) << specs.status();
   ASSERT_EQ(specs->size(), 2u);
   EXPECT_EQ((*specs)[0], (ChecksumSpec{s3::ChecksumAlgorithm::kSha256, std::nullopt, true}));
@@ -206,14 +221,17 @@ TEST(S3RequestTest, ChecksumHeadersAndTrailers) {
                                 s3, kMaxObjectSize)
                    .status(),
                Code::kInvalidArgument, "InvalidRequest");
-  expect_error(parse_s3_request(head_of(http::Method::kPut, {{"x-amz-trailer", "x-amz-meta-no"}}), s3, kMaxObjectSize)
+  expect_error(parse_s3_request(head_of(http::Method::kPut, {{"x-amz-trailer", "x-amz-meta-no"}}),
+                                s3, kMaxObjectSize)
                    .status(),
                Code::kInvalidArgument, "InvalidRequest");
-  expect_error(parse_s3_request(head_of(http::Method::kPut, {{"x-amz-sdk-checksum-algorithm", "md4"}}), s3,
+  expect_error(
+      parse_s3_request(head_of(http::Method::kPut, {{"x-amz-sdk-checksum-algorithm", "md4"}}), s3,
+                       kMaxObjectSize)
+          .status(),
+      Code::kInvalidArgument, "InvalidRequest");
+  expect_error(parse_s3_request(head_of(http::Method::kPut, {{"x-amz-tagging", "a=1&a=2"}}), s3,
                                 kMaxObjectSize)
-                   .status(),
-               Code::kInvalidArgument, "InvalidRequest");
-  expect_error(parse_s3_request(head_of(http::Method::kPut, {{"x-amz-tagging", "a=1&a=2"}}), s3, kMaxObjectSize)
                    .status(),
                Code::kInvalidArgument, "InvalidTag");
 }
@@ -222,26 +240,28 @@ TEST(S3RequestTest, UploadPartWritesAPartUpToFiveGiB) {
   const auto s3 = s3_of(s3::Op::kUploadPart, {{"partNumber", "3"}, {"uploadId", "u1"}});
   // A part takes no attributes and no conditions: those belong to the upload.
   auto request = parse_s3_request(
-      head_of(http::Method::kPut, {{"x-amz-meta-big", std::string(3000, 'x')}, {"If-None-Match", "*"}}), s3,
-      kMaxObjectSize);
+      head_of(http::Method::kPut,
+              {{"x-amz-meta-big", std::string(3000, 'x')}, {"If-None-Match", "*"}}),
+      s3, kMaxObjectSize);
   ASSERT_TRUE(request.has_value()) << request.status();
   EXPECT_EQ(request->op, ObjectOp::kPut);
   EXPECT_EQ(request->part, (PartTarget{"u1", 3}));
   EXPECT_EQ(request->max_size, 5ULL << 30);
   EXPECT_FALSE(request->reads_existing());
   const auto bad = s3_of(s3::Op::kUploadPart, {{"partNumber", "0"}, {"uploadId", "u1"}});
-  expect_error(parse_s3_request(head_of(http::Method::kPut), bad, kMaxObjectSize).status(), Code::kInvalidArgument,
-               "InvalidArgument");
+  expect_error(parse_s3_request(head_of(http::Method::kPut), bad, kMaxObjectSize).status(),
+               Code::kInvalidArgument, "InvalidArgument");
 }
 
 TEST(S3RequestTest, CopyCarriesSourceDirectivesAndConditions) {
   const auto s3 = s3_of(s3::Op::kCopyObject);
-  auto request = parse_s3_request(head_of(http::Method::kPut, {{"x-amz-copy-source", "/src/x%20y?versionId=null"},
-                                                               {"x-amz-metadata-directive", "REPLACE"},
-                                                               {"x-amz-copy-source-if-none-match", "\"e\""},
-                                                               {"x-amz-tagging", "t=1"},
-                                                               {"If-Match", "\"d\""}}),
-                                  s3, kMaxObjectSize);
+  auto request = parse_s3_request(
+      head_of(http::Method::kPut, {{"x-amz-copy-source", "/src/x%20y?versionId=null"},
+                                   {"x-amz-metadata-directive", "REPLACE"},
+                                   {"x-amz-copy-source-if-none-match", "\"e\""},
+                                   {"x-amz-tagging", "t=1"},
+                                   {"If-Match", "\"d\""}}),
+      s3, kMaxObjectSize);
   ASSERT_TRUE(request.has_value()) << request.status();
   EXPECT_EQ(request->op, ObjectOp::kCopy);
   ASSERT_TRUE(request->copy_source);
@@ -259,21 +279,27 @@ TEST(S3RequestTest, CopyCarriesSourceDirectivesAndConditions) {
 
 TEST(S3RequestTest, BadCopiesAreRefused) {
   const auto copy = s3_of(s3::Op::kCopyObject);
-  auto refuse = [&](std::vector<std::pair<std::string, std::string>> headers, const cluster::S3Request& s3,
-                    std::string_view reason) {
-    expect_error(parse_s3_request(head_of(http::Method::kPut, std::move(headers)), s3, kMaxObjectSize).status(),
-                 Code::kInvalidArgument, reason);
+  auto refuse = [&](std::vector<std::pair<std::string, std::string>> headers,
+                    const cluster::S3Request& s3, std::string_view reason) {
+    expect_error(
+        parse_s3_request(head_of(http::Method::kPut, std::move(headers)), s3, kMaxObjectSize)
+            .status(),
+        Code::kInvalidArgument, reason);
   };
   refuse({{"x-amz-copy-source", "src/x?versionId=3"}}, copy, "InvalidArgument");
   refuse({{"x-amz-copy-source", "src"}}, copy, "InvalidArgument");
   refuse({{"x-amz-copy-source", "src/%zz"}}, copy, "InvalidArgument");
-  refuse({{"x-amz-copy-source", "src/x"}, {"x-amz-tagging-directive", "MERGE"}}, copy, "InvalidArgument");
-  refuse({{"x-amz-copy-source", "bucket/a/b"}}, copy, "InvalidRequest");  // to itself, nothing changed
-  refuse({{"x-amz-copy-source", "src/x"}, {"x-amz-copy-source-range", "bytes=0-1"}}, copy, "InvalidArgument");
+  refuse({{"x-amz-copy-source", "src/x"}, {"x-amz-tagging-directive", "MERGE"}}, copy,
+         "InvalidArgument");
+  refuse({{"x-amz-copy-source", "bucket/a/b"}}, copy,
+         "InvalidRequest");  // to itself, nothing changed
+  refuse({{"x-amz-copy-source", "src/x"}, {"x-amz-copy-source-range", "bytes=0-1"}}, copy,
+         "InvalidArgument");
   // A part may copy itself and a range.
   const auto part = s3_of(s3::Op::kUploadPartCopy, {{"partNumber", "1"}, {"uploadId", "u"}});
   auto request = parse_s3_request(
-      head_of(http::Method::kPut, {{"x-amz-copy-source", "bucket/a/b"}, {"x-amz-copy-source-range", "bytes=0-1"}}),
+      head_of(http::Method::kPut,
+              {{"x-amz-copy-source", "bucket/a/b"}, {"x-amz-copy-source-range", "bytes=0-1"}}),
       part, kMaxObjectSize);
   ASSERT_TRUE(request.has_value()) << request.status();
   EXPECT_EQ(request->copy_source->range, "bytes=0-1");
@@ -291,17 +317,33 @@ TEST(S3RequestTest, DeleteAndOtherOperations) {
             Code::kUnimplemented);
 }
 
+TEST(ParseDecimalTest, DigitsOnly) {
+  EXPECT_EQ(parse_decimal("0"), 0u);
+  EXPECT_EQ(parse_decimal("10000"), 10000u);
+  EXPECT_EQ(parse_decimal("18446744073709551615"), UINT64_MAX);
+  EXPECT_FALSE(parse_decimal("18446744073709551616"));
+  EXPECT_FALSE(parse_decimal(""));
+  EXPECT_FALSE(parse_decimal("-1"));
+  EXPECT_FALSE(parse_decimal("1 "));
+  EXPECT_FALSE(parse_decimal("0x10"));
+}
+
 TEST(SelectBytesTest, Ranges) {
   ObjectRequest request;
-  EXPECT_EQ(select_bytes(request, record_of(10)).value(), (ByteSelection{0, 10, false, std::nullopt}));
+  EXPECT_EQ(select_bytes(request, record_of(10)).value(),
+            (ByteSelection{0, 10, false, std::nullopt}));
   request.range = "bytes=2-4";
-  EXPECT_EQ(select_bytes(request, record_of(10)).value(), (ByteSelection{2, 3, true, std::nullopt}));
+  EXPECT_EQ(select_bytes(request, record_of(10)).value(),
+            (ByteSelection{2, 3, true, std::nullopt}));
   request.range = "bytes=-4";
-  EXPECT_EQ(select_bytes(request, record_of(10)).value(), (ByteSelection{6, 4, true, std::nullopt}));
+  EXPECT_EQ(select_bytes(request, record_of(10)).value(),
+            (ByteSelection{6, 4, true, std::nullopt}));
   request.range = "bytes=5-100";
-  EXPECT_EQ(select_bytes(request, record_of(10)).value(), (ByteSelection{5, 5, true, std::nullopt}));
+  EXPECT_EQ(select_bytes(request, record_of(10)).value(),
+            (ByteSelection{5, 5, true, std::nullopt}));
   request.range = "items=0-1";  // not understood: the whole object
-  EXPECT_EQ(select_bytes(request, record_of(10)).value(), (ByteSelection{0, 10, false, std::nullopt}));
+  EXPECT_EQ(select_bytes(request, record_of(10)).value(),
+            (ByteSelection{0, 10, false, std::nullopt}));
   request.range = "bytes=10-";
   expect_error(select_bytes(request, record_of(10)).status(), Code::kOutOfRange, "InvalidRange");
   request.range = "bytes=-1";
@@ -311,14 +353,17 @@ TEST(SelectBytesTest, Ranges) {
 TEST(SelectBytesTest, Parts) {
   ObjectRequest request;
   request.part_number = 2;
-  EXPECT_EQ(select_bytes(request, record_of(12, {5, 4, 3})).value(), (ByteSelection{5, 4, true, 3}));
+  EXPECT_EQ(select_bytes(request, record_of(12, {5, 4, 3})).value(),
+            (ByteSelection{5, 4, true, 3}));
   request.part_number = 4;
-  expect_error(select_bytes(request, record_of(12, {5, 4, 3})).status(), Code::kOutOfRange, "InvalidPartNumber");
+  expect_error(select_bytes(request, record_of(12, {5, 4, 3})).status(), Code::kOutOfRange,
+               "InvalidPartNumber");
   // A single-part object has part 1 only: all of it.
   request.part_number = 1;
   EXPECT_EQ(select_bytes(request, record_of(7)).value(), (ByteSelection{0, 7, true, std::nullopt}));
   request.part_number = 2;
-  expect_error(select_bytes(request, record_of(7)).status(), Code::kOutOfRange, "InvalidPartNumber");
+  expect_error(select_bytes(request, record_of(7)).status(), Code::kOutOfRange,
+               "InvalidPartNumber");
 }
 
 TEST(CopyAttributesTest, DirectivesPickSourceOrRequest) {

@@ -43,10 +43,13 @@ http::ResponseHead object_head(const ObjectRequest& request, const wire::ObjectR
   // The tags in full are for CopyObject, which reads its source over the native API; S3
   // shows their count only.
   if (request.is_s3()) head.headers.remove(kTagsHeader);
-  if (selected.parts_count) head.headers.set("x-amz-mp-parts-count", std::to_string(*selected.parts_count));
+  if (selected.parts_count) {
+    head.headers.set("x-amz-mp-parts-count", std::to_string(*selected.parts_count));
+  }
   if (selected.is_partial) {
     head.status = 206;
-    head.headers.set("Content-Range", content_range(selected.offset, selected.length, record.size()));
+    head.headers.set("Content-Range",
+                     content_range(selected.offset, selected.length, record.size()));
   }
   for (const auto& [name, value] : request.response_headers) head.headers.set(name, value);
   return head;
@@ -57,7 +60,8 @@ http::ResponseHead object_head(const ObjectRequest& request, const wire::ObjectR
 store::Precondition write_precondition(const Preconditions& conditions) {
   if (!conditions.has_write_conditions()) return {};
   return [conditions](const wire::ObjectRecord* current) {
-    const s3::Conditions c{conditions.if_match, conditions.if_none_match, std::nullopt, std::nullopt};
+    const s3::Conditions c{conditions.if_match, conditions.if_none_match, std::nullopt,
+                           std::nullopt};
     if (current == nullptr) return s3::evaluate_write(c, nullptr);
     const std::string etag = etag_of(*current);
     return s3::evaluate_write(c, &etag);
@@ -66,9 +70,10 @@ store::Precondition write_precondition(const Preconditions& conditions) {
 
 // Checks the computed checksums against the header or trailer values and hands them to
 // the writer; the answer then echoes them.
-Status finish_checksums(const std::vector<ChecksumSpec>& specs, const std::vector<s3::Checksum>& computed,
-                        const std::vector<std::pair<std::string, std::string>>& trailers, store::ObjectWriter& writer,
-                        http::Headers& response) {
+Status finish_checksums(const std::vector<ChecksumSpec>& specs,
+                        const std::vector<s3::Checksum>& computed,
+                        const std::vector<std::pair<std::string, std::string>>& trailers,
+                        store::ObjectWriter& writer, http::Headers& response) {
   for (size_t i = 0; i < specs.size(); ++i) {
     const ChecksumSpec& spec = specs[i];
     std::optional<std::string> expected = spec.expected;
@@ -102,7 +107,8 @@ http::Awaitable<Status> Target::serve_object(http::Exchange& exchange, const Obj
   // (get-from-neighbor) for every operation that reads or keeps what exists.
   if (request.reads_existing()) CO_RETURN_IF_ERROR(co_await pull_if_missing(r.object));
   switch (request.op) {
-    case ObjectOp::kPut: co_return co_await put_object(exchange, request, r);
+    case ObjectOp::kPut:
+      co_return co_await put_object(exchange, request, r);
     case ObjectOp::kGet:
     case ObjectOp::kHead: {
       // The one read path of both front-ends: remote buckets and get-from-neighbor decide
@@ -112,7 +118,8 @@ http::Awaitable<Status> Target::serve_object(http::Exchange& exchange, const Obj
       };
       co_return co_await read_object(exchange, r, std::move(read));
     }
-    case ObjectOp::kDelete: co_return co_await delete_object(exchange, request, r);
+    case ObjectOp::kDelete:
+      co_return co_await delete_object(exchange, request, r);
     case ObjectOp::kCopy:
       CO_RETURN_IF_ERROR(cache_.check_space());
       co_return co_await copy_object(exchange, request, r);
@@ -120,7 +127,8 @@ http::Awaitable<Status> Target::serve_object(http::Exchange& exchange, const Obj
   co_return Status::internal("unknown object operation");
 }
 
-store::PutOptions Target::put_options(const ObjectRequest& request, const wire::Bucket& bucket) const {
+store::PutOptions Target::put_options(const ObjectRequest& request,
+                                      const wire::Bucket& bucket) const {
   store::PutOptions options;
   options.durability = durability_of(bucket);
   options.attributes = request.attributes;
@@ -130,27 +138,30 @@ store::PutOptions Target::put_options(const ObjectRequest& request, const wire::
   return options;
 }
 
-http::Awaitable<Result<std::unique_ptr<store::ObjectWriter>>> Target::open_writer(const ObjectRequest& request,
-                                                                                 const Resolved& r,
-                                                                                 store::PutOptions options,
-                                                                                 WriteTicket& ticket) {
+http::Awaitable<Result<std::unique_ptr<store::ObjectWriter>>> Target::open_writer(
+    const ObjectRequest& request, const Resolved& r, store::PutOptions options,
+    WriteTicket& ticket) {
   if (request.part) {
-    co_return co_await store_.create_part(r.object, request.part->upload_id, request.part->number, std::move(options));
+    co_return co_await store_.create_part(r.object, request.part->upload_id, request.part->number,
+                                          std::move(options));
   }
   guard_bucket(options, r.bucket, ticket);
   co_return co_await store_.create(r.object, std::move(options));
 }
 
-http::Awaitable<Result<wire::ObjectRecord>> Target::commit_write(const ObjectRequest& request, const Resolved& r,
-                                                                store::ObjectWriter& writer) {
+http::Awaitable<Result<wire::ObjectRecord>> Target::commit_write(const ObjectRequest& request,
+                                                                 const Resolved& r,
+                                                                 store::ObjectWriter& writer) {
   CO_ASSIGN_OR_RETURN(wire::ObjectRecord record, co_await writer.commit());
   // A part is not the object yet: CompleteMultipartUpload publishes it.
   if (!request.part) CO_RETURN_IF_ERROR(co_await publish(r));
   co_return record;
 }
 
-http::Awaitable<Status> Target::receive_payload(http::Exchange& exchange, const ObjectRequest& request,
-                                                store::ObjectWriter& writer, http::Headers& response) {
+http::Awaitable<Status> Target::receive_payload(http::Exchange& exchange,
+                                                const ObjectRequest& request,
+                                                store::ObjectWriter& writer,
+                                                http::Headers& response) {
   http::BodyReader* body = &exchange.body();
   std::optional<uint64_t> length = exchange.request().content_length;
   std::unique_ptr<cluster::PayloadReader> payload;
@@ -169,23 +180,29 @@ http::Awaitable<Status> Target::receive_payload(http::Exchange& exchange, const 
   for (const ChecksumSpec& spec : request.checksums) computed.emplace_back(spec.algorithm);
   std::vector<s3::Checksum*> checksums;
   for (s3::Checksum& c : computed) checksums.push_back(&c);
-  CO_ASSIGN_OR_RETURN(const uint64_t received, co_await receive(*body, writer, std::move(checksums)));
-  if (received > request.max_size) co_return too_large(received, request.max_size);  // chunked: nothing is kept
+  CO_ASSIGN_OR_RETURN(const uint64_t received,
+                      co_await receive(*body, writer, std::move(checksums)));
+  if (received > request.max_size) {
+    co_return too_large(received, request.max_size);  // chunked: nothing is kept
+  }
   if (length && received != *length) {
-    co_return Status::invalid_argument("You did not provide the number of bytes specified by the Content-Length HTTP header.")
+    co_return Status::invalid_argument(
+        "You did not provide the number of bytes specified by the Content-Length HTTP header.")
         .with_reason("IncompleteBody");
   }
   if (!payload) co_return Status::ok();
   co_return finish_checksums(request.checksums, computed, payload->trailers(), writer, response);
 }
 
-http::Awaitable<Status> Target::put_object(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r) {
+http::Awaitable<Status> Target::put_object(http::Exchange& exchange, const ObjectRequest& request,
+                                           const Resolved& r) {
   puts_.add();
   CO_RETURN_IF_ERROR(cache_.check_space());
   // A part needs no holder until CompleteMultipartUpload replicates the object.
   if (!request.part) CO_RETURN_IF_ERROR(check_holders_up(r));
   WriteTicket ticket(*this);
-  CO_ASSIGN_OR_RETURN(auto writer, co_await open_writer(request, r, put_options(request, r.bucket), ticket));
+  store::PutOptions options = put_options(request, r.bucket);  // named: docs/adr/0003
+  CO_ASSIGN_OR_RETURN(auto writer, co_await open_writer(request, r, std::move(options), ticket));
   http::ResponseHead head = answer_head(request);
   CO_RETURN_IF_ERROR(co_await receive_payload(exchange, request, *writer, head.headers));
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_write(request, r, *writer));
@@ -197,8 +214,8 @@ http::Awaitable<Status> Target::put_object(http::Exchange& exchange, const Objec
   co_return co_await exchange.response().send(std::move(head), wire::object_put_json(record));
 }
 
-http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r,
-                                           const ColdRead* cold) {
+http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const ObjectRequest& request,
+                                           const Resolved& r, const ColdRead* cold) {
   gets_.add();
   std::optional<store::OpenObject> object;
   wire::ObjectRecord record;
@@ -214,8 +231,10 @@ http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const Objec
   const bool is_slice = record.has_ec();
   record = object_view(record);  // a slice here shows the object
   const std::string etag = etag_of(record);
-  switch (s3::evaluate_read(request.conditions.view(), etag, seconds_of(record.mtime_unix_nanos()))) {
-    case s3::ConditionResult::kProceed: break;
+  switch (
+      s3::evaluate_read(request.conditions.view(), etag, seconds_of(record.mtime_unix_nanos()))) {
+    case s3::ConditionResult::kProceed:
+      break;
     case s3::ConditionResult::kNotModified: {
       http::ResponseHead head = answer_head(request, 304);
       head.headers.set("ETag", quoted(etag));
@@ -223,7 +242,8 @@ http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const Objec
       co_return co_await exchange.response().send(std::move(head), "");
     }
     case s3::ConditionResult::kPreconditionFailed:
-      co_return Status::failed_precondition("At least one of the pre-conditions you specified did not hold")
+      co_return Status::failed_precondition(
+          "At least one of the pre-conditions you specified did not hold")
           .with_reason("PreconditionFailed");
   }
   auto selected = select_bytes(request, record);
@@ -234,12 +254,18 @@ http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const Objec
   http::ResponseHead head = object_head(request, record, *selected);
   const bool sends_bytes = request.op == ObjectOp::kGet && selected->length > 0;
   if (!sends_bytes) co_return co_await exchange.response().begin(std::move(head), selected->length);
-  if (cold) co_return co_await cache_.send_fetching(exchange, *cold->fetch, std::move(head), selected->offset,
-                                                     selected->length);
-  if (is_slice) co_return co_await send_ec(exchange, r, *object, std::move(head), selected->offset, selected->length);
+  if (cold) {
+    co_return co_await cache_.send_fetching(exchange, *cold->fetch, std::move(head),
+                                            selected->offset, selected->length);
+  }
+  if (is_slice) {
+    co_return co_await send_ec(exchange, r, *object, std::move(head), selected->offset,
+                               selected->length);
+  }
   CO_RETURN_IF_ERROR(co_await verify_read(r.bucket, *object));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), selected->length));
-  CO_RETURN_IF_ERROR(co_await exchange.response().send_file(object->fd(), selected->offset, selected->length));
+  CO_RETURN_IF_ERROR(
+      co_await exchange.response().send_file(object->fd(), selected->offset, selected->length));
   bytes_sent_.add(selected->length);
   co_return Status::ok();
 }
@@ -247,7 +273,8 @@ http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const Objec
 http::Awaitable<Status> Target::refuse_range(http::Exchange& exchange, const ObjectRequest& request,
                                              const Status& error, uint64_t size) {
   if (request.is_s3()) {
-    co_return Status::out_of_range("The requested range is not satisfiable").with_reason("InvalidRange");
+    co_return Status::out_of_range("The requested range is not satisfiable")
+        .with_reason("InvalidRange");
   }
   // The native 416 names the object's size, so a client can ask again within it.
   http::ResponseHead head;
@@ -257,8 +284,8 @@ http::Awaitable<Status> Target::refuse_range(http::Exchange& exchange, const Obj
   co_return co_await exchange.response().send(std::move(head), wire::error_json(error));
 }
 
-http::Awaitable<Status> Target::delete_object(http::Exchange& exchange, const ObjectRequest& request,
-                                              const Resolved& r) {
+http::Awaitable<Status> Target::delete_object(http::Exchange& exchange,
+                                              const ObjectRequest& request, const Resolved& r) {
   deletes_.add();
   Status removed;  // no ternary around co_await (docs/adr/0003)
   if (wire::is_remote(r.bucket.props())) {
@@ -269,7 +296,8 @@ http::Awaitable<Status> Target::delete_object(http::Exchange& exchange, const Ob
   // S3's DeleteObject of a missing key succeeds; the native API says it was not there.
   const bool is_done = removed.is_ok() || (request.is_s3() && removed.code() == Code::kNotFound);
   if (!is_done) co_return removed;
-  co_return co_await exchange.response().send(answer_head(request, 204), "");
+  http::ResponseHead head = answer_head(request, 204);
+  co_return co_await exchange.response().send(std::move(head), "");
 }
 
 // A copy source being read: its native GET's answer head, its body still to come.
@@ -283,19 +311,23 @@ http::Awaitable<Result<Target::CopyFrom>> Target::open_copy_source(const ObjectR
   const CopySource& source = *request.copy_source;
   const auto source_bucket = maps_.find_bucket(source.bucket);
   if (!source_bucket) {
-    co_return Status::not_found("The specified bucket does not exist: {}", source.bucket).with_reason("NoSuchBucket");
+    co_return Status::not_found("The specified bucket does not exist: {}", source.bucket)
+        .with_reason("NoSuchBucket");
   }
   // The source comes from a holder that is up (its owner first) through the native API (a
   // loopback call when that is this node): one path, with sendfile on the serving side.
-  const auto holders = maps_.placement()->holders(ObjectRef{BucketId(source_bucket->id()), source.name},
-                                                  wire::holder_count(source_bucket->props()));
-  const auto up = std::find_if(holders.begin(), holders.end(),
-                               [](const wire::NodeInfo& n) { return n.state() != wire::NODE_STATE_DOWN; });
+  const auto holders =
+      maps_.placement()->holders(ObjectRef{BucketId(source_bucket->id()), source.name},
+                                 wire::holder_count(source_bucket->props()));
+  const auto up = std::find_if(holders.begin(), holders.end(), [](const wire::NodeInfo& n) {
+    return n.state() != wire::NODE_STATE_DOWN;
+  });
   const wire::NodeInfo owner = up != holders.end() ? *up : holders.front();
   CO_ASSIGN_OR_RETURN(const http::Endpoint from, http::Endpoint::parse(owner.url()));
   http::ClientRequest get;
   get.method = http::Method::kGet;
-  get.target = "/v1/objects/" + text::percent_encode(source.bucket) + "/" + text::percent_encode_path(source.name);
+  get.target = "/v1/objects/" + text::percent_encode(source.bucket) + "/" +
+               text::percent_encode_path(source.name);
   get.headers.set("x-amz-checksum-mode", "ENABLED");
   get.headers.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
   if (source.range) get.headers.set("Range", *source.range);
@@ -304,38 +336,49 @@ http::Awaitable<Result<Target::CopyFrom>> Target::open_copy_source(const ObjectR
   CO_ASSIGN_OR_RETURN(copy.head, co_await copy.call->finish());
   const int status = copy.head.status;
   if (status == 404) {
-    co_return Status::not_found("The specified key does not exist: {}/{}", source.bucket, source.name)
+    co_return Status::not_found("The specified key does not exist: {}/{}", source.bucket,
+                                source.name)
         .with_reason("NoSuchKey");
   }
-  if (status == 416) co_return Status::out_of_range("The requested range is not satisfiable").with_reason("InvalidRange");
+  if (status == 416) {
+    co_return Status::out_of_range("The requested range is not satisfiable")
+        .with_reason("InvalidRange");
+  }
   if (status != 200 && status != 206) {
-    co_return Status::unavailable("reading copy source {}/{} from {}: HTTP {}", source.bucket, source.name, owner.id(),
-                                  status);
+    co_return Status::unavailable("reading copy source {}/{} from {}: HTTP {}", source.bucket,
+                                  source.name, owner.id(), status);
   }
   if (source.range && status != 206) {
-    co_return Status::invalid_argument("The x-amz-copy-source-range value must be of the form bytes=first-last")
+    co_return Status::invalid_argument(
+        "The x-amz-copy-source-range value must be of the form bytes=first-last")
         .with_reason("InvalidArgument");
   }
   const std::string etag = unquote_etag(copy.head.headers.get("ETag").value_or(""));
-  const int64_t mtime = s3::parse_http_date(copy.head.headers.get("Last-Modified").value_or("")).value_or(0);
-  if (s3::evaluate_copy_source(source.conditions.view(), etag, mtime) != s3::ConditionResult::kProceed) {
-    co_return Status::failed_precondition("At least one of the pre-conditions you specified did not hold")
+  const int64_t mtime =
+      s3::parse_http_date(copy.head.headers.get("Last-Modified").value_or("")).value_or(0);
+  if (s3::evaluate_copy_source(source.conditions.view(), etag, mtime) !=
+      s3::ConditionResult::kProceed) {
+    co_return Status::failed_precondition(
+        "At least one of the pre-conditions you specified did not hold")
         .with_reason("PreconditionFailed");
   }
   copy.size = copy.head.content_length.value_or(0);
   co_return copy;
 }
 
-http::Awaitable<Status> Target::copy_object(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r) {
+http::Awaitable<Status> Target::copy_object(http::Exchange& exchange, const ObjectRequest& request,
+                                            const Resolved& r) {
   CO_ASSIGN_OR_RETURN(CopyFrom source, co_await open_copy_source(request));
   store::PutOptions options = put_options(request, r.bucket);
   options.expected_size = source.size;
   if (request.part && source.size > request.max_size) {
-    co_return Status::invalid_argument("A part may hold at most 5 GiB").with_reason("EntityTooLarge");
+    co_return Status::invalid_argument("A part may hold at most 5 GiB")
+        .with_reason("EntityTooLarge");
   }
   if (!request.part) {
     if (source.size > request.max_size) {
-      co_return Status::invalid_argument("The copy source is larger than the maximum allowable size")
+      co_return Status::invalid_argument(
+          "The copy source is larger than the maximum allowable size")
           .with_reason("InvalidRequest");
     }
     CO_ASSIGN_OR_RETURN(options.attributes, copy_attributes(request, source.head.headers));
@@ -343,7 +386,8 @@ http::Awaitable<Status> Target::copy_object(http::Exchange& exchange, const Obje
   WriteTicket ticket(*this);
   CO_ASSIGN_OR_RETURN(auto writer, co_await open_writer(request, r, std::move(options), ticket));
   std::vector<s3::Checksum*> no_checksums;
-  CO_ASSIGN_OR_RETURN(const uint64_t copied, co_await receive(source.call->body(), *writer, std::move(no_checksums)));
+  CO_ASSIGN_OR_RETURN(const uint64_t copied,
+                      co_await receive(source.call->body(), *writer, std::move(no_checksums)));
   if (copied != source.size) {
     co_return Status::unavailable("copy source {}/{} ended early", request.copy_source->bucket,
                                   request.copy_source->name);

@@ -11,20 +11,12 @@
 #include "target/object_headers.h"
 #include "target/object_request.h"
 #include "target/target.h"
-#include "wire/json.h"
 
 namespace silo::target {
 namespace {
 
 constexpr size_t kMaxXmlBody = 4 * 1024 * 1024;  // CompleteMultipartUpload of 10,000 parts
 constexpr size_t kDefaultMaxParts = 1000;
-
-std::optional<uint64_t> parse_u64(std::string_view text) {
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return v;
-}
 
 // The operations the object service serves (object_service.cc); the rest are S3's own.
 bool is_object_service_op(s3::Op op) {
@@ -204,13 +196,13 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
   CO_ASSIGN_OR_RETURN(const std::vector<store::PartInfo> parts, co_await store_.list_parts(r.object, upload_id));
   size_t max_parts = kDefaultMaxParts;
   if (auto text = request.query.get("max-parts")) {
-    const auto n = parse_u64(*text);
+    const auto n = parse_decimal(*text);
     if (!n) co_return Status::invalid_argument("max-parts must be a non-negative integer").with_reason("InvalidArgument");
     max_parts = std::min<uint64_t>(*n, kDefaultMaxParts);
   }
   uint64_t marker = 0;
   if (auto text = request.query.get("part-number-marker"); text && !text->empty()) {
-    const auto n = parse_u64(*text);
+    const auto n = parse_decimal(*text);
     if (!n) co_return Status::invalid_argument("part-number-marker must be an integer").with_reason("InvalidArgument");
     marker = *n;
   }
@@ -262,7 +254,7 @@ http::Awaitable<void> Target::handle_list_uploads(http::Exchange& exchange, std:
   options.prefix = request.query_param("prefix").value_or("");
   options.key_marker = request.query_param("key_marker").value_or("");
   options.upload_id_marker = request.query_param("upload_id_marker").value_or("");
-  options.limit = std::clamp<size_t>(parse_u64(request.query_param("limit").value_or("1000")).value_or(1000), 1, 10000);
+  options.limit = std::clamp<size_t>(parse_decimal(request.query_param("limit").value_or("1000")).value_or(1000), 1, 10000);
   auto page = co_await store_.list_uploads(BucketId(bucket->id()), std::move(options));
   if (!page) {
     co_await http::send_error(exchange, page.error());

@@ -13,18 +13,14 @@
 #include <unordered_set>
 #include <vector>
 
-#include "base/base64.h"
 #include "base/clock.h"
-#include "base/hash.h"
 #include "base/log.h"
 #include "s3/names.h"
 #include "http/relay.h"
 #include "http/reply.h"
 #include "async/sleep.h"
-#include "target/object_headers.h"
 #include "target/object_request.h"
 #include "target/read_here_or_neighbor.h"
-#include "wire/json.h"
 
 namespace silo::target {
 namespace {
