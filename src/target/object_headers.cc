@@ -76,6 +76,11 @@ std::string etag_of(const wire::ObjectRecord& record) {
   return record.etag().empty() ? record.md5_hex() : record.etag();
 }
 
+std::string unquote_etag(std::string_view etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  return std::string(etag);
+}
+
 std::string http_date(int64_t unix_nanos) { return s3::format_http_date(unix_nanos / 1'000'000'000); }
 
 std::string encode_tags(const google::protobuf::Map<std::string, std::string>& tags) {

@@ -16,6 +16,8 @@ inline constexpr const char* kTagsHeader = "X-Silo-Tagging";
 // The S3 ETag of a stored object, unquoted: the MD5 of a single-part object, or
 // "<md5 of the part md5s>-<parts>" of a multipart one.
 std::string etag_of(const wire::ObjectRecord& record);
+// An ETag as clients send it ("\"abc\"" or "abc"), without the quotes.
+std::string unquote_etag(std::string_view etag);
 // EntityTooLarge (400): an upload of `size` bytes past `max_size` (cluster.s3.max_object_size).
 Status too_large(uint64_t size, uint64_t max_size);
 // "Sun, 22 Nov 2026 13:45:01 GMT" (RFC 9110 IMF-fixdate).

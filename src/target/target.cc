@@ -13,17 +13,13 @@
 #include <unordered_set>
 #include <vector>
 
-#include "base/base64.h"
 #include "base/clock.h"
-#include "base/hash.h"
 #include "base/log.h"
 #include "s3/names.h"
 #include "http/relay.h"
 #include "http/reply.h"
 #include "async/sleep.h"
-#include "http/range.h"
-#include "target/object_headers.h"
-#include "wire/json.h"
+#include "target/object_request.h"
 
 namespace silo::target {
 namespace {
@@ -37,15 +33,6 @@ uint64_t header_version(const http::RequestHead& request, const char* name) {
   uint64_t v = 0;
   if (text) std::from_chars(text->data(), text->data() + text->size(), v);
   return v;
-}
-
-Result<store::PutOptions> put_options(const http::RequestHead& request, store::Durability durability) {
-  store::PutOptions options;
-  options.durability = durability;
-  options.expected_size = request.content_length;
-  ASSIGN_OR_RETURN(options.attributes, attributes_from_headers(request.headers, kTagsHeader));
-  ASSIGN_OR_RETURN(options.expected_md5_hex, content_md5_hex(request.headers));
-  return options;
 }
 
 }  // namespace
@@ -135,16 +122,12 @@ http::Awaitable<void> Target::handle_object(http::Exchange& exchange, std::strin
   } else if (!serves_here(request, *resolved, request.method == http::Method::kGet || request.method == http::Method::kHead)) {
     s = co_await forward(exchange, *resolved);
   } else {
-    switch (request.method) {
-      case http::Method::kPut: s = co_await put(exchange, *resolved); break;
-      case http::Method::kGet:
-      case http::Method::kHead: {
-        const Resolved& r = *resolved;
-        s = co_await read_object(exchange, r, [this, &exchange, &r](const ColdRead* cold) { return get(exchange, r, cold); });
-        break;
-      }
-      case http::Method::kDelete: s = co_await remove(exchange, *resolved); break;
-      default: s = Status::invalid_argument("method {} is not allowed on an object", request.method_text);
+    // The same bound as S3's PutObject (cluster.s3.max_object_size, settable at run time).
+    auto parsed = parse_native_request(request, std::move(bucket), std::move(name), live_config()->s3.max_object_size);
+    if (parsed) {
+      s = co_await serve_object(exchange, *parsed, *resolved);
+    } else {
+      s = std::move(parsed).error();
     }
   }
   if (!s.is_ok()) {
@@ -202,83 +185,6 @@ http::Awaitable<Status> Target::relay_to(http::Exchange& exchange, const wire::N
   extra.set(http::kNodeMapVersionHeader, std::to_string(node_map_version));
   extra.set(http::kBucketMapVersionHeader, std::to_string(bucket_map_version));
   co_return co_await http::relay(exchange, *client_, to, extra);
-}
-
-http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r) {
-  puts_.add();
-  CO_RETURN_IF_ERROR(cache_.check_space());
-  CO_RETURN_IF_ERROR(check_holders_up(r));
-  CO_ASSIGN_OR_RETURN(store::PutOptions options, put_options(exchange.request(), peers_.durability_of(r.bucket)));
-  // The same bound as S3's PutObject (cluster.s3.max_object_size, settable at run time).
-  const uint64_t max_object_size = live_config()->s3.max_object_size;
-  const std::optional<uint64_t> length = exchange.request().content_length;
-  if (length && *length > max_object_size) co_return too_large(*length, max_object_size);
-  CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
-  CO_ASSIGN_OR_RETURN(const uint64_t received, co_await receive(exchange.body(), *writer, {}));
-  if (received > max_object_size) co_return too_large(received, max_object_size);  // chunked: nothing is kept
-  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
-  CO_RETURN_IF_ERROR(co_await publish(r));
-  http::ResponseHead head;
-  head.headers.set("ETag", "\"" + etag_of(record) + "\"");
-  head.headers.set("Content-Type", "application/json");
-  co_return co_await exchange.response().send(std::move(head), wire::object_put_json(record));
-}
-
-http::Awaitable<Status> Target::get(http::Exchange& exchange, const Resolved& r, const ColdRead* cold) {
-  gets_.add();
-  const http::RequestHead& request = exchange.request();
-  std::optional<store::OpenObject> object;
-  if (!cold) {
-    CO_ASSIGN_OR_RETURN(auto opened, co_await store_.open(r.object));
-    object.emplace(std::move(opened));
-  }
-  // A slice here shows the object; a cold read the backend's description.
-  const wire::ObjectRecord view = cold ? cold->record : erasure::Erasure::object_view(object->record());
-  const uint64_t size = view.size();
-  http::ResponseHead head;
-  add_object_headers(view, head.headers, request.headers.has("x-amz-checksum-mode"));
-  uint64_t offset = 0;
-  uint64_t length = size;
-  if (auto range_header = request.headers.get("Range")) {
-    auto range = http::parse_range(*range_header, size);
-    if (!range) {
-      head.status = 416;
-      head.headers.set("Content-Range", fmt::format("bytes */{}", size));
-      head.headers.set("Content-Type", "application/json");
-      co_return co_await exchange.response().send(std::move(head), wire::error_json(range.error()));
-    }
-    if (range->has_value()) {
-      offset = (*range)->first;
-      length = (*range)->length;
-      head.status = 206;
-      head.headers.set("Content-Range", fmt::format("bytes {}-{}/{}", offset, offset + length - 1, size));
-    }
-  }
-  const bool sends_bytes = request.method != http::Method::kHead && length > 0;
-  if (sends_bytes && cold) {
-    co_return co_await cache_.send_fetching(exchange, *cold->fetch, std::move(head), offset, length);
-  }
-  if (sends_bytes && object && object->record().has_ec()) {
-    co_return co_await erasure_.send_ec(exchange, r.bucket, r.object, *object, std::move(head), offset, length);
-  }
-  if (sends_bytes) CO_RETURN_IF_ERROR(co_await replication_.verify_read(r.bucket, *object));
-  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
-  if (!sends_bytes) co_return Status::ok();
-  CO_RETURN_IF_ERROR(co_await exchange.response().send_file(object->fd(), offset, length));
-  bytes_sent_.add(length);
-  co_return Status::ok();
-}
-
-http::Awaitable<Status> Target::remove(http::Exchange& exchange, const Resolved& r) {
-  deletes_.add();
-  if (wire::is_remote(r.bucket.props())) {
-    CO_RETURN_IF_ERROR(co_await remove_remote(r));
-  } else {
-    CO_RETURN_IF_ERROR(co_await rebalance_.remove_everywhere(r.object));
-  }
-  http::ResponseHead head;
-  head.status = 204;
-  co_return co_await exchange.response().send(std::move(head), "");
 }
 
 http::Awaitable<Result<wire::Bucket>> Target::bucket_as_sender_sees_it(const http::RequestHead& request,

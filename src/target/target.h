@@ -26,6 +26,7 @@
 #include "replication/replication.h"
 #include "scrub/scrub.h"
 #include "store/store.h"
+#include "target/object_request.h"
 
 namespace silo::target {
 
@@ -104,12 +105,7 @@ class Target {
                                             const std::string& name);
   // Where object `name` of `bucket` lives under this node's maps.
   Result<Resolved> placed(const wire::Bucket& bucket, const std::string& name) const;
-  http::Awaitable<Status> put(http::Exchange& exchange, const Resolved& r);
   using ColdRead = cache::ColdRead;
-  // A GET or HEAD of the copy here, or with `cold` of an object of a remote bucket being
-  // fetched from its backend.
-  http::Awaitable<Status> get(http::Exchange& exchange, const Resolved& r, const ColdRead* cold);
-  http::Awaitable<Status> remove(http::Exchange& exchange, const Resolved& r);
   // Whether this node runs the request: the owner runs everything, any holder a read, and
   // a holder asked for its own copy (kLocalOnlyHeader) answers with it.
   bool serves_here(const http::RequestHead& request, const Resolved& r, bool is_read) const;
@@ -127,18 +123,40 @@ class Target {
   http::Awaitable<Result<uint64_t>> receive(http::BodyReader& body, store::ObjectWriter& writer,
                                             std::vector<s3::Checksum*> checksums);
 
-  // S3 (s3_objects.cc).
+  // The object service (object_service.cc, object_request.h): PUT, GET, HEAD, DELETE and
+  // copy of one object, served once for both front-ends. handle_object() (native) and
+  // run_s3() (S3) parse the request into an ObjectRequest, serve_object() runs it, and
+  // only the answer's shape depends on the front-end.
+  http::Awaitable<Status> serve_object(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r);
+  http::Awaitable<Status> put_object(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r);
+  // A GET or HEAD of the copy here, or with `cold` of an object of a remote bucket being
+  // fetched from its backend.
+  http::Awaitable<Status> get_object(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r,
+                                     const ColdRead* cold);
+  // A Range that is not satisfiable: S3's InvalidRange error, or the native 416 answer.
+  http::Awaitable<Status> refuse_range(http::Exchange& exchange, const ObjectRequest& request, const Status& error,
+                                       uint64_t size);
+  http::Awaitable<Status> delete_object(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r);
+  // CopyObject and UploadPartCopy: the source is read through the native GET of a holder.
+  http::Awaitable<Status> copy_object(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r);
+  struct CopyFrom;
+  http::Awaitable<Result<CopyFrom>> open_copy_source(const ObjectRequest& request);
+  store::PutOptions put_options(const ObjectRequest& request, const wire::Bucket& bucket) const;
+  // A new version of the object (its commit fenced by the store, docs/adr/0005), or a part.
+  http::Awaitable<Result<std::unique_ptr<store::ObjectWriter>>> open_writer(const ObjectRequest& request,
+                                                                           const Resolved& r,
+                                                                           store::PutOptions options);
+  // Commits, then publish()es a new version of the object (a part waits for Complete).
+  http::Awaitable<Result<wire::ObjectRecord>> commit_write(const ObjectRequest& request, const Resolved& r,
+                                                           store::ObjectWriter& writer);
+  // Receives a PUT or UploadPart body into `writer`: S3's aws-chunked decoded and its
+  // checksums checked (their headers put into `response`), at most request.max_size bytes.
+  http::Awaitable<Status> receive_payload(http::Exchange& exchange, const ObjectRequest& request,
+                                          store::ObjectWriter& writer, http::Headers& response);
+
+  // S3 (s3_objects.cc): the front-end, and the operations only S3 has.
   http::Awaitable<Status> run_s3(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
-  Result<store::PutOptions> s3_put_options(const http::RequestHead& head, const wire::Bucket& bucket) const;
-  // Receives a PUT or UploadPart payload (aws-chunked decoded, checksums checked); puts
-  // the checksum headers of the answer into `response`.
-  http::Awaitable<Status> receive_object(http::Exchange& exchange, const cluster::S3Request& request,
-                                         store::ObjectWriter& writer, uint64_t max_size, http::Headers& response);
-  http::Awaitable<Status> s3_put(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
-  http::Awaitable<Status> s3_get(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r,
-                                 const ColdRead* cold);
   http::Awaitable<Status> s3_tagging(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
-  http::Awaitable<Status> s3_copy(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
   http::Awaitable<Status> s3_multipart(http::Exchange& exchange, const cluster::S3Request& request,
                                        const Resolved& r);
 

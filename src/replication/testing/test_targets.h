@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "base/hash.h"
-#include "cluster/bucket_writes.h"
 #include "cluster/cluster_maps.h"
 #include "config/live_config.h"
 #include "http/client.h"
@@ -46,7 +45,6 @@ struct TestTarget {
   std::unique_ptr<cluster::ClusterMaps> maps;
   std::unique_ptr<store::Store> store;
   std::shared_ptr<config::LiveConfig> config;
-  std::unique_ptr<cluster::BucketWrites> writes;
   stats::Registry stats;
   std::shared_ptr<http::Client> client;
   std::unique_ptr<http::Server> server;
@@ -107,9 +105,8 @@ class TestTargets {
         ADD_FAILURE() << "target " << t->id() << " did not open under " << t->dir;
         std::abort();  // nothing a test does could run without it
       }
-      t->writes = std::make_unique<cluster::BucketWrites>(*t->maps);
       t->peers = std::make_unique<Peers>(t->info, *t->maps, t->config);
-      t->replication = std::make_unique<Replication>(*t->peers, *t->store, t->client, *t->writes, t->stats);
+      t->replication = std::make_unique<Replication>(*t->peers, *t->store, t->client, t->stats);
     }
   }
 

@@ -1,0 +1,400 @@
+// The object service: PUT, GET, HEAD, DELETE and copy of one object, served once for both
+// front-ends. handle_object() (native, target.cc) and handle_s3() (s3_objects.cc) parse
+// their request into an ObjectRequest (object_request.h) and send the errors; the answers
+// differ only in shape (answer_head(), send_put_answer(), refuse_range()).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/text.h"
+#include "cluster/s3_request.h"
+#include "http/reply.h"
+#include "s3/http_time.h"
+#include "s3/xml.h"
+#include "target/object_headers.h"
+#include "target/object_request.h"
+#include "target/target.h"
+#include "wire/json.h"
+
+namespace silo::target {
+namespace {
+
+std::string quoted(std::string_view etag) { return fmt::format("\"{}\"", etag); }
+
+int64_t seconds_of(int64_t unix_nanos) { return unix_nanos / 1'000'000'000; }
+
+// A response head of the request's front-end: S3's carries Server and x-amz-request-id.
+http::ResponseHead answer_head(const ObjectRequest& request, int status = 200) {
+  if (request.is_s3()) return cluster::s3_head(request.s3, status);
+  http::ResponseHead head;
+  head.status = status;
+  return head;
+}
+
+std::string content_range(uint64_t offset, uint64_t length, uint64_t size) {
+  return fmt::format("bytes {}-{}/{}", offset, offset + length - 1, size);
+}
+
+// The headers of a GET or HEAD answer for `record` (the object as clients see it).
+http::ResponseHead object_head(const ObjectRequest& request, const wire::ObjectRecord& record,
+                               const ByteSelection& selected) {
+  http::ResponseHead head = answer_head(request);
+  add_object_headers(record, head.headers, request.wants_checksums);
+  // The tags in full are for CopyObject, which reads its source over the native API; S3
+  // shows their count only.
+  if (request.is_s3()) head.headers.remove(kTagsHeader);
+  if (selected.parts_count) {
+    head.headers.set("x-amz-mp-parts-count", std::to_string(*selected.parts_count));
+  }
+  if (selected.is_partial) {
+    head.status = 206;
+    head.headers.set("Content-Range",
+                     content_range(selected.offset, selected.length, record.size()));
+  }
+  for (const auto& [name, value] : request.response_headers) head.headers.set(name, value);
+  return head;
+}
+
+// If-Match / If-None-Match of a write, checked by the store under the object lock against
+// whatever is current at commit time.
+store::Precondition write_precondition(const Preconditions& conditions) {
+  if (!conditions.has_write_conditions()) return {};
+  return [conditions](const wire::ObjectRecord* current) {
+    const s3::Conditions c{conditions.if_match, conditions.if_none_match, std::nullopt,
+                           std::nullopt};
+    if (current == nullptr) return s3::evaluate_write(c, nullptr);
+    const std::string etag = etag_of(*current);
+    return s3::evaluate_write(c, &etag);
+  };
+}
+
+// Checks the computed checksums against the header or trailer values and hands them to
+// the writer; the answer then echoes them.
+Status finish_checksums(const std::vector<ChecksumSpec>& specs,
+                        const std::vector<s3::Checksum>& computed,
+                        const std::vector<std::pair<std::string, std::string>>& trailers,
+                        store::ObjectWriter& writer, http::Headers& response) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ChecksumSpec& spec = specs[i];
+    std::optional<std::string> expected = spec.expected;
+    if (spec.from_trailer) {
+      for (const auto& [name, value] : trailers) {
+        if (s3::checksum_from_header(name) == spec.algorithm) expected = value;
+      }
+      if (!expected) {
+        return Status::invalid_argument("the trailer {} announced in x-amz-trailer did not come",
+                                        s3::checksum_header(spec.algorithm))
+            .with_reason("IncompleteBody");
+      }
+    }
+    const std::string value = computed[i].base64();
+    if (expected && *expected != value) {
+      return Status::invalid_argument("The {} you specified did not match the calculated checksum.",
+                                      s3::checksum_name(spec.algorithm))
+          .with_reason("BadDigest");
+    }
+    writer.set_checksum(std::string(s3::checksum_name(spec.algorithm)), value);
+    response.set(s3::checksum_header(spec.algorithm), value);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+http::Awaitable<Status> Target::serve_object(http::Exchange& exchange, const ObjectRequest& request,
+                                             const Resolved& r) {
+  // While objects move, one not moved here yet is copied from its previous owner first
+  // (get-from-neighbor) for every operation that reads or keeps what exists.
+  if (request.reads_existing()) CO_RETURN_IF_ERROR(co_await rebalance_.pull_if_missing(r.object));
+  switch (request.op) {
+    case ObjectOp::kPut:
+      co_return co_await put_object(exchange, request, r);
+    case ObjectOp::kGet:
+    case ObjectOp::kHead: {
+      // The one read path of both front-ends: remote buckets and get-from-neighbor decide
+      // there whether the copy here answers.
+      CachedReadFn read = [this, &exchange, &request, &r](const ColdRead* cold) {
+        return get_object(exchange, request, r, cold);
+      };
+      co_return co_await read_object(exchange, r, std::move(read));
+    }
+    case ObjectOp::kDelete:
+      co_return co_await delete_object(exchange, request, r);
+    case ObjectOp::kCopy:
+      CO_RETURN_IF_ERROR(cache_.check_space());
+      co_return co_await copy_object(exchange, request, r);
+  }
+  co_return Status::internal("unknown object operation");
+}
+
+store::PutOptions Target::put_options(const ObjectRequest& request,
+                                      const wire::Bucket& bucket) const {
+  store::PutOptions options;
+  options.durability = peers_.durability_of(bucket);
+  options.attributes = request.attributes;
+  options.expected_md5_hex = request.expected_md5_hex;
+  options.expected_size = request.expected_size;
+  options.precondition = write_precondition(request.conditions);
+  return options;
+}
+
+http::Awaitable<Result<std::unique_ptr<store::ObjectWriter>>> Target::open_writer(
+    const ObjectRequest& request, const Resolved& r, store::PutOptions options) {
+  if (request.part) {
+    co_return co_await store_.create_part(r.object, request.part->upload_id, request.part->number,
+                                          std::move(options));
+  }
+  co_return co_await store_.create(r.object, std::move(options));
+}
+
+http::Awaitable<Result<wire::ObjectRecord>> Target::commit_write(const ObjectRequest& request,
+                                                                 const Resolved& r,
+                                                                 store::ObjectWriter& writer) {
+  CO_ASSIGN_OR_RETURN(wire::ObjectRecord record, co_await writer.commit());
+  // A part is not the object yet: CompleteMultipartUpload publishes it.
+  if (!request.part) CO_RETURN_IF_ERROR(co_await publish(r));
+  co_return record;
+}
+
+http::Awaitable<Status> Target::receive_payload(http::Exchange& exchange,
+                                                const ObjectRequest& request,
+                                                store::ObjectWriter& writer,
+                                                http::Headers& response) {
+  http::BodyReader* body = &exchange.body();
+  std::optional<uint64_t> length = exchange.request().content_length;
+  std::unique_ptr<cluster::PayloadReader> payload;
+  if (request.is_s3()) {
+    // aws-chunked decoded, chunk signatures and the payload hash checked.
+    CO_ASSIGN_OR_RETURN(payload, cluster::PayloadReader::create(exchange, *request.s3));
+    body = payload.get();
+    length = payload->length();
+    if (!length) {
+      co_return Status::invalid_argument("You must provide the Content-Length HTTP header.")
+          .with_reason("MissingContentLength");
+    }
+  }
+  if (length && *length > request.max_size) co_return too_large(*length, request.max_size);
+  std::vector<s3::Checksum> computed;
+  for (const ChecksumSpec& spec : request.checksums) computed.emplace_back(spec.algorithm);
+  std::vector<s3::Checksum*> checksums;
+  for (s3::Checksum& c : computed) checksums.push_back(&c);
+  CO_ASSIGN_OR_RETURN(const uint64_t received,
+                      co_await receive(*body, writer, std::move(checksums)));
+  if (received > request.max_size) {
+    co_return too_large(received, request.max_size);  // chunked: nothing is kept
+  }
+  if (length && received != *length) {
+    co_return Status::invalid_argument(
+        "You did not provide the number of bytes specified by the Content-Length HTTP header.")
+        .with_reason("IncompleteBody");
+  }
+  if (!payload) co_return Status::ok();
+  co_return finish_checksums(request.checksums, computed, payload->trailers(), writer, response);
+}
+
+http::Awaitable<Status> Target::put_object(http::Exchange& exchange, const ObjectRequest& request,
+                                           const Resolved& r) {
+  puts_.add();
+  CO_RETURN_IF_ERROR(cache_.check_space());
+  // A part needs no holder until CompleteMultipartUpload replicates the object.
+  if (!request.part) CO_RETURN_IF_ERROR(check_holders_up(r));
+  store::PutOptions options = put_options(request, r.bucket);  // named: docs/adr/0003
+  CO_ASSIGN_OR_RETURN(auto writer, co_await open_writer(request, r, std::move(options)));
+  http::ResponseHead head = answer_head(request);
+  CO_RETURN_IF_ERROR(co_await receive_payload(exchange, request, *writer, head.headers));
+  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_write(request, r, *writer));
+  // A part's ETag is its MD5: CompleteMultipartUpload names the parts by it.
+  const std::string etag = request.part ? record.md5_hex() : etag_of(record);
+  head.headers.set("ETag", quoted(etag));
+  if (request.is_s3()) co_return co_await exchange.response().send(std::move(head), "");
+  head.headers.set("Content-Type", "application/json");
+  co_return co_await exchange.response().send(std::move(head), wire::object_put_json(record));
+}
+
+http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const ObjectRequest& request,
+                                           const Resolved& r, const ColdRead* cold) {
+  gets_.add();
+  std::optional<store::OpenObject> object;
+  wire::ObjectRecord record;
+  if (cold) {
+    record = cold->record;  // the backend's description
+  } else if (request.reads_record_only()) {
+    CO_ASSIGN_OR_RETURN(record, co_await store_.stat(r.object));
+  } else {
+    CO_ASSIGN_OR_RETURN(auto opened, co_await store_.open(r.object));
+    object.emplace(std::move(opened));
+    record = object->record();
+  }
+  const bool is_slice = record.has_ec();
+  record = erasure::Erasure::object_view(record);  // a slice here shows the object
+  const std::string etag = etag_of(record);
+  switch (
+      s3::evaluate_read(request.conditions.view(), etag, seconds_of(record.mtime_unix_nanos()))) {
+    case s3::ConditionResult::kProceed:
+      break;
+    case s3::ConditionResult::kNotModified: {
+      http::ResponseHead head = answer_head(request, 304);
+      head.headers.set("ETag", quoted(etag));
+      head.headers.set("Last-Modified", http_date(record.mtime_unix_nanos()));
+      co_return co_await exchange.response().send(std::move(head), "");
+    }
+    case s3::ConditionResult::kPreconditionFailed:
+      co_return Status::failed_precondition(
+          "At least one of the pre-conditions you specified did not hold")
+          .with_reason("PreconditionFailed");
+  }
+  auto selected = select_bytes(request, record);
+  if (!selected && selected.error().reason() == "InvalidRange") {
+    co_return co_await refuse_range(exchange, request, selected.error(), record.size());
+  }
+  if (!selected) co_return std::move(selected).error();
+  http::ResponseHead head = object_head(request, record, *selected);
+  const bool sends_bytes = request.op == ObjectOp::kGet && selected->length > 0;
+  if (!sends_bytes) co_return co_await exchange.response().begin(std::move(head), selected->length);
+  if (cold) {
+    co_return co_await cache_.send_fetching(exchange, *cold->fetch, std::move(head),
+                                            selected->offset, selected->length);
+  }
+  if (is_slice) {
+    co_return co_await erasure_.send_ec(exchange, r.bucket, r.object, *object, std::move(head), selected->offset,
+                               selected->length);
+  }
+  CO_RETURN_IF_ERROR(co_await replication_.verify_read(r.bucket, *object));
+  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), selected->length));
+  CO_RETURN_IF_ERROR(
+      co_await exchange.response().send_file(object->fd(), selected->offset, selected->length));
+  bytes_sent_.add(selected->length);
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Target::refuse_range(http::Exchange& exchange, const ObjectRequest& request,
+                                             const Status& error, uint64_t size) {
+  if (request.is_s3()) {
+    co_return Status::out_of_range("The requested range is not satisfiable")
+        .with_reason("InvalidRange");
+  }
+  // The native 416 names the object's size, so a client can ask again within it.
+  http::ResponseHead head;
+  head.status = 416;
+  head.headers.set("Content-Range", fmt::format("bytes */{}", size));
+  head.headers.set("Content-Type", "application/json");
+  co_return co_await exchange.response().send(std::move(head), wire::error_json(error));
+}
+
+http::Awaitable<Status> Target::delete_object(http::Exchange& exchange,
+                                              const ObjectRequest& request, const Resolved& r) {
+  deletes_.add();
+  Status removed;  // no ternary around co_await (docs/adr/0003)
+  if (wire::is_remote(r.bucket.props())) {
+    removed = co_await remove_remote(r);
+  } else {
+    removed = co_await rebalance_.remove_everywhere(r.object);
+  }
+  // S3's DeleteObject of a missing key succeeds; the native API says it was not there.
+  const bool is_done = removed.is_ok() || (request.is_s3() && removed.code() == Code::kNotFound);
+  if (!is_done) co_return removed;
+  http::ResponseHead head = answer_head(request, 204);
+  co_return co_await exchange.response().send(std::move(head), "");
+}
+
+// A copy source being read: its native GET's answer head, its body still to come.
+struct Target::CopyFrom {
+  std::unique_ptr<http::Call> call;
+  http::ClientResponse head;
+  uint64_t size = 0;
+};
+
+http::Awaitable<Result<Target::CopyFrom>> Target::open_copy_source(const ObjectRequest& request) {
+  const CopySource& source = *request.copy_source;
+  const auto source_bucket = maps_.find_bucket(source.bucket);
+  if (!source_bucket) {
+    co_return Status::not_found("The specified bucket does not exist: {}", source.bucket)
+        .with_reason("NoSuchBucket");
+  }
+  // The source comes from a holder that is up (its owner first) through the native API (a
+  // loopback call when that is this node): one path, with sendfile on the serving side.
+  const auto holders =
+      maps_.placement()->holders(ObjectRef{BucketId(source_bucket->id()), source.name},
+                                 wire::holder_count(source_bucket->props()));
+  const auto up = std::find_if(holders.begin(), holders.end(), [](const wire::NodeInfo& n) {
+    return n.state() != wire::NODE_STATE_DOWN;
+  });
+  const wire::NodeInfo owner = up != holders.end() ? *up : holders.front();
+  CO_ASSIGN_OR_RETURN(const http::Endpoint from, http::Endpoint::parse(owner.url()));
+  http::ClientRequest get;
+  get.method = http::Method::kGet;
+  get.target = "/v1/objects/" + text::percent_encode(source.bucket) + "/" +
+               text::percent_encode_path(source.name);
+  get.headers.set("x-amz-checksum-mode", "ENABLED");
+  get.headers.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
+  if (source.range) get.headers.set("Range", *source.range);
+  CopyFrom copy;
+  CO_ASSIGN_OR_RETURN(copy.call, co_await client_->start(from, std::move(get), uint64_t{0}));
+  CO_ASSIGN_OR_RETURN(copy.head, co_await copy.call->finish());
+  const int status = copy.head.status;
+  if (status == 404) {
+    co_return Status::not_found("The specified key does not exist: {}/{}", source.bucket,
+                                source.name)
+        .with_reason("NoSuchKey");
+  }
+  if (status == 416) {
+    co_return Status::out_of_range("The requested range is not satisfiable")
+        .with_reason("InvalidRange");
+  }
+  if (status != 200 && status != 206) {
+    co_return Status::unavailable("reading copy source {}/{} from {}: HTTP {}", source.bucket,
+                                  source.name, owner.id(), status);
+  }
+  if (source.range && status != 206) {
+    co_return Status::invalid_argument(
+        "The x-amz-copy-source-range value must be of the form bytes=first-last")
+        .with_reason("InvalidArgument");
+  }
+  const std::string etag = unquote_etag(copy.head.headers.get("ETag").value_or(""));
+  const int64_t mtime =
+      s3::parse_http_date(copy.head.headers.get("Last-Modified").value_or("")).value_or(0);
+  if (s3::evaluate_copy_source(source.conditions.view(), etag, mtime) !=
+      s3::ConditionResult::kProceed) {
+    co_return Status::failed_precondition(
+        "At least one of the pre-conditions you specified did not hold")
+        .with_reason("PreconditionFailed");
+  }
+  copy.size = copy.head.content_length.value_or(0);
+  co_return copy;
+}
+
+http::Awaitable<Status> Target::copy_object(http::Exchange& exchange, const ObjectRequest& request,
+                                            const Resolved& r) {
+  CO_ASSIGN_OR_RETURN(CopyFrom source, co_await open_copy_source(request));
+  store::PutOptions options = put_options(request, r.bucket);
+  options.expected_size = source.size;
+  if (request.part && source.size > request.max_size) {
+    co_return Status::invalid_argument("A part may hold at most 5 GiB")
+        .with_reason("EntityTooLarge");
+  }
+  if (!request.part) {
+    if (source.size > request.max_size) {
+      co_return Status::invalid_argument(
+          "The copy source is larger than the maximum allowable size")
+          .with_reason("InvalidRequest");
+    }
+    CO_ASSIGN_OR_RETURN(options.attributes, copy_attributes(request, source.head.headers));
+  }
+  CO_ASSIGN_OR_RETURN(auto writer, co_await open_writer(request, r, std::move(options)));
+  std::vector<s3::Checksum*> no_checksums;
+  CO_ASSIGN_OR_RETURN(const uint64_t copied,
+                      co_await receive(source.call->body(), *writer, std::move(no_checksums)));
+  if (copied != source.size) {
+    co_return Status::unavailable("copy source {}/{} ended early", request.copy_source->bucket,
+                                  request.copy_source->name);
+  }
+  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_write(request, r, *writer));
+  s3::XmlWriter xml;
+  xml.open(request.part ? "CopyPartResult" : "CopyObjectResult", s3::kS3Xmlns)
+      .element("LastModified", s3::format_iso8601(record.mtime_unix_nanos()))
+      .element("ETag", quoted(etag_of(record)))
+      .close();
+  co_return co_await cluster::send_xml(exchange, *request.s3, xml.finish());
+}
+
+}  // namespace silo::target
