@@ -74,8 +74,9 @@ bench_binaries() {
 
 # bench_cluster TARGETS MOUNTPATHS: a 1-proxy cluster in $work/cluster.
 bench_cluster() {
+  local up_log="$work/cluster-up.log"
   SILO_BIN_DIR=$silod_dir "$bench_repo/deploy/local/cluster.sh" up --dir "$work/cluster" --base-port "$base_port" \
-    --targets "$1" --mountpaths "$2" >/dev/null
+    --targets "$1" --mountpaths "$2" >"$up_log" 2>&1 || { cat "$up_log" >&2; bench_die "the cluster did not start"; }
   export SILO_ACCESS_KEY=${SILO_ACCESS_KEY:-silo-admin} SILO_SECRET_KEY=${SILO_SECRET_KEY:-silo-secret-key}
   local status; status=$("$bench_repo/deploy/local/cluster.sh" status --dir "$work/cluster" --json)
   SILO_ENDPOINT=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["endpoint"])' <<<"$status")
@@ -156,7 +157,8 @@ PY
 bench_dataset() {
   bench_files "$work/www" "$2" "$3" "$4" "$5"
   bench_bucket "$1" page_cache
-  "$silo_bench" put --bucket "$1" --dir "$work/www" -c 4 --no-progress >/dev/null
+  "$silo_bench" put --bucket "$1" --dir "$work/www" -c 4 --no-progress >"$work/put-$1.log" 2>&1 ||
+    { cat "$work/put-$1.log" >&2; bench_die "loading bucket $1 failed"; }
 }
 
 # wrk_random URL PATH_FORMAT COUNT: wrk (2 threads, 16 connections, $duration) GETting

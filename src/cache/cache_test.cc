@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "http/testing/fake_exchange.h"
+
 namespace silo::cache {
 namespace {
 
@@ -129,56 +131,7 @@ class FakeBackend : public backend::ObjectBackend {
   std::optional<Status> cut_;
 };
 
-// An exchange whose response keeps what a handler sends (send_file reads the file).
-class FakeExchange : public http::Exchange, public http::ResponseWriter, public http::BodyReader {
- public:
-  explicit FakeExchange(boost::asio::any_io_executor executor) : executor_(std::move(executor)) {}
-  const http::RequestHead& request() const override { return request_; }
-  http::BodyReader& body() override { return *this; }
-  http::ResponseWriter& response() override { return *this; }
-  boost::asio::any_io_executor executor() override { return executor_; }
-
-  http::Awaitable<Status> send(http::ResponseHead head, std::string body) override {
-    head_ = std::move(head);
-    sent_ = std::move(body);
-    has_begun_ = true;
-    co_return Status::ok();
-  }
-  http::Awaitable<Status> begin(http::ResponseHead head, std::optional<uint64_t> length) override {
-    head_ = std::move(head);
-    length_ = length;
-    has_begun_ = true;
-    co_return Status::ok();
-  }
-  http::Awaitable<Status> write(std::span<const char> data) override {
-    sent_.append(data.data(), data.size());
-    co_return Status::ok();
-  }
-  http::Awaitable<Status> send_file(int fd, uint64_t offset, uint64_t length) override {
-    std::string bytes(length, '\0');
-    const ssize_t n = ::pread(fd, bytes.data(), length, static_cast<off_t>(offset));
-    if (n != static_cast<ssize_t>(length)) co_return Status::data_loss("short pread");
-    sent_ += bytes;
-    ++sends_;
-    co_return Status::ok();
-  }
-  bool has_begun() const override { return has_begun_; }
-  http::Awaitable<Result<size_t>> read(std::span<char>) override { co_return size_t{0}; }
-  bool is_done() const override { return true; }
-
-  const std::string& sent() const { return sent_; }
-  std::optional<uint64_t> length() const { return length_; }
-  int sends() const { return sends_; }
-
- private:
-  boost::asio::any_io_executor executor_;
-  http::RequestHead request_;
-  http::ResponseHead head_;
-  std::optional<uint64_t> length_;
-  std::string sent_;
-  bool has_begun_ = false;
-  int sends_ = 0;
-};
+using http::testing::FakeExchange;
 
 // Runs `work` and everything it spawns to completion on a private io_context.
 template <typename T>

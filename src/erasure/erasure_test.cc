@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "replication/testing/fake_exchange.h"
+#include "http/testing/fake_exchange.h"
 #include "replication/testing/test_targets.h"
 #include "testing/status_matchers.h"
 
@@ -87,7 +87,7 @@ class ErasureTest : public ::testing::Test {
   Result<std::string> read_at(TestTarget& t, const ObjectRef& object, uint64_t offset, uint64_t length) {
     auto mine = targets_->run(t.store->open(object));
     if (!mine) return mine.status();
-    replication::testing::FakeExchange exchange(targets_->io().get_executor(), http::Method::kGet, "/o");
+    http::testing::FakeExchange exchange(targets_->io().get_executor(), http::Method::kGet, "/o");
     const Status sent = targets_->run(erasure_of(t).send_ec(exchange, bucket_, object, *mine, http::ResponseHead{},
                                                            offset, length));
     if (!sent.is_ok()) return sent;

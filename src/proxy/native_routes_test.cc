@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "http/testing/fake_exchange.h"
 #include "cluster/cluster_maps.h"
 #include "config/live_config.h"
 #include "http/route_table.h"
@@ -22,52 +23,7 @@ namespace {
 using http::Method;
 
 // An exchange with an empty body whose response keeps what the handler sent.
-class FakeExchange : public http::Exchange, public http::ResponseWriter, public http::BodyReader {
- public:
-  FakeExchange(boost::asio::any_io_executor executor, Method method, std::string path)
-      : executor_(std::move(executor)) {
-    request_.method = method;
-    request_.method_text = std::string(http::method_name(method));
-    request_.path = path;
-    request_.target = std::move(path);
-  }
-  const http::RequestHead& request() const override { return request_; }
-  http::BodyReader& body() override { return *this; }
-  http::ResponseWriter& response() override { return *this; }
-  boost::asio::any_io_executor executor() override { return executor_; }
-
-  http::Awaitable<Status> send(http::ResponseHead head, std::string body) override {
-    status_ = head.status;
-    sent_ = std::move(body);
-    has_begun_ = true;
-    co_return Status::ok();
-  }
-  http::Awaitable<Status> begin(http::ResponseHead head, std::optional<uint64_t>) override {
-    status_ = head.status;
-    has_begun_ = true;
-    co_return Status::ok();
-  }
-  http::Awaitable<Status> write(std::span<const char> data) override {
-    sent_.append(data.data(), data.size());
-    co_return Status::ok();
-  }
-  http::Awaitable<Status> send_file(int, uint64_t, uint64_t) override {
-    co_return Status::unimplemented("no files here");
-  }
-  bool has_begun() const override { return has_begun_; }
-  http::Awaitable<Result<size_t>> read(std::span<char>) override { co_return size_t{0}; }
-  bool is_done() const override { return true; }
-
-  int status() const { return status_; }
-  const std::string& sent() const { return sent_; }
-
- private:
-  boost::asio::any_io_executor executor_;
-  http::RequestHead request_;
-  int status_ = 0;  // 0: nothing sent
-  std::string sent_;
-  bool has_begun_ = false;
-};
+using http::testing::FakeExchange;
 
 struct Answer {
   int status = 0;  // 0: nothing sent; -1: no route

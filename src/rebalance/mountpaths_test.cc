@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "replication/testing/fake_exchange.h"
+#include "http/testing/fake_exchange.h"
 #include "replication/testing/test_targets.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
@@ -52,8 +52,8 @@ class MountpathsTest : public ::testing::Test {
   }
   replication::testing::TestTarget& target() { return (*targets_)[0]; }
 
-  replication::testing::FakeExchange handle(http::Method method, const std::string& rest, bool is_admin, std::string body = "") {
-    replication::testing::FakeExchange exchange(targets_->io().get_executor(), method, "/v1/mountpaths" + rest, std::move(body));
+  http::testing::FakeExchange handle(http::Method method, const std::string& rest, bool is_admin, std::string body = "") {
+    http::testing::FakeExchange exchange(targets_->io().get_executor(), method, "/v1/mountpaths" + rest, std::move(body));
     targets_->run(mountpaths_->handle(exchange, rest, is_admin));
     return exchange;
   }

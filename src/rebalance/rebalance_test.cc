@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "replication/testing/fake_exchange.h"
+#include "http/testing/fake_exchange.h"
 #include "replication/testing/test_targets.h"
 #include "testing/status_matchers.h"
 
@@ -55,7 +55,7 @@ class RebalanceTest : public ::testing::Test {
     for (auto& r : rebalances_) targets_->run(r->sync());
   }
   wire::RebalanceProgress progress(size_t i) {
-    replication::testing::FakeExchange exchange(targets_->io().get_executor(), http::Method::kGet, "/v1/internal/rebalance");
+    http::testing::FakeExchange exchange(targets_->io().get_executor(), http::Method::kGet, "/v1/internal/rebalance");
     targets_->run(rebalance(i).handle_progress(exchange));
     auto p = wire::decode<wire::RebalanceProgress>(exchange.sent(), wire::Source::kNetwork);
     EXPECT_TRUE(p.has_value()) << p.status();

@@ -1,8 +1,8 @@
 #pragma once
 
-// An exchange in memory for the tests of the data services beneath the target: a request
-// head and body given up front, and the response a handler sends kept whole (send_file
-// reads the file). Header only, for tests.
+// An exchange in memory for the tests of handlers (proxy, target, the data services, the
+// cache): a request head and body given up front, and the response a handler sends kept
+// whole (send_file reads the file). Header only, for tests.
 #include <unistd.h>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -14,13 +14,15 @@
 
 #include "http/server.h"
 
-namespace silo::replication::testing {
+namespace silo::http::testing {
 
 class FakeExchange : public http::Exchange, public http::ResponseWriter, public http::BodyReader {
  public:
-  FakeExchange(boost::asio::any_io_executor executor, http::Method method, std::string path, std::string body = "")
+  FakeExchange(boost::asio::any_io_executor executor, http::Method method = http::Method::kGet,
+               std::string path = "/", std::string body = "")
       : executor_(std::move(executor)), body_(std::move(body)) {
     request_.method = method;
+    request_.method_text = std::string(http::method_name(method));
     request_.path = path;
     request_.target = std::move(path);
     request_.content_length = body_.size();
@@ -31,13 +33,14 @@ class FakeExchange : public http::Exchange, public http::ResponseWriter, public 
   boost::asio::any_io_executor executor() override { return executor_; }
 
   http::Awaitable<Status> send(http::ResponseHead head, std::string body) override {
-    status_ = head.status;
+    head_ = std::move(head);
     sent_ = std::move(body);
     has_begun_ = true;
     co_return Status::ok();
   }
-  http::Awaitable<Status> begin(http::ResponseHead head, std::optional<uint64_t>) override {
-    status_ = head.status;
+  http::Awaitable<Status> begin(http::ResponseHead head, std::optional<uint64_t> length) override {
+    head_ = std::move(head);
+    length_ = length;
     has_begun_ = true;
     co_return Status::ok();
   }
@@ -51,6 +54,7 @@ class FakeExchange : public http::Exchange, public http::ResponseWriter, public 
       co_return Status::data_loss("short pread");
     }
     sent_ += bytes;
+    ++sends_;
     co_return Status::ok();
   }
   bool has_begun() const override { return has_begun_; }
@@ -62,17 +66,24 @@ class FakeExchange : public http::Exchange, public http::ResponseWriter, public 
   }
   bool is_done() const override { return read_ == body_.size(); }
 
-  int status() const { return status_; }
+  // The request as a handler sees it; a test may add headers or query before the call.
+  http::RequestHead& request_head() { return request_; }
+  int status() const { return has_begun_ ? head_.status : 0; }  // 0: nothing sent
+  const http::ResponseHead& head() const { return head_; }
   const std::string& sent() const { return sent_; }
+  std::optional<uint64_t> length() const { return length_; }  // as begin() announced it
+  int sends() const { return sends_; }  // send_file calls
 
  private:
   boost::asio::any_io_executor executor_;
   http::RequestHead request_;
   std::string body_;
   size_t read_ = 0;
-  int status_ = 0;
+  http::ResponseHead head_;
+  std::optional<uint64_t> length_;
   std::string sent_;
   bool has_begun_ = false;
+  int sends_ = 0;
 };
 
-}  // namespace silo::replication::testing
+}  // namespace silo::http::testing
