@@ -131,7 +131,16 @@ CONF
   nginx -c "$dir/nginx.conf" -p "$dir" 2>>"$dir/error.log" || { cat "$dir/error.log" >&2; bench_die "nginx did not start"; }
   for _ in $(seq 50); do [ -s "$dir/nginx.pid" ] && break; sleep 0.1; done
   local master; master=$(cat "$dir/nginx.pid")
-  nginx_pids="$master $(pgrep -P "$master" | tr '\n' ' ')"
+  # The workers come a moment after the pid file; on a busy machine pgrep could run first
+  # (and, finding none, fail the script silently under pipefail).
+  local workers=""
+  for _ in $(seq 100); do
+    workers=$(pgrep -P "$master" | tr '\n' ' ' || true)
+    [ -n "$workers" ] && break
+    sleep 0.05
+  done
+  [ -n "$workers" ] || bench_die "nginx started no workers"
+  nginx_pids="$master $workers"
   nginx_url="http://127.0.0.1:$port"
 }
 
