@@ -161,6 +161,23 @@ std::optional<Result<StoreImpl::Found>> StoreImpl::find_record_in(const ObjectRe
                            .with_reason("NoSuchKey"));
 }
 
+Status StoreImpl::evaluate_locked(const ObjectRef& object, size_t owner, const Precondition& precondition) {
+  // What a GET sees now: the owner's record, else a copy on another mountpath.
+  Result<Found> current = find_record(object, owner);
+  if (!current && current.error().code() != Code::kNotFound &&
+      current.error().code() != Code::kDataLoss) {
+    return std::move(current).error();
+  }
+  return precondition(current ? &current->record : nullptr);
+}
+
+Status StoreImpl::check_precondition(size_t owner, const ObjectRef& object,
+                                     const Precondition& precondition) {
+  if (!precondition) return Status::ok();
+  const auto lock = locks_.lock(object);
+  return evaluate_locked(object, owner, precondition);
+}
+
 Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& object,
                                               const std::string& work_path,
                                               wire::ObjectRecord record, Durability durability,
@@ -183,15 +200,7 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
   } else if (previous.error().code() != Code::kNotFound) {
     return std::move(previous).error();
   }
-  if (precondition) {
-    // What a GET sees now: the owner's record, else a copy on another mountpath.
-    Result<Found> current = find_record(object, owner);
-    if (!current && current.error().code() != Code::kNotFound &&
-        current.error().code() != Code::kDataLoss) {
-      return std::move(current).error();
-    }
-    RETURN_IF_ERROR(precondition(current ? &current->record : nullptr));
-  }
+  if (precondition) RETURN_IF_ERROR(evaluate_locked(object, owner, precondition));
 
   FileSystem& file_system = mountpath.file_system();
   RETURN_IF_ERROR(make_directories(file_system, mountpath.object_dir(),

@@ -117,6 +117,18 @@ http::Awaitable<Status> Target::publish(const Resolved& r) {
   co_return co_await replicate(r);
 }
 
+http::Awaitable<Result<wire::ObjectRecord>> Target::commit_and_publish(const Resolved& r,
+                                                                      store::ObjectWriter& writer) {
+  const wire::BucketProps& props = r.bucket.props();
+  if (wire::is_erasure_coded(props) && !wire::is_remote(props) && props.write_mode() != wire::WRITE_MODE_ASYNC) {
+    CO_ASSIGN_OR_RETURN(std::optional<wire::ObjectRecord> coded, co_await erasure_.commit_coded(writer, r.object, r.holders));
+    if (coded) co_return std::move(*coded);  // else under min_size: copies, as below
+  }
+  CO_ASSIGN_OR_RETURN(wire::ObjectRecord record, co_await writer.commit());
+  CO_RETURN_IF_ERROR(co_await publish(r));
+  co_return record;
+}
+
 http::Awaitable<Status> Target::remove_remote(const Resolved& r) {
   CO_RETURN_IF_ERROR(co_await cache_.remove_at_backend(r.bucket, r.object));
   const Status here = co_await rebalance_.remove_everywhere(r.object);

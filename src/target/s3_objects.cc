@@ -325,8 +325,8 @@ http::Awaitable<Status> Target::s3_put(http::Exchange& exchange, const cluster::
   http::ResponseHead head = cluster::s3_head(&request);
   const uint64_t max_object_size = live_config()->s3.max_object_size;
   CO_RETURN_IF_ERROR(co_await receive_object(exchange, request, *writer, max_object_size, head.headers));
-  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
-  CO_RETURN_IF_ERROR(co_await publish(r));
+  // Coded objects stage their slices before replacing any (docs/adr/0014).
+  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_and_publish(r, *writer));
   head.headers.set("ETag", "\"" + etag_of(record) + "\"");
   co_return co_await exchange.response().send(std::move(head), "");
 }

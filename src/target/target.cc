@@ -220,8 +220,8 @@ http::Awaitable<Status> Target::put(http::Exchange& exchange, const Resolved& r)
   CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(r.object, std::move(options)));
   CO_ASSIGN_OR_RETURN(const uint64_t received, co_await receive(exchange.body(), *writer, {}));
   if (received > max_object_size) co_return too_large(received, max_object_size);  // chunked: nothing is kept
-  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
-  CO_RETURN_IF_ERROR(co_await publish(r));
+  // Coded objects stage their slices before replacing any (docs/adr/0014).
+  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_and_publish(r, *writer));
   http::ResponseHead head;
   head.headers.set("ETag", "\"" + etag_of(record) + "\"");
   head.headers.set("Content-Type", "application/json");

@@ -177,6 +177,11 @@ class Target {
   // the backend first (write-through; on failure the write is taken back), then to the
   // other holders (replicate).
   http::Awaitable<Status> publish(const Resolved& r);
+  // A client's new object at the owner, all bytes in `writer`: writer.commit() then
+  // publish(), except for a sync erasure-coded local bucket, whose slices are staged on
+  // every holder before any old slice is replaced (Erasure::commit_coded, docs/adr/0014).
+  // The committed record as clients see it.
+  http::Awaitable<Result<wire::ObjectRecord>> commit_and_publish(const Resolved& r, store::ObjectWriter& writer);
   // A DELETE in a remote bucket: the backend's object first, then the copies everywhere.
   http::Awaitable<Status> remove_remote(const Resolved& r);
   // replicate() of one object the cache fetched (`r` is owned by the coroutine).
