@@ -569,8 +569,13 @@ http::Awaitable<Status> Target::s3_copy(http::Exchange& exchange, const cluster:
   }
   CO_ASSIGN_OR_RETURN(const uint64_t copied, co_await receive(call->body(), *writer, {}));
   if (copied != size) co_return Status::unavailable("copy source {}/{} ended early", source.bucket, source.key);
-  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await writer->commit());
-  if (!is_part) CO_RETURN_IF_ERROR(co_await publish(r));
+  wire::ObjectRecord record;
+  if (is_part) {
+    CO_ASSIGN_OR_RETURN(record, co_await writer->commit());
+  } else {
+    // Coded objects stage their slices before replacing any (docs/adr/0014).
+    CO_ASSIGN_OR_RETURN(record, co_await commit_and_publish(r, *writer));
+  }
   s3::XmlWriter xml;
   xml.open(is_part ? "CopyPartResult" : "CopyObjectResult", s3::kS3Xmlns)
       .element("LastModified", s3::format_iso8601(record.mtime_unix_nanos()))
