@@ -152,10 +152,15 @@ class Erasure {
   // Waits for every other holder's answer to its staged slice: kAborted when one would
   // not take it (it has this version or a newer one).
   http::Awaitable<Status> finish_staged_sinks(const ObjectRef& object, std::vector<SliceSink>& sinks);
-  // Commits the slices staged under `token` on the other holders, in parallel; how many
-  // did (the others failed, expired or kept a newer version).
-  http::Awaitable<size_t> commit_staged_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,
-                                               const std::string& token);
+  // Commits the slices staged under `token` on the other holders, in parallel: how many
+  // did, and how many gave no answer (those may have committed; the others answered
+  // that they did not: expired, or a newer version there).
+  struct CommitRound {
+    size_t committed = 0;
+    size_t unknown = 0;
+  };
+  http::Awaitable<CommitRound> commit_staged_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,
+                                                    const std::string& token);
   // Drops the slices staged under `token` (best effort: a holder that misses this drops
   // its slice at the deadline).
   http::Awaitable<void> drop_staged_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,

@@ -76,13 +76,21 @@ http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Erasure::commit_coded
   // The commit round: the only moment a crash can leave two versions mixed (ADR 0014).
   // The other holders first: once they committed, the new version is readable from them
   // even if this node fails before its own slice.
-  const size_t committed = co_await commit_staged_slices(object, sinks, token);
+  const CommitRound round = co_await commit_staged_slices(object, sinks, token);
   co_await writer.discard();
-  if (committed == 0 && sinks.size() > 1) {
-    // Nothing replaced anywhere: the previous version stays whole.
+  const size_t committed = round.committed;
+  if (committed == 0 && round.unknown == 0 && sinks.size() > 1) {
+    // Every holder answered, none committed: nothing replaced anywhere.
     co_await drop_staged_slices(object, sinks, token);
     co_return Status::unavailable("no holder committed its slice of {}; the previous version is unchanged",
                                   object.name);
+  }
+  if (committed == 0 && sinks.size() > 1) {
+    // A commit may have taken without its answer: the holders settle it at their
+    // deadline from each other's pieces (a committed one rolls the others forward).
+    co_return Status::unavailable("the commit of {}'s slices had no answer from {} holders; they settle it "
+                                  "within a minute; retry the write",
+                                  object.name, round.unknown);
   }
   auto mine = co_await sinks.front().writer->commit();
   if (!mine) co_return std::move(mine).error().annotate("committing slice 0 of {}", object.name);
@@ -163,31 +171,36 @@ http::Awaitable<Status> Erasure::finish_staged_sinks(const ObjectRef& object, st
   co_return Status::ok();
 }
 
-http::Awaitable<size_t> Erasure::commit_staged_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,
-                                                      const std::string& token) {
-  std::vector<std::function<http::Awaitable<bool>()>> commits;
+http::Awaitable<Erasure::CommitRound> Erasure::commit_staged_slices(const ObjectRef& object,
+                                                                   const std::vector<SliceSink>& sinks,
+                                                                   const std::string& token) {
+  enum class Outcome { kCommitted, kRefused, kUnknown };
+  std::vector<std::function<http::Awaitable<Outcome>()>> commits;
   for (const auto& sink : sinks) {
     if (sink.node.id() == peers_.self().id()) continue;
-    commits.push_back([this, &sink, &object, &token]() -> http::Awaitable<bool> {
+    commits.push_back([this, &sink, &object, &token]() -> http::Awaitable<Outcome> {
       auto to = http::Endpoint::parse(sink.node.url());
-      if (!to) co_return false;
+      if (!to) co_return Outcome::kRefused;
       http::ClientRequest post;
       post.method = http::Method::kPost;
       post.target = replication::internal_object_target(object) + "?commit=" + token;
       auto answer = co_await client_->call(*to, std::move(post), "", kMaxSmallBody);
-      if (!answer || answer->status != 200) {
-        const std::string why = answer ? fmt::format("HTTP {} {}", answer->status, answer->body)
-                                       : answer.error().to_string();
-        SILO_LOG_WARN("slice {} of {} was not committed on {}: {}", sink.index, object.name, sink.node.id(),
-                      why);
-        co_return false;
+      if (answer && answer->status == 200 && replication::placed_of(answer->body).is_kept) {
+        co_return Outcome::kCommitted;
       }
-      co_return replication::placed_of(answer->body).is_kept;
+      const std::string why = answer ? fmt::format("HTTP {} {}", answer->status, answer->body)
+                                     : answer.error().to_string();
+      SILO_LOG_WARN("slice {} of {} was not committed on {}: {}", sink.index, object.name, sink.node.id(), why);
+      // No answer: the commit may have taken all the same.
+      co_return answer ? Outcome::kRefused : Outcome::kUnknown;
     });
   }
-  size_t committed = 0;
-  for (const bool is_committed : co_await async::gather<bool>(std::move(commits))) committed += is_committed ? 1 : 0;
-  co_return committed;
+  CommitRound round;
+  for (const Outcome outcome : co_await async::gather<Outcome>(std::move(commits))) {
+    round.committed += outcome == Outcome::kCommitted ? 1 : 0;
+    round.unknown += outcome == Outcome::kUnknown ? 1 : 0;
+  }
+  co_return round;
 }
 
 http::Awaitable<void> Erasure::drop_staged_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,

@@ -135,8 +135,11 @@ class Replication {
                                         const std::string& token);
   http::Awaitable<Status> drop_staged(http::Exchange& exchange, const ObjectRef& object,
                                       const std::string& token);
-  // Drops the staged slice `token` if still here after its deadline (its owner failed).
+  // After its deadline, the staged slice `token` if still here (its owner failed): commits
+  // it when another holder has its version committed, else drops it.
   http::Awaitable<void> expire_staged(std::string token);
+  // Whether another candidate holder of `object` has a piece of the version of `slice`.
+  http::Awaitable<bool> is_committed_elsewhere(const ObjectRef& object, const wire::ObjectRecord& slice);
   // Takes the staged slice `token` of `object` out of the table; nullptr when none.
   std::unique_ptr<Incoming> take_staged(const ObjectRef& object, const std::string& token);
   http::Awaitable<Status> serve_copy(http::Exchange& exchange, const ObjectRef& object);

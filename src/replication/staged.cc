@@ -1,7 +1,9 @@
 // The receiving end of staged slices (docs/adr/0014): a coded overwrite's slice is
 // received and fsynced here without replacing the slice of the version this holder has,
 // and committed (or dropped) only when its owner says so, once every holder has staged
-// its slice. So an overwrite that fails anywhere leaves the previous version whole.
+// its slice. So an overwrite that fails anywhere leaves the previous version whole. A
+// slice whose commit never came is committed at its deadline when another holder has
+// committed its version (the owner failed inside the commit round), else dropped.
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -110,9 +112,36 @@ http::Awaitable<void> Replication::expire_staged(std::string token) {
     expired = std::move(it->second);
     staged_.erase(it);
   }
-  SILO_LOG_WARN("the staged slice of {} (token {}) got no commit within {} s: dropped", expired->object.name,
-                token, kStagedDeadline.count());
+  // An owner that failed inside its commit round reached some holders and not this one.
+  // A committed slice of this version on another holder means the round was decided
+  // (the owner commits nothing before every holder staged, and drops the stages when no
+  // commit took): this slice commits too, so the new version gets every slice still
+  // alive. None committed anywhere: the overwrite was abandoned, and this slice goes.
+  const bool is_decided = co_await is_committed_elsewhere(expired->object, expired->record);
+  if (is_decided) {
+    auto placed = co_await commit_incoming(*expired);
+    if (placed) {
+      SILO_LOG_WARN("the staged slice of {} (token {}) got no commit within {} s but another holder has "
+                    "its version: committed ({})",
+                    expired->object.name, token, kStagedDeadline.count(), placed->is_kept ? "kept" : "superseded");
+      co_return;
+    }
+    SILO_LOG_WARN("committing the staged slice of {} (token {}) late: {}", expired->object.name, token,
+                  placed.error());
+  } else {
+    SILO_LOG_WARN("the staged slice of {} (token {}) got no commit within {} s: dropped", expired->object.name,
+                  token, kStagedDeadline.count());
+  }
   co_await expired->writer->discard();
+}
+
+http::Awaitable<bool> Replication::is_committed_elsewhere(const ObjectRef& object, const wire::ObjectRecord& slice) {
+  for (const auto& node : peers_.candidates_of(object)) {
+    if (node.id() == peers_.self().id()) continue;
+    auto theirs = co_await record_at(node, object);  // down or failing: not known to have it
+    if (theirs && *theirs && same_version(**theirs, slice)) co_return true;
+  }
+  co_return false;
 }
 
 std::unique_ptr<Replication::Incoming> Replication::take_staged(const ObjectRef& object,
