@@ -161,6 +161,10 @@ class Erasure {
   };
   http::Awaitable<CommitRound> commit_staged_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,
                                                     const std::string& token);
+  // The commit round of commit_coded(): the staged slices, then this node's own
+  // (sinks[0]); its record. kUnavailable when not every slice was committed.
+  http::Awaitable<Result<wire::ObjectRecord>> commit_round(const ObjectRef& object, std::vector<SliceSink>& sinks,
+                                                           const std::string& token);
   // Drops the slices staged under `token` (best effort: a holder that misses this drops
   // its slice at the deadline).
   http::Awaitable<void> drop_staged_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,

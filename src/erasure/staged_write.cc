@@ -73,11 +73,18 @@ http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Erasure::commit_coded
     }
     co_return staged.annotate("staging the slices of {}; the previous version is unchanged", object.name);
   }
-  // The commit round: the only moment a crash can leave two versions mixed (ADR 0014).
-  // The other holders first: once they committed, the new version is readable from them
-  // even if this node fails before its own slice.
-  const CommitRound round = co_await commit_staged_slices(object, sinks, token);
+  const auto committed = co_await commit_round(object, sinks, token);
   co_await writer.discard();
+  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord mine, committed);
+  co_return std::optional<wire::ObjectRecord>(object_view(mine));
+}
+
+http::Awaitable<Result<wire::ObjectRecord>> Erasure::commit_round(const ObjectRef& object,
+                                                                 std::vector<SliceSink>& sinks,
+                                                                 const std::string& token) {
+  // The other holders first: once they committed, the new version is readable from them
+  // even if this node fails before its own slice; those it misses roll forward.
+  const CommitRound round = co_await commit_staged_slices(object, sinks, token);
   const size_t committed = round.committed;
   if (committed == 0 && round.unknown == 0 && sinks.size() > 1) {
     // Every holder answered, none committed: nothing replaced anywhere.
@@ -99,7 +106,7 @@ http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Erasure::commit_coded
     co_return Status::unavailable("{} is stored but only {} of its {} slices were committed; retry the write",
                                   object.name, committed + 1, sinks.size());
   }
-  co_return std::optional<wire::ObjectRecord>(object_view(*mine));
+  co_return std::move(*mine);
 }
 
 http::Awaitable<Status> Erasure::stage_slices(const ObjectRef& object, const wire::Bucket& bucket,
