@@ -53,16 +53,6 @@ void forget_own(std::vector<std::optional<wire::NodeInfo>>& where, uint32_t i,
 
 }  // namespace
 
-// One slice being written: into this store, or to another target.
-struct Erasure::SliceSink {
-  uint32_t index = 0;
-  wire::NodeInfo node;
-  wire::ObjectRecord record;  // of the slice sent
-  std::unique_ptr<store::ObjectWriter> writer;
-  std::unique_ptr<http::Call> call;
-  Placed placed;  // what the receiver did, once finished
-};
-
 Erasure::Erasure(replication::Peers& peers, store::Store& store, std::shared_ptr<http::Client> client,
                  replication::Replication& replication, stats::Registry& stats)
     : peers_(peers),
@@ -224,25 +214,30 @@ http::Awaitable<Result<Erasure::SliceSink>> Erasure::open_slice_sink(const Objec
     CO_ASSIGN_OR_RETURN(sink.writer, co_await store_.create(object, std::move(options)));
     co_return sink;
   }
+  // repair=1: the holder's own slice of this version may be missing or corrupt.
+  CO_ASSIGN_OR_RETURN(sink.call, co_await start_slice_call(object, record, node, "repair=1"));
+  co_return sink;
+}
+
+http::Awaitable<Result<std::unique_ptr<http::Call>>> Erasure::start_slice_call(const ObjectRef& object,
+                                                                             const wire::ObjectRecord& record,
+                                                                             const wire::NodeInfo& node,
+                                                                             const std::string& query) {
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
   const std::string prefix = replication::copy_prefix(record);
   http::ClientRequest put;
   put.method = http::Method::kPut;
-  // repair=1: the holder's own slice of this version may be missing or corrupt.
-  put.target = replication::internal_object_target(object) + "?repair=1";
+  put.target = replication::internal_object_target(object) + "?" + query;
   put.headers.set(http::kNodeMapVersionHeader, std::to_string(peers_.maps().node_map()->version()));
-  CO_ASSIGN_OR_RETURN(sink.call,
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<http::Call> call,
                       co_await client_->start(to, std::move(put), prefix.size() + record.size()));
-  CO_RETURN_IF_ERROR(co_await sink.call->write({prefix.data(), prefix.size()}));
-  co_return sink;
+  CO_RETURN_IF_ERROR(co_await call->write({prefix.data(), prefix.size()}));
+  co_return call;
 }
 
-namespace {
-
-// Sends `cell_length` bytes of each sink's cell to it, all at once.
-http::Awaitable<Status> write_cells(std::vector<Erasure::SliceSink>& sinks,
-                                    const std::vector<std::vector<uint8_t>>& cells,
-                                    uint64_t cell_length) {
+http::Awaitable<Status> Erasure::write_cells(std::vector<SliceSink>& sinks,
+                                            const std::vector<std::vector<uint8_t>>& cells,
+                                            uint64_t cell_length) {
   std::vector<std::function<http::Awaitable<Status>()>> writes;
   for (auto& sink : sinks) {
     writes.push_back([&sink, &cells, cell_length]() -> http::Awaitable<Status> {
@@ -257,8 +252,6 @@ http::Awaitable<Status> write_cells(std::vector<Erasure::SliceSink>& sinks,
   }
   co_return Status::ok();
 }
-
-}  // namespace
 
 http::Awaitable<Status> Erasure::finish_slice_sinks(const ObjectRef& object,
                                                    std::vector<SliceSink>& sinks) {

@@ -57,9 +57,29 @@ class Erasure {
   // The record as clients see the object: a slice's shows the object's size and XXH3.
   static wire::ObjectRecord object_view(const wire::ObjectRecord& record);
 
-  // One slice being written, here or to another target (public only so that erasure.cc's
-  // helpers can take it).
-  struct SliceSink;
+  // Commits a new version of `object` at its owner (holders[0], this node) from `writer`,
+  // which holds all its bytes, uncommitted (docs/adr/0014). When the bucket codes it
+  // (k + m slices: not under min_size), slice i is *staged* on holders[i] (received and
+  // fsynced there, not replacing the version it has) and, once every holder has staged
+  // its slice, the staged slices are committed (in parallel), then this node's own slice;
+  // the work file is discarded. Returns the record as clients see the object. When
+  // staging fails anywhere the staged slices are dropped and no holder's piece changed:
+  // kUnavailable, or the precondition's error from writer.seal(). nullopt: not coded here
+  // (under min_size, not the owner): commit `writer` and copy as for any object.
+  // A crash in the commit round itself (milliseconds) can still mix versions: ADR 0014.
+  http::Awaitable<Result<std::optional<wire::ObjectRecord>>> commit_coded(store::ObjectWriter& writer,
+                                                                         ObjectRef object,
+                                                                         std::vector<wire::NodeInfo> holders);
+
+  // One slice being written: into this store, or to another target.
+  struct SliceSink {
+    uint32_t index = 0;
+    wire::NodeInfo node;
+    wire::ObjectRecord record;  // of the slice sent
+    std::unique_ptr<store::ObjectWriter> writer;
+    std::unique_ptr<http::Call> call;
+    replication::Placed placed;  // what the receiver did, once finished
+  };
 
  private:
   // Where the slices of one version are: where[i] holds slice i (unset: found nowhere);
@@ -107,6 +127,48 @@ class Erasure {
   http::Awaitable<Result<SliceSink>> open_slice_sink(const ObjectRef& object, const wire::ObjectRecord& record,
                                                      const wire::NodeInfo& node, const wire::Bucket& bucket,
                                                      uint64_t replacing);
+
+  // Sends `cell_length` bytes of each sink's cell to it, all at once.
+  static http::Awaitable<Status> write_cells(std::vector<SliceSink>& sinks,
+                                             const std::vector<std::vector<uint8_t>>& cells,
+                                             uint64_t cell_length);
+  // Starts the PUT of slice `record` to `node`'s internal objects endpoint with `query`
+  // ("repair=1", "stage=TOKEN") and sends the copy prefix.
+  http::Awaitable<Result<std::unique_ptr<http::Call>>> start_slice_call(const ObjectRef& object,
+                                                                       const wire::ObjectRecord& record,
+                                                                       const wire::NodeInfo& node,
+                                                                       const std::string& query);
+  // Staged overwrites (staged_write.cc, docs/adr/0014).
+  // Opens slice `record`'s writer on `node`: a new generation here that replaces only an
+  // older version, or a staged slice there under `token`.
+  http::Awaitable<Result<SliceSink>> open_staged_sink(const ObjectRef& object, const wire::ObjectRecord& record,
+                                                      const wire::NodeInfo& node, const wire::Bucket& bucket,
+                                                      const std::string& token);
+  // Stages every slice of the sealed version `whole` (from `fd`) on its holder; ok once
+  // every other holder confirmed its staged slice (fsynced). Leaves the sinks to the caller.
+  http::Awaitable<Status> stage_slices(const ObjectRef& object, const wire::Bucket& bucket,
+                                       const std::vector<wire::NodeInfo>& holders, const wire::ObjectRecord& whole,
+                                       int fd, const std::string& token, std::vector<SliceSink>& sinks);
+  // Waits for every other holder's answer to its staged slice: kAborted when one would
+  // not take it (it has this version or a newer one).
+  http::Awaitable<Status> finish_staged_sinks(const ObjectRef& object, std::vector<SliceSink>& sinks);
+  // Commits the slices staged under `token` on the other holders, in parallel: how many
+  // did, and how many gave no answer (those may have committed; the others answered
+  // that they did not: expired, or a newer version there).
+  struct CommitRound {
+    size_t committed = 0;
+    size_t unknown = 0;
+  };
+  http::Awaitable<CommitRound> commit_staged_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,
+                                                    const std::string& token);
+  // The commit round of commit_coded(): the staged slices, then this node's own
+  // (sinks[0]); its record. kUnavailable when not every slice was committed.
+  http::Awaitable<Result<wire::ObjectRecord>> commit_round(const ObjectRef& object, std::vector<SliceSink>& sinks,
+                                                           const std::string& token);
+  // Drops the slices staged under `token` (best effort: a holder that misses this drops
+  // its slice at the deadline).
+  http::Awaitable<void> drop_staged_slices(const ObjectRef& object, const std::vector<SliceSink>& sinks,
+                                           const std::string& token);
 
   replication::Peers& peers_;
   store::Store& store_;

@@ -51,7 +51,15 @@ Replication::Replication(Peers& peers, store::Store& store, std::shared_ptr<http
       corrupt_repaired_(stats.counter("silo_target_corrupt_copies_repaired_total",
                                       "Corrupt copies replaced by a good copy from another target.")),
       copies_made_(stats.counter("silo_target_copies_made_total",
-                                 "Copies of objects sent to or fetched from other holders (copies, repairs).")) {}
+                                 "Copies of objects sent to or fetched from other holders (copies, repairs).")) {
+  // The registry is the node's and outlives this object.
+  stats.gauge("silo_target_ec_slices_staged",
+              "Slices of coded overwrites received here and waiting for their owner's commit (docs/adr/0014).",
+              [this] {
+                MutexLock lock(staged_mutex_);
+                return static_cast<double>(staged_.size());
+              });
+}
 
 
 Status Replication::check_holders_up(const wire::Bucket& bucket, const std::vector<wire::NodeInfo>& holders,
@@ -189,6 +197,12 @@ http::Awaitable<Result<Placed>> Replication::push_copy(const http::Endpoint& to,
 
 http::Awaitable<Result<Placed>> Replication::store_copy(http::BodyReader& body, const ObjectRef& object,
                                                    std::optional<uint64_t> replacing) {
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<Incoming> incoming, co_await receive_copy(body, object, replacing));
+  co_return co_await commit_incoming(*incoming);
+}
+
+http::Awaitable<Result<std::unique_ptr<Replication::Incoming>>> Replication::receive_copy(
+    http::BodyReader& body, const ObjectRef& object, std::optional<uint64_t> replacing) {
   const auto bucket = peers_.bucket_by_id(object.bucket_id.value());
   if (!bucket) {
     co_return Status::not_found("bucket id {} does not exist", object.bucket_id.value()).with_reason("NoSuchBucket");
@@ -197,45 +211,51 @@ http::Awaitable<Result<Placed>> Replication::store_copy(http::BodyReader& body, 
   if (record.name() != object.name) {
     co_return Status::invalid_argument("copy record names {}, the path {}", record.name(), object.name);
   }
+  auto incoming = std::make_unique<Incoming>();
+  incoming->object = object;
+  incoming->record = record;
   store::PutOptions options;
   options.durability = store::Durability::kFsync;  // the sender removes its copy on our word
   options.attributes = record;
   options.original = record;
   options.expected_size = record.size();
-  bool is_counted = false;
-  Placed placed;
-  options.precondition = [this, &record, &object, &is_counted, &placed, &bucket,
+  options.precondition = [this, in = incoming.get(), props = bucket->props(),
                           replacing](const wire::ObjectRecord* current) {
     // Only a holder under this node's current map takes a copy: one sent by a walk that a
     // newer map cancelled must not land where the new walk has looked already.
     MutexLock lock(copies_mutex_);
-    const bool is_holder = peers_.is_self_among(peers_.holders_of(object));
+    const bool is_holder = peers_.is_self_among(peers_.holders_of(in->object));
     if (!is_holder) {
       return Status::failed_precondition("{} does not hold copies of {} under node map v{}", peers_.self().id(),
-                                         object.name, peers_.maps().node_map()->version());
+                                         in->object.name, peers_.maps().node_map()->version());
     }
     // A broken copy is replaced only by the same version (a rebuilt slice, a good copy).
     const bool replaces_corrupt = current != nullptr && replacing && current->generation() == *replacing &&
-                                  !incoming_wins(&record, *current);
-    if (!replaces_corrupt && !replaces(current, record, bucket->props())) {
+                                  !incoming_wins(&in->record, *current);
+    if (!replaces_corrupt && !replaces(current, in->record, props)) {
       return Status::already_exists("a copy as new or newer is here");
     }
     ++copies_in_flight_;
-    is_counted = true;
-    placed.replaced_same_version = current != nullptr && same_version(*current, record);
+    in->is_counted = true;
+    in->placed.replaced_same_version = current != nullptr && same_version(*current, in->record);
     return Status::ok();
   };
-  CO_ASSIGN_OR_RETURN(auto writer, co_await store_.create(object, std::move(options)));
-  CO_RETURN_IF_ERROR((co_await receive_into(body, *writer)).status());
-  auto committed = co_await writer->commit();
-  if (is_counted) {
+  CO_ASSIGN_OR_RETURN(incoming->writer, co_await store_.create(object, std::move(options)));
+  CO_RETURN_IF_ERROR((co_await receive_into(body, *incoming->writer)).status());
+  co_return incoming;
+}
+
+http::Awaitable<Result<Placed>> Replication::commit_incoming(Incoming& incoming) {
+  auto committed = co_await incoming.writer->commit();
+  if (incoming.is_counted) {
     MutexLock lock(copies_mutex_);
     --copies_in_flight_;
+    incoming.is_counted = false;
   }
   if (!committed && committed.error().code() == Code::kAlreadyExists) co_return Placed{};
   if (!committed) co_return std::move(committed).error();
-  placed.is_kept = true;
-  co_return placed;
+  incoming.placed.is_kept = true;
+  co_return incoming.placed;
 }
 
 http::Awaitable<Result<std::optional<Replication::Holder>>> Replication::newest_holder(const ObjectRef& object) {
@@ -337,16 +357,33 @@ http::Awaitable<void> Replication::handle_internal_object(http::Exchange& exchan
     s = Status::invalid_argument("expected /v1/internal/objects/<bucket id>/<name>");
   } else {
     const ObjectRef object{BucketId(bucket_id), std::string(rest.substr(slash + 1))};
+    const std::optional<std::string> stage = request.query_param("stage");
+    const std::optional<std::string> commit = request.query_param("commit");
     switch (request.method) {
       case http::Method::kGet: s = co_await serve_copy(exchange, object); break;
       case http::Method::kPut:
         if (request.query_param("meta")) {
           s = co_await take_record(exchange, object);
+        } else if (stage) {
+          s = co_await stage_copy(exchange, object, *stage);
         } else {
           s = co_await take_copy(exchange, object);
         }
         break;
-      case http::Method::kDelete: s = co_await drop_copy(exchange, object); break;
+      case http::Method::kPost:
+        if (commit) {
+          s = co_await commit_staged(exchange, object, *commit);
+        } else {
+          s = Status::invalid_argument("POST on an internal object needs ?commit=TOKEN");
+        }
+        break;
+      case http::Method::kDelete:
+        if (stage) {
+          s = co_await drop_staged(exchange, object, *stage);
+        } else {
+          s = co_await drop_copy(exchange, object);
+        }
+        break;
       default: s = Status::invalid_argument("{} is not supported on an internal object", request.method_text);
     }
   }

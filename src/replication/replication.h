@@ -6,6 +6,7 @@
 // checked against their XXH3. Erasure coding, rebalance and scrub build on it.
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,19 +95,50 @@ class Replication {
   // /v1/internal/objects/{bucket id}/{name}: this target's own copy, whoever owns the
   // object. GET (?meta=1: the record only; ?offset=&length=: part of it), PUT (a copy from
   // another target; ?meta=1: a new record of the same version; ?repair=1: may replace a
-  // broken copy of the same version), DELETE (?mtime=&xxh3=: only that version).
-  // `rest` is the path after /v1/internal/objects/.
+  // broken copy of the same version; ?stage=TOKEN: a slice of a coded overwrite, received
+  // and fsynced but not committed), POST ?commit=TOKEN (commits that staged slice),
+  // DELETE (?mtime=&xxh3=: only that version; ?stage=TOKEN: drops a staged slice).
+  // `rest` is the path after /v1/internal/objects/. docs/wire-format.md.
   http::Awaitable<void> handle_internal_object(http::Exchange& exchange, std::string_view rest);
   // Waits until every copy accepted here before the call has committed or failed (a new
   // rebalance walk then lists what they brought). Returns early when `cancelled()`.
   http::Awaitable<void> drain_copies(const std::function<bool()>& cancelled);
 
  private:
+  // A received copy or slice on its way into the store (store_copy(), a staged slice):
+  // its writer, whose precondition decides at commit, under the object lock, whether it
+  // replaces what is here, and what it did then. Lives until committed or dropped.
+  struct Incoming {
+    ObjectRef object;
+    wire::ObjectRecord record;
+    Placed placed;            // set by the precondition
+    bool is_counted = false;  // in copies_in_flight_ since its precondition passed
+    std::unique_ptr<store::ObjectWriter> writer;  // destroyed first: its precondition uses this
+  };
+
   // Receives [record length][record][bytes] from `body` into the store, or keeps the
   // copy here when it is as new or newer (`replaces()`). `replacing`: a broken generation
   // here (missing file, bad XXH3) of the same version that the copy may replace.
   http::Awaitable<Result<Placed>> store_copy(http::BodyReader& body, const ObjectRef& object,
                                            std::optional<uint64_t> replacing = std::nullopt);
+  // store_copy() up to the commit: the bytes are in the work file.
+  http::Awaitable<Result<std::unique_ptr<Incoming>>> receive_copy(http::BodyReader& body,
+                                                                  const ObjectRef& object,
+                                                                  std::optional<uint64_t> replacing);
+  http::Awaitable<Result<Placed>> commit_incoming(Incoming& incoming);
+  // Staged slices of coded overwrites (docs/adr/0014, staged.cc).
+  http::Awaitable<Status> stage_copy(http::Exchange& exchange, const ObjectRef& object, std::string token);
+  http::Awaitable<Status> commit_staged(http::Exchange& exchange, const ObjectRef& object,
+                                        const std::string& token);
+  http::Awaitable<Status> drop_staged(http::Exchange& exchange, const ObjectRef& object,
+                                      const std::string& token);
+  // After its deadline, the staged slice `token` if still here (its owner failed): commits
+  // it when another holder has its version committed, else drops it.
+  http::Awaitable<void> expire_staged(std::string token);
+  // Whether another candidate holder of `object` has a piece of the version of `slice`.
+  http::Awaitable<bool> is_committed_elsewhere(const ObjectRef& object, const wire::ObjectRecord& slice);
+  // Takes the staged slice `token` of `object` out of the table; nullptr when none.
+  std::unique_ptr<Incoming> take_staged(const ObjectRef& object, const std::string& token);
   http::Awaitable<Status> serve_copy(http::Exchange& exchange, const ObjectRef& object);
   http::Awaitable<Status> take_record(http::Exchange& exchange, const ObjectRef& object);
   http::Awaitable<Status> take_copy(http::Exchange& exchange, const ObjectRef& object);
@@ -121,6 +153,11 @@ class Replication {
   // end of their commit: a new walk waits for them, so none lands behind its listing.
   Mutex copies_mutex_;
   uint64_t copies_in_flight_ GUARDED_BY(copies_mutex_) = 0;
+
+  // Slices staged by coded overwrites, by token, until their owner commits or drops them
+  // or their deadline passes (then dropped). A restart drops them with every work file.
+  Mutex staged_mutex_;
+  std::map<std::string, std::unique_ptr<Incoming>> staged_ GUARDED_BY(staged_mutex_);
 
   stats::Counter& bytes_sent_;
   stats::Counter& forwards_;

@@ -166,6 +166,28 @@ std::optional<Result<StoreImpl::Found>> StoreImpl::find_record_in(const ObjectRe
                            .with_reason("NoSuchKey"));
 }
 
+Status StoreImpl::evaluate_locked(const ObjectRef& object, size_t owner, const Precondition& precondition) {
+  // What a GET sees now: the owner's record, else a copy on another mountpath.
+  Result<Found> current = find_record(object, owner);
+  if (!current && current.error().code() != Code::kNotFound &&
+      current.error().code() != Code::kDataLoss) {
+    return std::move(current).error();
+  }
+  return precondition(current ? &current->record : nullptr);
+}
+
+Status StoreImpl::check_precondition(size_t owner, const ObjectRef& object,
+                                     const Precondition& precondition) {
+  {
+    // A sealed object commits later (and is fenced then): refuse it early when it would be.
+    MutexLock lock(fences_mutex_);
+    if (closed_buckets_.contains(object.bucket_id.value())) return closed_bucket_error(object.bucket_id);
+  }
+  if (!precondition) return Status::ok();
+  const auto lock = locks_.lock(object);
+  return evaluate_locked(object, owner, precondition);
+}
+
 Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& object,
                                               const std::string& work_path,
                                               wire::ObjectRecord record, Durability durability,
@@ -189,15 +211,7 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
   } else if (previous.error().code() != Code::kNotFound) {
     return std::move(previous).error();
   }
-  if (precondition) {
-    // What a GET sees now: the owner's record, else a copy on another mountpath.
-    Result<Found> current = find_record(object, owner);
-    if (!current && current.error().code() != Code::kNotFound &&
-        current.error().code() != Code::kDataLoss) {
-      return std::move(current).error();
-    }
-    RETURN_IF_ERROR(precondition(current ? &current->record : nullptr));
-  }
+  if (precondition) RETURN_IF_ERROR(evaluate_locked(object, owner, precondition));
 
   FileSystem& file_system = mountpath.file_system();
   RETURN_IF_ERROR(make_directories(file_system, mountpath.object_dir(),
@@ -225,12 +239,14 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
   return record;
 }
 
+Status StoreImpl::closed_bucket_error(BucketId bucket) {
+  return Status::not_found("The specified bucket does not exist (bucket id {} is being deleted)", bucket.value())
+      .with_reason("NoSuchBucket");
+}
+
 Result<std::shared_ptr<void>> StoreImpl::enter_bucket(BucketId bucket) {
   MutexLock lock(fences_mutex_);
-  if (closed_buckets_.contains(bucket.value())) {
-    return Status::not_found("The specified bucket does not exist (bucket id {} is being deleted)", bucket.value())
-        .with_reason("NoSuchBucket");
-  }
+  if (closed_buckets_.contains(bucket.value())) return closed_bucket_error(bucket);
   ++commits_in_flight_[bucket.value()];
   return std::shared_ptr<void>(nullptr, [this, id = bucket.value()](void*) {
     MutexLock end_lock(fences_mutex_);

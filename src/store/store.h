@@ -73,6 +73,14 @@ class ObjectWriter {
   // fsync per durability, rename into place, commit the metadata record, then remove the
   // previous generation's file. Only after this returns ok may the PUT be acknowledged.
   virtual Awaitable<Result<wire::ObjectRecord>> commit() = 0;
+  // Ends the bytes without installing them, for a caller that installs them in another
+  // form (an erasure-coded object's slices, docs/adr/0014): checks the expected size and
+  // MD5 and evaluates PutOptions::precondition against the object there now (under its
+  // lock) as commit() would, and returns the record commit() would install, with
+  // generation 0 and no fsync. The work file stays readable (open_reader()) until
+  // discard() or the writer's end; write() and commit() fail afterwards. Errors: commit()'s
+  // ("IncompleteBody", "BadDigest", the precondition's as is).
+  virtual Awaitable<Result<wire::ObjectRecord>> seal() = 0;
   // Removes the work file now, before returning (a writer destroyed without a commit
   // removes it in the background). Later write() and commit() fail. For a caller that
   // reports the failure and must leave nothing behind when it does.

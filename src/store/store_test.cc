@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
@@ -158,6 +159,63 @@ TEST_F(StoreTest, DiscardRemovesTheWorkFileBeforeItReturns) {
   EXPECT_FALSE(run((*writer)->write(data)).is_ok());
   EXPECT_FALSE(run((*writer)->commit()));
   EXPECT_EQ(run(store_->stat({bucket_, "discarded"})).status().code(), Code::kNotFound);
+}
+
+// seal() (docs/adr/0014): the record a commit would make, the precondition checked once,
+// the bytes still readable, and nothing installed.
+TEST_F(StoreTest, SealChecksWithoutInstallingAndKeepsTheBytesReadable) {
+  const ObjectRef object{bucket_, "sealed"};
+  ASSERT_TRUE(put(*store_, object, "old", testing::fast()));
+  PutOptions options = testing::fast();
+  options.attributes.set_content_type("text/plain");
+  options.expected_size = 5;
+  int calls = 0;
+  const wire::ObjectRecord* seen = nullptr;
+  options.precondition = [&calls, &seen](const wire::ObjectRecord* current) {
+    ++calls;
+    seen = current;
+    return Status::ok();
+  };
+  Result<std::unique_ptr<ObjectWriter>> writer = run(store_->create(object, std::move(options)));
+  ASSERT_TRUE(writer) << writer.status();
+  ASSERT_TRUE(run((*writer)->write(std::string_view("hello"))).is_ok());
+  Result<wire::ObjectRecord> sealed = run((*writer)->seal());
+  ASSERT_TRUE(sealed) << sealed.status();
+  EXPECT_EQ(calls, 1);
+  EXPECT_NE(seen, nullptr) << "the precondition saw the object there";
+  EXPECT_EQ(sealed->size(), 5u);
+  EXPECT_EQ(sealed->generation(), 0u);
+  EXPECT_EQ(sealed->md5_hex(), "5d41402abc4b2a76b9719d911017c592");
+  EXPECT_EQ(sealed->content_type(), "text/plain");
+  EXPECT_GT(sealed->mtime_unix_nanos(), 0);
+  Result<int> fd = (*writer)->open_reader();
+  ASSERT_TRUE(fd) << fd.status();
+  char bytes[5] = {};
+  EXPECT_EQ(::pread(*fd, bytes, sizeof bytes, 0), 5);
+  ::close(*fd);
+  EXPECT_EQ(std::string_view(bytes, 5), "hello");
+  EXPECT_EQ(*get(*store_, object), "old") << "nothing installed";
+  EXPECT_FALSE(run((*writer)->commit()));
+  EXPECT_EQ(calls, 1);
+  run((*writer)->discard());
+  EXPECT_TRUE(files_under(work_dir()).empty());
+  EXPECT_EQ(*get(*store_, object), "old");
+
+  // A short body or a refusing precondition fails the seal as it would the commit.
+  PutOptions refused = testing::fast();
+  refused.precondition = [](const wire::ObjectRecord*) {
+    return Status::failed_precondition("no").with_reason("PreconditionFailed");
+  };
+  writer = run(store_->create(object, std::move(refused)));
+  ASSERT_TRUE(writer) << writer.status();
+  ASSERT_TRUE(run((*writer)->write(std::string_view("x"))).is_ok());
+  EXPECT_EQ(run((*writer)->seal()).status().reason(), "PreconditionFailed");
+  PutOptions short_body = testing::fast();
+  short_body.expected_size = 9;
+  writer = run(store_->create(object, std::move(short_body)));
+  ASSERT_TRUE(writer) << writer.status();
+  ASSERT_TRUE(run((*writer)->write(std::string_view("x"))).is_ok());
+  EXPECT_EQ(run((*writer)->seal()).status().reason(), "IncompleteBody");
 }
 
 TEST_F(StoreTest, WriterDestroyedWithoutCommitLeavesNoWorkFile) {

@@ -150,9 +150,18 @@ http::Awaitable<Result<std::unique_ptr<store::ObjectWriter>>> Target::open_write
 http::Awaitable<Result<wire::ObjectRecord>> Target::commit_write(const ObjectRequest& request,
                                                                  const Resolved& r,
                                                                  store::ObjectWriter& writer) {
-  CO_ASSIGN_OR_RETURN(wire::ObjectRecord record, co_await writer.commit());
   // A part is not the object yet: CompleteMultipartUpload publishes it.
-  if (!request.part) CO_RETURN_IF_ERROR(co_await publish(r));
+  if (request.part) co_return co_await writer.commit();
+  // A sync erasure-coded local bucket's object stages its slices on every holder before
+  // any old slice is replaced (docs/adr/0014); nullopt: under min_size, copies as below.
+  const wire::BucketProps& props = r.bucket.props();
+  if (wire::is_erasure_coded(props) && !wire::is_remote(props) && props.write_mode() != wire::WRITE_MODE_ASYNC) {
+    CO_ASSIGN_OR_RETURN(std::optional<wire::ObjectRecord> coded,
+                        co_await erasure_.commit_coded(writer, r.object, r.holders));
+    if (coded) co_return std::move(*coded);
+  }
+  CO_ASSIGN_OR_RETURN(wire::ObjectRecord record, co_await writer.commit());
+  CO_RETURN_IF_ERROR(co_await publish(r));
   co_return record;
 }
 

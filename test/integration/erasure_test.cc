@@ -4,8 +4,10 @@
 // repaired, and a filled bucket moves between copies and codes while a reader runs.
 // Every test checks every byte.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cstdio>
+#include <thread>
 
 #include "objects_util.h"
 #include "placement/hrw.h"
@@ -400,6 +402,265 @@ TEST(ErasureRepairTest, ASliceHeldTwiceIsDroppedAndTheRebalanceFinishes) {
   EXPECT_EQ(indexes.size(), 3u);
   EXPECT_EQ(bucket_files(*cluster, props.id), 3u) << "one file per slice, nothing spare";
   EXPECT_GE(sum_over_targets(*cluster, "silo_target_ec_duplicate_slices_dropped_total"), 1u);
+  ASSERT_OK_AND_ASSIGN(const std::string read, c.get(kBucket, name));
+  EXPECT_EQ(difference(bytes, read), "");
+}
+
+
+// The holders of `name` (2 + 1 over every target), in slice order: the owner first.
+std::vector<std::string> holders_of(const LocalCluster& cluster, uint64_t bucket_id, const std::string& name,
+                                    size_t n) {
+  const placement::HrwCandidates all(cluster.target_ids());
+  std::vector<std::string> out;
+  for (const size_t h : all.ranking(ObjectRef{BucketId(bucket_id), name}, n)) out.push_back(all.id(h));
+  return out;
+}
+
+// Waits until no target has a staged slice or a work file left (the owner's work file and
+// its drops run just before or after its answer).
+void expect_nothing_staged(const LocalCluster& cluster) {
+  const Status settled = silo::testing::wait_until(
+      [&cluster] {
+        return work_files(cluster).empty() && sum_over_targets(cluster, "silo_target_ec_slices_staged") == 0;
+      },
+      seconds(30), "no staged slice and no work file left");
+  std::string left;
+  for (const auto& f : work_files(cluster)) left += " " + f;
+  EXPECT_TRUE(settled.is_ok()) << settled << "; work files:" << left;
+}
+
+// Each holder's record of `name`: a slice, the one its rank gives it, of a version of
+// `size` bytes; all of one version.
+std::vector<wire::ObjectRecord> expect_slices(const LocalCluster& cluster, uint64_t bucket_id,
+                                              const std::string& name, const std::vector<std::string>& holders,
+                                              uint64_t size) {
+  std::vector<wire::ObjectRecord> records;
+  for (size_t i = 0; i < holders.size(); ++i) {
+    const auto record = record_on(cluster, holders[i], bucket_id, name);
+    EXPECT_TRUE(record && record->has_ec()) << holders[i] << " holds no slice of " << name;
+    if (!record || !record->has_ec()) continue;
+    EXPECT_EQ(record->ec().index(), i) << holders[i];
+    EXPECT_EQ(record->ec().object_size(), size) << holders[i] << " holds a slice of another version";
+    if (!records.empty()) {
+      EXPECT_EQ(record->mtime_unix_nanos(), records.front().mtime_unix_nanos()) << holders[i];
+      EXPECT_EQ(record->ec().object_xxh3(), records.front().ec().object_xxh3()) << holders[i];
+    }
+    records.push_back(*record);
+  }
+  return records;
+}
+
+ClusterOptions overwrite_options() {
+  // A holder stopped for a moment must not be marked down before the PUT reaches its
+  // owner (check_holders_up would refuse it there): a long keepalive timeout.
+  return {.proxies = 1,
+          .targets = 3,
+          .mountpaths = 2,
+          .env = {{"SILO_DURABILITY", "page_cache"}, {"SILO_KEEPALIVE_TIMEOUT_MS", "15000"}}};
+}
+
+// Issue #18 (docs/adr/0014): an overwrite of a coded object that fails while its slices
+// travel (a holder stopped, then killed, while it receives its slice) must leave the
+// previous version with all k + m slices, untouched. It used to leave one full copy of
+// the failed version at the owner (in place of its old slice) and two old slices.
+TEST(ErasureOverwriteTest, AFailedOverwriteLeavesEverySliceOfThePreviousVersion) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(overwrite_options()));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 16384}})"));
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
+  const std::string name = "overwritten";
+  const std::vector<std::string> holders = holders_of(*cluster, props.id, name, 3);
+  silo::testing::Random random;
+  const std::string v1 = random.bytes(3 * kMiB + 5);
+  ASSERT_OK(c.put(kBucket, name, v1).status());
+  const std::vector<wire::ObjectRecord> before = expect_slices(*cluster, props.id, name, holders, v1.size());
+  ASSERT_EQ(before.size(), 3u);
+
+  // The last holder stops: it accepts the owner's connection but takes no slice. Once the
+  // owner has the whole new body it is killed, mid-transfer.
+  ASSERT_OK_AND_ASSIGN(const NodeInfo owner, cluster->node(holders[0]));
+  ASSERT_OK_AND_ASSIGN(const NodeInfo stopped, cluster->node(holders[2]));
+  const uint64_t received = metric_sum(owner.url, "silo_target_bytes_received_total");
+  ASSERT_EQ(::kill(stopped.pid, SIGSTOP), 0);
+  const std::string v2 = random.bytes(6 * kMiB + 7);
+  ASSERT_OK_AND_ASSIGN(auto writer, cluster->new_client());
+  Result<client::PutResult> put = Status::unknown("not run");
+  std::thread putter([&] { put = writer->put(kBucket, name, v2); });
+  const Status reached = silo::testing::wait_until(
+      [&] { return metric_sum(owner.url, "silo_target_bytes_received_total") >= received + v2.size(); },
+      seconds(60), "the owner received the new version");
+  EXPECT_OK(cluster->kill(holders[2]));
+  putter.join();
+  ASSERT_OK(reached);
+  EXPECT_FALSE(put.has_value()) << "the overwrite was acknowledged without one of its holders";
+  if (!put) {
+    EXPECT_EQ(put.error().code(), silo::Code::kUnavailable) << put.error();
+  }
+  ASSERT_OK(cluster->restart(holders[2]));
+  ASSERT_OK(cluster->wait_for_node_state(holders[2], "online", seconds(30)));
+
+  // Every holder still has its slice of v1, the very same (generation included).
+  const std::vector<wire::ObjectRecord> after = expect_slices(*cluster, props.id, name, holders, v1.size());
+  ASSERT_EQ(after.size(), 3u);
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].generation(), before[i].generation()) << holders[i] << "'s slice was rewritten";
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string read, c.get(kBucket, name));
+  EXPECT_EQ(difference(v1, read), "");
+  EXPECT_EQ(bucket_files(*cluster, props.id), 3u);
+  expect_nothing_staged(*cluster);
+
+  // The cluster whole again, the same overwrite succeeds.
+  ASSERT_OK(c.put(kBucket, name, v2).status());
+  expect_slices(*cluster, props.id, name, holders, v2.size());
+  ASSERT_OK_AND_ASSIGN(const std::string second, c.get(kBucket, name));
+  EXPECT_EQ(difference(v2, second), "");
+}
+
+// A coded overwrite that succeeds leaves exactly k + m slices of the new version, on
+// their holders, and nothing staged; small objects keep their m + 1 copies.
+TEST(ErasureOverwriteTest, ACodedOverwriteLeavesTheNewSlicesAndNothingStaged) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(4)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 16384}})"));
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
+  silo::testing::Random random;
+  Objects objects;
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = fmt::format("coded-{}", i);
+    ASSERT_OK(c.put(kBucket, name, random.bytes(2 * kMiB + static_cast<uint64_t>(i))).status());
+    objects[name] = random.bytes(random.uniform(kMinSize, 5 * kMiB));  // the overwrite
+    ASSERT_OK(c.put(kBucket, name, objects[name]).status());
+  }
+  objects["small"] = random.bytes(100);
+  ASSERT_OK(c.put(kBucket, "small", random.bytes(200)).status());
+  ASSERT_OK(c.put(kBucket, "small", objects["small"]).status());
+  for (const auto& [name, bytes] : objects) {
+    if (bytes.size() < kMinSize) continue;
+    expect_slices(*cluster, props.id, name, holders_of(*cluster, props.id, name, 3), bytes.size());
+  }
+  EXPECT_EQ(bucket_files(*cluster, props.id), expected_files(objects, 2, 1));
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_ec_slices_made_total"), 8u * 3u);
+  expect_all_readable(c, objects);
+  expect_nothing_staged(*cluster);
+}
+
+
+// One S3 request through the proxy (path style), signed with the admin keys; its status.
+int s3_status(const LocalCluster& cluster, std::string_view method, const std::string& target,
+              std::vector<std::pair<std::string, std::string>> headers, std::string_view body = {}) {
+  auto conn = RawConnection::open(cluster.endpoint());
+  EXPECT_TRUE(conn.has_value()) << conn.status();
+  if (!conn) return 0;
+  headers.emplace_back("Content-Length", std::to_string(body.size()));
+  EXPECT_TRUE(conn->send(signed_request(method, target, "test", std::move(headers))));
+  if (!body.empty()) {
+    EXPECT_TRUE(conn->send(body));
+  }
+  return status_code(conn->read_head(milliseconds(60000)));
+}
+
+// S3 PutObject and CopyObject over coded objects stage their slices too: each leaves the
+// new version's k + m slices; a PutObject refused by its condition changes no slice.
+TEST(ErasureOverwriteTest, S3PutAndCopyOverwriteCodedObjects) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 16384}})"));
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
+  silo::testing::Random random;
+  const std::string path = fmt::format("/{}/", kBucket);
+  const std::string first = random.bytes(2 * kMiB + 3), second = random.bytes(3 * kMiB + 1);
+  ASSERT_EQ(s3_status(*cluster, "PUT", path + "put", {}, first), 200);
+  ASSERT_EQ(s3_status(*cluster, "PUT", path + "put", {}, second), 200);
+  const std::vector<std::string> put_holders = holders_of(*cluster, props.id, "put", 3);
+  const auto before = expect_slices(*cluster, props.id, "put", put_holders, second.size());
+  ASSERT_EQ(before.size(), 3u);
+  EXPECT_EQ(s3_status(*cluster, "PUT", path + "put", {{"If-None-Match", "*"}}, first), 412);
+  const auto after = expect_slices(*cluster, props.id, "put", put_holders, second.size());
+  ASSERT_EQ(after.size(), 3u);
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].generation(), before[i].generation()) << put_holders[i];
+  }
+
+  ASSERT_OK(c.put(kBucket, "copy", random.bytes(kMiB)).status());
+  ASSERT_EQ(s3_status(*cluster, "PUT", path + "copy", {{"x-amz-copy-source", path + "put"}}), 200);
+  expect_slices(*cluster, props.id, "copy", holders_of(*cluster, props.id, "copy", 3), second.size());
+  expect_all_readable(c, Objects{{"put", second}, {"copy", second}});
+  EXPECT_EQ(bucket_files(*cluster, props.id), 6u);
+  expect_nothing_staged(*cluster);
+}
+
+
+// The copy framing of `record` and `bytes`: [4-byte big-endian length][record][bytes].
+std::string copy_framing(const wire::ObjectRecord& record, std::string_view bytes) {
+  const std::string encoded = wire::encode(record);
+  const auto n = static_cast<uint32_t>(encoded.size());
+  std::string out{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                  static_cast<char>(n)};
+  return out + encoded + std::string(bytes);
+}
+
+// An owner that fails inside its commit round (docs/adr/0014): a holder whose staged
+// slice got no commit while another holder committed its version commits it at its
+// deadline, so the new version gets every slice still alive. Played by hand here: the
+// holders' slices of v1 are staged again under a newer mtime (a new version with the
+// same bytes), and only one of them is committed.
+TEST(ErasureOverwriteTest, AStagedSliceRollsForwardWhenAnotherHolderCommittedItsVersion) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 16384}})"));
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
+  const std::string name = "rolled";
+  const std::vector<std::string> holders = holders_of(*cluster, props.id, name, 3);
+  silo::testing::Random random;
+  const std::string bytes = random.bytes(3 * kMiB + 5);
+  ASSERT_OK(c.put(kBucket, name, bytes).status());
+  const std::string path = fmt::format("/v1/internal/objects/{}/{}", props.id, name);
+  int64_t new_mtime = 0;
+  const auto v1_owner = record_on(*cluster, holders[0], props.id, name);
+  ASSERT_TRUE(v1_owner.has_value());
+  // Slices 1 and 2 of a version one commit reaches; slice 0 of another that none does.
+  for (size_t i = 0; i < holders.size(); ++i) {
+    ASSERT_OK_AND_ASSIGN(auto holder, cluster->client_of(holders[i]));
+    ASSERT_OK_AND_ASSIGN(const auto copy, holder->request(http::Method::kGet, path));
+    ASSERT_EQ(copy.status, 200) << copy.body;
+    ASSERT_GE(copy.body.size(), 4u);
+    const auto b = [&copy](size_t at) { return static_cast<uint32_t>(static_cast<uint8_t>(copy.body[at])); };
+    const uint32_t length = b(0) << 24 | b(1) << 16 | b(2) << 8 | b(3);
+    ASSERT_OK_AND_ASSIGN(wire::ObjectRecord record,
+                         wire::decode<wire::ObjectRecord>(copy.body.substr(4, length), wire::Source::kNetwork));
+    const bool is_abandoned = i == 0;
+    if (!is_abandoned) new_mtime = record.mtime_unix_nanos() + 1000;
+    record.set_mtime_unix_nanos(is_abandoned ? record.mtime_unix_nanos() + 2000 : new_mtime);
+    const std::string token = is_abandoned ? "abandoned-token" : "rolled-token";
+    ASSERT_OK_AND_ASSIGN(const auto staged,
+                         holder->request(http::Method::kPut, path + "?stage=" + token,
+                                         copy_framing(record, std::string_view(copy.body).substr(4 + length))));
+    ASSERT_EQ(staged.status, 200) << staged.body;
+    EXPECT_NE(staged.body.find("incoming"), std::string::npos) << staged.body;
+  }
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_ec_slices_staged"), 3u);
+  ASSERT_OK_AND_ASSIGN(auto first, cluster->client_of(holders[1]));
+  ASSERT_OK_AND_ASSIGN(const auto committed, first->request(http::Method::kPost, path + "?commit=rolled-token"));
+  ASSERT_EQ(committed.status, 200) << committed.body;
+  const auto now_first = record_on(*cluster, holders[1], props.id, name);
+  ASSERT_TRUE(now_first.has_value());
+  EXPECT_EQ(now_first->mtime_unix_nanos(), new_mtime);
+  const auto still_old = record_on(*cluster, holders[2], props.id, name);
+  ASSERT_TRUE(still_old.has_value());
+  EXPECT_NE(still_old->mtime_unix_nanos(), new_mtime) << "committed before its deadline";
+
+  // The second holder's staged slice commits at its deadline (60 s).
+  EXPECT_OK(silo::testing::wait_until(
+      [&] {
+        const auto record = record_on(*cluster, holders[2], props.id, name);
+        return record && record->mtime_unix_nanos() == new_mtime;
+      },
+      seconds(120), "the staged slice rolled forward", milliseconds(500)));
+  expect_nothing_staged(*cluster);
+  const auto owner_after = record_on(*cluster, holders[0], props.id, name);
+  ASSERT_TRUE(owner_after.has_value());
+  EXPECT_EQ(owner_after->generation(), v1_owner->generation()) << "the abandoned slice was committed";
   ASSERT_OK_AND_ASSIGN(const std::string read, c.get(kBucket, name));
   EXPECT_EQ(difference(bytes, read), "");
 }

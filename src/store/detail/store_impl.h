@@ -122,6 +122,9 @@ class StoreImpl final : public Store {
   Result<wire::ObjectRecord> install_part(size_t index, const ObjectRef& object,
                                           const PartTarget& part, const std::string& work_path,
                                           wire::ObjectRecord record, Durability durability);
+  // Evaluates `precondition` against what a GET of `object` sees now, under the object
+  // lock, as install() does (ObjectWriter::seal). Blocking.
+  Status check_precondition(size_t owner, const ObjectRef& object, const Precondition& precondition);
   // Never 0 and never repeated in this process; random across processes.
   uint64_t next_generation();
 
@@ -189,6 +192,8 @@ class StoreImpl final : public Store {
       Durability durability, size_t owner);
   // The record on the owner, else on the first other mountpath that has one.
   Result<Found> find_record(const ObjectRef& object, size_t owner);
+  // `precondition` against find_record(). Requires: the object lock is held.
+  Status evaluate_locked(const ObjectRef& object, size_t owner, const Precondition& precondition);
   // find_record(), or with `from_memory` the same from RocksDB's memory only: nullopt
   // when the answer needs the disk.
   std::optional<Result<Found>> find_record_in(const ObjectRef& object, size_t owner, bool from_memory);
@@ -226,6 +231,7 @@ class StoreImpl final : public Store {
   // Counts a commit into `bucket` in flight (kNotFound NoSuchBucket when closed); the
   // returned guard ends it.
   Result<std::shared_ptr<void>> enter_bucket(BucketId bucket);
+  static Status closed_bucket_error(BucketId bucket);
 };
 
 }  // namespace silo::store::detail

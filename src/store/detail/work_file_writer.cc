@@ -121,23 +121,8 @@ Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {
     return status;
   }
 
-  wire::ObjectRecord record;
-  record.set_name(object_.name);
-  record.set_size(size_);
+  wire::ObjectRecord record = record_of_bytes(md5_hex);
   record.set_generation(store_.next_generation());
-  record.set_xxh3(xxh3_.digest());
-  record.set_md5_hex(md5_hex);
-  const int64_t now = Clock::real().unix_nanos();
-  record.set_mtime_unix_nanos(now);
-  record.set_atime_unix_nanos(now);
-  if (part_) {
-    // A part keeps only its checksums: the upload holds the object's attributes.
-    record.mutable_checksums()->insert(options_.attributes.checksums().begin(),
-                                       options_.attributes.checksums().end());
-  } else {
-    copy_descriptive_fields(options_.attributes, record);
-  }
-  for (const auto& [algorithm, value] : checksums_) (*record.mutable_checksums())[algorithm] = value;
   if (options_.original && !part_) {
     const wire::ObjectRecord& original = *options_.original;
     if (original.size() != record.size() || original.xxh3() != record.xxh3()) {
@@ -165,6 +150,48 @@ Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {
   work_path_.clear();
   state_ = State::kCommitted;
   return installed;
+}
+
+wire::ObjectRecord WorkFileWriter::record_of_bytes(const std::string& md5_hex) {
+  wire::ObjectRecord record;
+  record.set_name(object_.name);
+  record.set_size(size_);
+  record.set_xxh3(xxh3_.digest());
+  record.set_md5_hex(md5_hex);
+  const int64_t now = Clock::real().unix_nanos();
+  record.set_mtime_unix_nanos(now);
+  record.set_atime_unix_nanos(now);
+  if (part_) {
+    // A part keeps only its checksums: the upload holds the object's attributes.
+    record.mutable_checksums()->insert(options_.attributes.checksums().begin(),
+                                       options_.attributes.checksums().end());
+  } else {
+    copy_descriptive_fields(options_.attributes, record);
+  }
+  for (const auto& [algorithm, value] : checksums_) (*record.mutable_checksums())[algorithm] = value;
+  return record;
+}
+
+Awaitable<Result<wire::ObjectRecord>> WorkFileWriter::seal() {
+  Result<wire::ObjectRecord> record = co_await mountpath_.disk().run([this] { return seal_blocking(); });
+  if (!record) {
+    Status status = std::move(record).error();
+    co_return status.annotate("put {}/{}", object_.bucket_id, object_.name);
+  }
+  co_return std::move(record);
+}
+
+Result<wire::ObjectRecord> WorkFileWriter::seal_blocking() {
+  if (state_ != State::kWriting) return Status::failed_precondition("writer is not open");
+  if (part_ || is_copy()) return Status::failed_precondition("only a new object's writer seals");
+  // A failed check ends the writer as a failed commit would; the work file stays for
+  // discard() or the destructor.
+  state_ = State::kFailed;
+  const std::string md5_hex = computes_md5() ? md5_.finish_hex() : std::string();
+  RETURN_IF_ERROR(check_expected(md5_hex));
+  RETURN_IF_ERROR(store_.check_precondition(owner_, object_, options_.precondition));
+  state_ = State::kSealed;
+  return record_of_bytes(md5_hex);
 }
 
 Awaitable<void> WorkFileWriter::discard() {

@@ -42,13 +42,18 @@ class WorkFileWriter final : public ObjectWriter {
   wire::ObjectRecord& attributes() override { return options_.attributes; }
   Result<int> open_reader() override;
   Awaitable<Result<wire::ObjectRecord>> commit() override;
+  Awaitable<Result<wire::ObjectRecord>> seal() override;
   Awaitable<void> discard() override;
 
  private:
-  enum class State { kWriting, kFailed, kCommitted };
+  enum class State { kWriting, kFailed, kSealed, kCommitted };
 
   Status write_blocking(std::span<const char> data);
   Result<wire::ObjectRecord> commit_blocking();
+  Result<wire::ObjectRecord> seal_blocking();
+  // The record the bytes written get (generation 0): size, hashes, now, descriptive fields
+  // and checksums.
+  wire::ObjectRecord record_of_bytes(const std::string& md5_hex);
   Status check_expected(const std::string& md5_hex) const;
   // A copy of an object that exists elsewhere (PutOptions::original) with no MD5 to check.
   bool is_copy() const { return options_.original && !part_ && !options_.expected_md5_hex; }
