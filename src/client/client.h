@@ -232,7 +232,7 @@ class Client {
   // GET /v1/mountpaths of the target at `node_url` ("http://host:port", from the node map).
   Result<std::vector<MountpathEntry>> mountpaths(std::string_view node_url);
   // POST /v1/mountpaths/{id}/enable|disable on the target at `node_url` (admins); the
-  // mountpath's new state.
+  // mountpath's new state (id and state; the answer holds nothing else).
   Result<MountpathEntry> enable_mountpath(std::string_view node_url, std::string_view id);
   Result<MountpathEntry> disable_mountpath(std::string_view node_url, std::string_view id);
   // POST /v1/mountpaths {"path"} on the target (admins): the attached mountpath.

@@ -36,7 +36,12 @@ Result<MountpathEntry> Client::mountpath_call(std::string_view node_url, std::st
       fmt::format("{}/v1/mountpaths/{}/{}", node_base(node_url), text::percent_encode(id), action);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, target));
   RETURN_IF_ERROR(status_of(r, "POST " + target));
-  return detail::decode_answer(r, "POST " + target, wire::parse_mountpath_json);
+  ASSIGN_OR_RETURN(wire::MountpathStateChange change,
+                   detail::decode_answer(r, "POST " + target, wire::parse_mountpath_state_json));
+  MountpathEntry entry;  // the answer names the mountpath and its new state only
+  entry.id = std::move(change.id);
+  entry.state = std::move(change.state);
+  return entry;
 }
 
 Result<MountpathEntry> Client::attach_mountpath(std::string_view node_url, std::string_view path) {

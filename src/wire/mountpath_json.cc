@@ -53,6 +53,20 @@ Result<MountpathEntry> parse_mountpath_json(std::string_view text) {
   return mountpath_of(detail::JsonFields(doc, kDocument));
 }
 
+std::string mountpath_state_json(const MountpathStateChange& change) {
+  return fmt::format(R"({{"id":{},"state":{}}})", json_string(change.id), json_string(change.state));
+}
+
+Result<MountpathStateChange> parse_mountpath_state_json(std::string_view text) {
+  constexpr std::string_view kDocument = "a mountpath state change";
+  ASSIGN_OR_RETURN(const json doc, detail::parse_object(text, kDocument));
+  const detail::JsonFields fields(doc, kDocument);
+  MountpathStateChange change;
+  ASSIGN_OR_RETURN(change.id, fields.string("id"));
+  ASSIGN_OR_RETURN(change.state, fields.string("state"));
+  return change;
+}
+
 std::string mountpath_list_json(const MountpathList& list) {
   std::string body = R"({"mountpaths":[)";
   for (const MountpathEntry& m : list.mountpaths) {

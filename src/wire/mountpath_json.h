@@ -1,7 +1,7 @@
 #pragma once
 
 // The mountpath documents of a target's native API (GET /v1/mountpaths, the answers of
-// POST /v1/mountpaths[/{id}/enable|disable]): one codec, the encoder for the target
+// POST /v1/mountpaths, of .../{id}/enable|disable and DELETE .../{id}): one codec each, the encoder for the target
 // (rebalance/mountpaths.cc writes the same bytes by hand today), the decoder for the client.
 #include <cstdint>
 #include <string>
@@ -51,6 +51,16 @@ struct MountpathList {
 // {"id", "path", "state", "failure", "capacity", "available", "objects"}
 std::string mountpath_json(const MountpathEntry& mountpath);
 Result<MountpathEntry> parse_mountpath_json(std::string_view text);
+// What POST /v1/mountpaths/{id}/enable|disable answers (and DELETE, with "detaching").
+struct MountpathStateChange {
+  std::string id;
+  std::string state;  // the mountpath's new state: "enabled" | "disabled" | "detaching"
+  bool operator==(const MountpathStateChange&) const = default;
+};
+
+// {"id", "state"}
+std::string mountpath_state_json(const MountpathStateChange& change);
+Result<MountpathStateChange> parse_mountpath_state_json(std::string_view text);
 // {"mountpaths": [mountpath_json...], "resilver": {"state", "reason", "detach",
 //  "detach_path", "started", "finished"[, "objects_scanned", "objects_moved",
 //  "bytes_moved", "stale_removed", "error"]}}: "resilver" only when one ran, its figures
