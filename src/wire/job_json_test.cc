@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "wire/codec.h"
 
 namespace silo::wire {
@@ -36,6 +38,8 @@ JobInfo finished_scrub() {
 TEST(JobJsonTest, DecodesWhatTheProxyEncodes) {
   auto decoded = parse_job_json(job_json(finished_scrub()));
   ASSERT_TRUE(decoded.has_value()) << decoded.error();
+  // The per-node failures come in the order of a protobuf map, which is unspecified.
+  std::sort(decoded->failed_objects.begin(), decoded->failed_objects.end());
   JobEntry want;
   want.id = "scrub-2";
   want.kind = "scrub";
