@@ -9,13 +9,16 @@
 #include <thread>
 
 #include "commands.h"
+#include "wire/json.h"
 
 namespace silo::cli {
 namespace {
 
 bool stores_objects(const client::NodeEntry& n) { return n.role == "target" || n.role == "all"; }
 
-std::string mountpath_json(const client::MountpathEntry& m) {
+// The CLI's own rendering (its json_string escaping), not wire::mountpath_json: the output
+// stays byte for byte what it has always been.
+std::string mountpath_output_json(const client::MountpathEntry& m) {
   return fmt::format(
       R"({{"id":{},"path":{},"state":{},"failure":{},"capacity":{},"available":{},"objects":{}}})",
       json_string(m.id), json_string(m.path), json_string(m.state), json_string(m.failure),
@@ -110,8 +113,8 @@ Status change_config(Context& context, const std::vector<std::pair<std::string, 
   std::string list;
   std::string lines;
   for (const std::string& key : keys) {
-    ASSIGN_OR_RETURN(std::string old_value, client::json_value_at(before, "cluster." + key));
-    ASSIGN_OR_RETURN(std::string new_value, client::json_value_at(after, "cluster." + key));
+    ASSIGN_OR_RETURN(std::string old_value, wire::json_value_at(before, "cluster." + key));
+    ASSIGN_OR_RETURN(std::string new_value, wire::json_value_at(after, "cluster." + key));
     if (old_value.empty()) old_value = "null";
     if (new_value.empty()) new_value = "null";
     list += fmt::format(R"({}{{"key":{},"old":{},"new":{}}})", list.empty() ? "" : ",", json_string(key), old_value,
@@ -136,7 +139,7 @@ Status show_cluster(Context& context) {
       std::string mountpaths;
       uint64_t capacity = 0, available = 0;
       for (const auto& m : s.mountpaths) {
-        mountpaths += (mountpaths.empty() ? "" : ",") + mountpath_json(m);
+        mountpaths += (mountpaths.empty() ? "" : ",") + mountpath_output_json(m);
         capacity += m.capacity_bytes;
         available += m.available_bytes;
       }
@@ -291,7 +294,7 @@ Status list_mountpaths(Context& context, const std::string& node_id) {
       const client::MountpathWork& w = s.work;
       std::string mountpaths;
       for (const auto& m : s.mountpaths)
-        mountpaths += (mountpaths.empty() ? "" : ",") + mountpath_json(m);
+        mountpaths += (mountpaths.empty() ? "" : ",") + mountpath_output_json(m);
       std::string work;
       if (!w.state.empty()) {
         work = fmt::format(R"(,"resilver":{{"state":{},"reason":{},"detach":{},"error":{},"objects_moved":{},"bytes_moved":{}}})",
@@ -548,7 +551,7 @@ void add_cluster_commands(CLI::App& app, Context& context) {
         return Status::invalid_argument("'{}' is not KEY=VALUE (e.g. cache.high_wm=85)", pair);
       }
       const std::string value = pair.substr(eq + 1);
-      changes.emplace_back(pair.substr(0, eq), client::is_json(value) ? value : json_string(value));
+      changes.emplace_back(pair.substr(0, eq), wire::is_json(value) ? value : json_string(value));
     }
     return change_config(context, changes);
   });

@@ -1,5 +1,7 @@
 #include "context.h"
 
+#include "wire/settings_json.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -43,7 +45,7 @@ Result<client::Settings> read_settings(const std::string& path, bool must_exist)
   if (!in) return Status::invalid_argument("config file {} cannot be read", path);
   std::stringstream text;
   text << in.rdbuf();
-  auto settings = client::parse_settings_json(text.str());
+  auto settings = wire::parse_client_settings_json(text.str());
   if (!settings) {
     return Status::invalid_argument(
         "config file {}: {} (expected {{\"endpoint\": \"http://host:port\", "

@@ -14,7 +14,7 @@
 #include <future>
 #include <thread>
 
-#include "client/json_reader.h"
+#include "client/detail/decode_answer.h"
 #include "client/owner_map.h"
 #include "wire/json.h"
 
@@ -50,13 +50,6 @@ Code code_of_http_status(int status) {
   return status >= 500 ? Code::kInternal : Code::kUnknown;
 }
 
-std::optional<Code> code_of_name(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(Code::kUnauthenticated); ++i) {
-    if (code_name(static_cast<Code>(i)) == name) return static_cast<Code>(i);
-  }
-  return std::nullopt;
-}
-
 std::string unquote(std::string_view etag) {
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
   return std::string(etag);
@@ -73,18 +66,10 @@ Response to_response(http::ClientResponse r) {
   return Response{r.status, std::move(r.headers), r.content_length, std::move(r.body)};
 }
 
-Result<JsonValue> parse_answer(const Response& response, std::string_view what) {
-  return parse_answer_object(response.body, what);
-}
-
 Result<PutResult> put_result_of(const Response& response, std::string_view what) {
-  PutResult out;
-  auto doc = parse_json(response.body);
-  if (doc && doc->is_object()) {
-    out.name = (*doc)["name"].str();
-    if (auto size = (*doc)["size"].to_u64()) out.size = *size;
-    out.etag = (*doc)["etag"].str();
-  }
+  // A server that answers with no JSON (or a short one) still sends the ETag header.
+  Result<PutResult> answer = wire::parse_object_put_json(response.body);
+  PutResult out = answer ? std::move(*answer) : PutResult{};
   if (out.etag.empty()) {
     auto etag = response.headers.get("ETag");
     if (!etag) return Status::internal("{}: the answer has neither an etag field nor an ETag header", what);
@@ -103,13 +88,6 @@ ObjectInfo object_info_of(const Response& response) {
 }
 
 }  // namespace
-
-const NodeEntry* NodeMap::find(std::string_view id) const {
-  for (const auto& n : nodes) {
-    if (n.id == id) return &n;
-  }
-  return nullptr;
-}
 
 ByteRange ByteRange::first_last(uint64_t first, uint64_t last) {
   return ByteRange{fmt::format("bytes={}-{}", first, last)};
@@ -276,10 +254,9 @@ Status Client::status_of(const Response& response, std::string_view what) {
   if (response.status < 400) return Status::ok();
   Code code = code_of_http_status(response.status);
   std::string message;
-  if (auto doc = parse_json(response.body); doc && doc->is_object() && (*doc)["error"].is_object()) {
-    const JsonValue& error = (*doc)["error"];
-    if (auto named = code_of_name(error["code"].str()); named && *named != Code::kOk) code = *named;
-    message = error["message"].str();
+  if (auto error = wire::parse_error_json(response.body)) {
+    if (error->code && *error->code != Code::kOk) code = *error->code;
+    message = std::move(error->message);
   } else {
     message = response.body.substr(0, kMaxMessageSnippet);
   }
@@ -320,22 +297,7 @@ Result<NodeMap> Client::node_map() {
   constexpr std::string_view kWhat = "GET /v1/cluster/map";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, "/v1/cluster/map"));
   RETURN_IF_ERROR(status_of(r, kWhat));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, kWhat));
-  NodeMap map;
-  ASSIGN_OR_RETURN(map.version, doc["version"].to_u64());
-  map.primary = doc["primary"].str();
-  for (const JsonValue& n : doc["nodes"].items()) {
-    map.nodes.push_back(NodeEntry{n["id"].str(), n["role"].str(), n["url"].str(), n["state"].str(), n["mode"].str()});
-  }
-  if (doc["rebalance"].is_object()) {
-    ASSIGN_OR_RETURN(map.rebalance_id, doc["rebalance"]["id"].to_u64());
-    map.rebalance_phase = doc["rebalance"]["phase"].str();
-  }
-  return map;
-}
-
-std::string NodeMap::rebalance_job() const {
-  return rebalance_id == 0 ? std::string() : fmt::format("rebalance-{}", rebalance_id);
+  return detail::decode_answer(r, kWhat, wire::parse_node_map_json);
 }
 
 Result<MembershipChange> Client::membership_call(http::Method method, std::string target, std::string body,
@@ -343,12 +305,7 @@ Result<MembershipChange> Client::membership_call(http::Method method, std::strin
   const std::string what = fmt::format("{} {}", http::method_name(method), target);
   ASSIGN_OR_RETURN(const Response r, request(method, target, std::move(body), std::move(headers)));
   RETURN_IF_ERROR(status_of(r, what));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, what));
-  MembershipChange change;
-  ASSIGN_OR_RETURN(change.node_map_version, doc["node_map_version"].to_u64());
-  change.rebalance_job = doc["rebalance"].str();
-  change.rebalance_phase = doc["rebalance_phase"].str();
-  return change;
+  return detail::decode_answer(r, what, wire::parse_membership_change_json);
 }
 
 Result<MembershipChange> Client::set_maintenance(std::string_view node_id, bool on) {
@@ -371,45 +328,11 @@ Result<MembershipChange> Client::remove_node(std::string_view node_id) {
   return membership_call(http::Method::kDelete, "/v1/cluster/nodes/" + text::percent_encode(node_id));
 }
 
-namespace {
-
-Result<JobEntry> job_of(const JsonValue& j) {
-  JobEntry job;
-  job.id = j["id"].str();
-  job.kind = j["kind"].str();
-  job.state = j["state"].str();
-  job.phase = j["phase"].str();
-  job.detail = j["detail"].str();
-  const JsonValue& p = j["progress"];
-  ASSIGN_OR_RETURN(job.objects_done, p["objects_done"].to_u64());
-  ASSIGN_OR_RETURN(job.objects_total, p["objects_total"].to_u64());
-  ASSIGN_OR_RETURN(job.objects_remaining, p["objects_remaining"].to_u64());
-  ASSIGN_OR_RETURN(job.bytes_done, p["bytes_done"].to_u64());
-  ASSIGN_OR_RETURN(job.errors, p["errors"].to_u64());
-  // Scrub figures (absent from older servers).
-  if (auto n = p["corrupt_found"].to_u64()) job.corrupt_found = *n;
-  if (auto n = p["corrupt_repaired"].to_u64()) job.corrupt_repaired = *n;
-  if (auto n = p["copies_restored"].to_u64()) job.copies_restored = *n;
-  // Prefetch figures.
-  if (auto n = p["objects_skipped"].to_u64()) job.objects_skipped = *n;
-  if (auto n = p["bytes_per_second"].to_u64()) job.bytes_per_second = *n;
-  for (const JsonValue& f : j["failed_objects"].items()) job.failed_objects.push_back(f.str());
-  return job;
-}
-
-}  // namespace
-
 Result<std::vector<JobEntry>> Client::jobs() {
   constexpr std::string_view kWhat = "GET /v1/jobs";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, "/v1/jobs"));
   RETURN_IF_ERROR(status_of(r, kWhat));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, kWhat));
-  std::vector<JobEntry> jobs;
-  for (const JsonValue& j : doc["jobs"].items()) {
-    ASSIGN_OR_RETURN(JobEntry job, job_of(j));
-    jobs.push_back(std::move(job));
-  }
-  return jobs;
+  return detail::decode_answer(r, kWhat, wire::parse_job_list_json);
 }
 
 Result<std::string> Client::config(bool overrides_only) {
@@ -427,27 +350,11 @@ Result<std::string> Client::set_config(std::string patch) {
   return r.body;
 }
 
-Result<std::string> json_value_at(std::string_view json_text, std::string_view dotted_path) {
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_json(json_text));
-  const JsonValue* at = &doc;
-  while (!dotted_path.empty()) {
-    const size_t dot = dotted_path.find('.');
-    if (!at->is_object()) return std::string();
-    at = &(*at)[dotted_path.substr(0, dot)];
-    dotted_path = dot == std::string_view::npos ? std::string_view() : dotted_path.substr(dot + 1);
-  }
-  if (at->kind() == JsonValue::Kind::kNull) return std::string();
-  return at->dump();
-}
-
-bool is_json(std::string_view text) { return parse_json(text).has_value(); }
-
 Result<JobEntry> Client::job(std::string_view id) {
   const std::string target = "/v1/jobs/" + text::percent_encode(id);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
-  return job_of(doc);
+  return detail::decode_answer(r, "GET " + target, wire::parse_job_json);
 }
 
 Result<JobEntry> Client::wait_job(std::string_view id, std::chrono::seconds timeout) {
@@ -455,8 +362,7 @@ Result<JobEntry> Client::wait_job(std::string_view id, std::chrono::seconds time
       fmt::format("/v1/jobs/{}/wait?timeout_s={}", text::percent_encode(id), timeout.count());
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
-  return job_of(doc);
+  return detail::decode_answer(r, "GET " + target, wire::parse_job_json);
 }
 
 Result<JobEntry> Client::start_job(std::string job_json) {
@@ -464,8 +370,7 @@ Result<JobEntry> Client::start_job(std::string job_json) {
   headers.set("Content-Type", "application/json");
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, "/v1/jobs", std::move(job_json), headers));
   RETURN_IF_ERROR(status_of(r, "POST /v1/jobs"));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "POST /v1/jobs"));
-  return job_of(doc);
+  return detail::decode_answer(r, "POST /v1/jobs", wire::parse_job_json);
 }
 
 Status Client::abort_job(std::string_view id) {
@@ -492,8 +397,7 @@ Result<uint64_t> Client::evict(std::string_view bucket, std::string request_json
   const std::string target = "/v1/buckets/" + text::percent_encode(bucket) + "/evict";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, target, std::move(request_json)));
   RETURN_IF_ERROR(status_of(r, "POST " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "POST " + target));
-  return doc["evicted"].to_u64();
+  return detail::decode_answer(r, "POST " + target, wire::parse_evicted_json);
 }
 
 Status Client::head_bucket(std::string_view bucket) {
@@ -502,39 +406,18 @@ Status Client::head_bucket(std::string_view bucket) {
   return status_of(r, "HEAD " + target);
 }
 
-namespace {
-
-BucketEntry bucket_entry_of(const JsonValue& b) {
-  BucketEntry entry;
-  entry.name = b["name"].str();
-  if (auto id = b["id"].to_u64()) entry.id = *id;
-  entry.durability = b["props"]["durability"].str();
-  if (auto copies = b["props"]["copies"].to_u64()) entry.copies = static_cast<uint32_t>(*copies);
-  entry.write = b["props"]["write"].str();
-  if (auto data = b["props"]["ec"]["data"].to_u64()) entry.ec_data = static_cast<uint32_t>(*data);
-  if (auto parity = b["props"]["ec"]["parity"].to_u64()) entry.ec_parity = static_cast<uint32_t>(*parity);
-  if (auto min_size = b["props"]["ec"]["min_size"].to_u64()) entry.ec_min_size = *min_size;
-  return entry;
-}
-
-}  // namespace
-
 Result<std::vector<BucketEntry>> Client::list_buckets() {
   constexpr std::string_view kWhat = "GET /v1/buckets";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, "/v1/buckets"));
   RETURN_IF_ERROR(status_of(r, kWhat));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, kWhat));
-  std::vector<BucketEntry> out;
-  for (const JsonValue& b : doc["buckets"].items()) out.push_back(bucket_entry_of(b));
-  return out;
+  return detail::decode_answer(r, kWhat, wire::parse_bucket_list_json);
 }
 
 Result<BucketEntry> Client::bucket_props(std::string_view bucket) {
   const std::string target = "/v1/buckets/" + text::percent_encode(bucket) + "/props";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
-  return bucket_entry_of(doc);
+  return detail::decode_answer(r, "GET " + target, wire::parse_bucket_json);
 }
 
 Status Client::set_bucket_props(std::string_view bucket, std::string props_json) {
@@ -592,30 +475,13 @@ std::string Client::list_target(std::string_view bucket, std::string_view prefix
   return target;
 }
 
-Result<ListPage> Client::parse_list_page(std::string_view body) {
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_json(body));
-  if (!doc.is_object()) return Status::internal("a listing answer is not a JSON object");
-  ListPage page;
-  for (const JsonValue& o : doc["objects"].items()) {
-    ObjectEntry entry;
-    entry.name = o["name"].str();
-    ASSIGN_OR_RETURN(entry.size, o["size"].to_u64());
-    if (auto mtime = o["mtime"].to_i64()) entry.mtime_unix_nanos = *mtime;
-    entry.etag = o["etag"].str();
-    entry.cached = o["cached"].kind() != JsonValue::Kind::kBool || o["cached"].to_bool();
-    page.objects.push_back(std::move(entry));
-  }
-  page.next_token = doc["next_token"].str();
-  return page;
-}
+Result<ListPage> Client::parse_list_page(std::string_view body) { return wire::parse_object_list_json(body); }
 
 Result<ListPage> Client::list(std::string_view bucket, std::string_view prefix, size_t limit, std::string_view token) {
   const std::string target = list_target(bucket, prefix, limit, token);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
-  Result<ListPage> page = parse_list_page(r.body);
-  if (!page) return with_context(page.error(), fmt::format("GET {}: answer", target));
-  return page;
+  return detail::decode_answer(r, "GET " + target, wire::parse_object_list_json);
 }
 
 Result<std::vector<ObjectEntry>> Client::list_all(std::string_view bucket, std::string_view prefix,
@@ -720,41 +586,12 @@ Result<ObjectInfo> Client::get_stream(std::string_view bucket, std::string_view 
   }
 }
 
-Result<Settings> parse_settings_json(std::string_view text) {
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_json(text));
-  if (!doc.is_object()) return Status::invalid_argument("the settings are not a JSON object");
-  Settings settings;
-  const std::pair<const char*, std::string*> fields[] = {
-      {"endpoint", &settings.endpoint}, {"access_key", &settings.access_key}, {"secret_key", &settings.secret_key}};
-  for (const auto& [key, out] : fields) {
-    const JsonValue& v = doc[key];
-    if (v.kind() == JsonValue::Kind::kNull) continue;
-    if (!v.is_string()) return Status::invalid_argument("setting '{}' must be a string", key);
-    *out = v.str();
-  }
-  return settings;
-}
-
 Result<BucketInfo> Client::bucket_info(std::string_view bucket) {
   const std::string target = "/v1/buckets/" + text::percent_encode(bucket) + "/props";
   ASSIGN_OR_RETURN(Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer(r, "GET " + target));
-  BucketInfo info;
-  info.entry = bucket_entry_of(doc);
-  if (auto created = doc["created"].to_u64()) info.created_unix_nanos = *created;
-  const JsonValue& props = doc["props"];
-  info.anonymous_read = props["anonymous_read"].to_bool();
-  info.verify_reads = props["verify_reads"].kind() != JsonValue::Kind::kBool || props["verify_reads"].to_bool();
-  if (const JsonValue& b = props["backend"]; b.is_object()) {
-    info.backend_url = b["url"].str();
-    info.backend_endpoint = b["endpoint"].str();
-    info.backend_region = b["region"].str();
-    info.backend_access_key = b["access_key"].str();
-    info.backend_revalidate = b["revalidate"].to_bool();
-  }
-  info.json = std::move(r.body);
-  return info;
+  ASSIGN_OR_RETURN(BucketEntry entry, detail::decode_answer(r, "GET " + target, wire::parse_bucket_json));
+  return BucketInfo{std::move(entry), std::move(r.body)};
 }
 
 Result<ListPage> Client::list_page(std::string_view bucket, const ListOptions& options) {
@@ -762,9 +599,7 @@ Result<ListPage> Client::list_page(std::string_view bucket, const ListOptions& o
   if (options.cached_only) target += target.find('?') == std::string::npos ? "?cached=true" : "&cached=true";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
-  Result<ListPage> page = parse_list_page(r.body);
-  if (!page) return with_context(page.error(), fmt::format("GET {}: answer", target));
-  return page;
+  return detail::decode_answer(r, "GET " + target, wire::parse_object_list_json);
 }
 
 }  // namespace silo::client

@@ -19,6 +19,12 @@
 #include "base/result.h"
 #include "http/client.h"
 #include "http/message.h"
+#include "wire/bucket_json.h"
+#include "wire/job_json.h"
+#include "wire/mountpath_json.h"
+#include "wire/node_map_json.h"
+#include "wire/object_json.h"
+#include "wire/settings_json.h"
 
 namespace silo::client {
 
@@ -30,82 +36,20 @@ struct Response {
   std::string body;
 };
 
-struct NodeEntry {
-  std::string id;
-  std::string role;   // "proxy" | "target" | "all"
-  std::string url;    // "http://127.0.0.1:PORT"
-  std::string state;  // "online" | "down" | ...
-  std::string mode;   // "normal" | "maintenance" | "decommissioning"
-};
-
-// GET /v1/cluster/map
-struct NodeMap {
-  uint64_t version = 0;
-  std::string primary;
-  std::vector<NodeEntry> nodes;
-  uint64_t rebalance_id = 0;    // the current or last rebalance; 0 before the first
-  std::string rebalance_phase;  // "copy" | "cleanup" | "done"
-  const NodeEntry* find(std::string_view id) const;
-  // "rebalance-<rebalance_id>", or "" when there was none.
-  std::string rebalance_job() const;
-};
-
-// What a membership change answers.
-struct MembershipChange {
-  uint64_t node_map_version = 0;  // the map with the change
-  std::string rebalance_job;      // the rebalance that moves the objects ("" when none ran yet)
-  std::string rebalance_phase;    // "copy" | "cleanup" | "done"
-};
-
-// GET /v1/jobs/{id}
-struct JobEntry {
-  std::string id;
-  std::string kind;   // "rebalance", ...
-  std::string state;  // "running" | "finished" | "preempted" | "aborted" | "failed"
-  std::string phase;
-  std::string detail;
-  uint64_t objects_done = 0;   // moved (rebalance)
-  uint64_t objects_total = 0;  // an estimate of all the objects the job looks at
-  uint64_t objects_remaining = 0;  // still to look at
-  uint64_t bytes_done = 0;
-  uint64_t errors = 0;
-  uint64_t corrupt_found = 0;     // scrub
-  uint64_t corrupt_repaired = 0;  // scrub
-  uint64_t copies_restored = 0;   // scrub
-  uint64_t objects_skipped = 0;   // prefetch: cached already
-  uint64_t bytes_per_second = 0;  // over the job's life so far
-  std::vector<std::string> failed_objects;  // prefetch: "name: why", the first 100 per target
-};
-
-struct BucketEntry {
-  std::string name;
-  uint64_t id = 0;
-  std::string durability;  // "fsync" | "page_cache" | "default"
-  uint32_t copies = 1;     // full copies of each object
-  std::string write;       // "sync" | "async"
-  uint32_t ec_data = 0;    // erasure coding: data slices (0: not erasure coded)
-  uint32_t ec_parity = 0;  // parity slices
-  uint64_t ec_min_size = 0;  // objects under this many bytes get ec_parity + 1 full copies
-};
-
-struct ObjectEntry {
-  std::string name;
-  uint64_t size = 0;
-  int64_t mtime_unix_nanos = 0;
-  std::string etag;  // MD5 hex, no quotes
-  bool cached = true;  // a remote bucket's object: whether Silo holds it
-};
-
-struct ListPage {
-  std::vector<ObjectEntry> objects;
-  std::string next_token;  // empty on the last page
-};
-
-struct PutResult {
-  std::string name;
-  uint64_t size = 0;
-  std::string etag;  // MD5 hex, no quotes
-};
+// The native API's documents, as wire/ decodes them (one codec per document, shared with
+// the servers that encode them).
+using NodeEntry = wire::NodeEntry;
+using NodeMap = wire::NodeMapAnswer;                 // GET /v1/cluster/map
+using MembershipChange = wire::MembershipChange;     // what a membership change answers
+using JobEntry = wire::JobEntry;                     // GET /v1/jobs/{id}
+using BucketEntry = wire::BucketEntry;               // a bucket with every property
+using ObjectEntry = wire::ObjectEntry;
+using ListPage = wire::ObjectListPage;               // one page of a bucket listing
+using PutResult = wire::PutResult;                   // the answer to an object PUT
+using MountpathEntry = wire::MountpathEntry;         // one mountpath of a target
+using MountpathWork = wire::MountpathWork;           // a target's last resilver or detach
+using MountpathList = wire::MountpathList;           // GET /v1/mountpaths of a target
+using Settings = wire::ClientSettings;               // the CLI's settings file
 
 // What HEAD and get_stream() report about an object.
 struct ObjectInfo {
@@ -123,21 +67,11 @@ struct ByteRange {
   static ByteRange suffix(uint64_t length);                    // bytes=-length
 };
 
-// GET /v1/buckets/{bucket}/props in full: BucketEntry plus the properties it leaves out,
-// and the answer's JSON as it came (for tools that print it).
+// GET /v1/buckets/{bucket}/props: the bucket, and the answer's JSON as it came (for
+// tools that print it).
 struct BucketInfo {
   BucketEntry entry;
-  uint64_t created_unix_nanos = 0;
-  bool anonymous_read = false;
-  bool verify_reads = true;
-  // A remote bucket (docs/remote-buckets.md): the backend it caches; empty url otherwise.
-  std::string backend_url;  // "s3://bucket" | "gs://bucket"
-  std::string backend_endpoint;
-  std::string backend_region;
-  std::string backend_access_key;
-  bool backend_revalidate = false;
   std::string json;
-  bool is_remote() const { return !backend_url.empty(); }
 };
 
 // Which page of a bucket listing list_page() asks for.
@@ -148,43 +82,7 @@ struct ListOptions {
   bool cached_only = false;  // remote buckets: only what Silo holds (?cached=true)
 };
 
-// One mountpath of a target (GET /v1/mountpaths on the target).
-struct MountpathEntry {
-  std::string id;
-  std::string path;
-  std::string state;    // "enabled" | "disabled" | "failed" ...
-  std::string failure;  // why it failed, or ""
-  uint64_t capacity_bytes = 0;
-  uint64_t available_bytes = 0;
-  uint64_t objects = 0;
-};
 
-// The last resilver or detach of a target's mountpaths ("resilver" in GET /v1/mountpaths).
-struct MountpathWork {
-  std::string state;   // "running" | "finished" | "failed"; "" when there was none
-  std::string reason;  // "mountpath /x attached", ...
-  std::string detach_id;  // the mountpath a detach takes out, "" for a resilver
-  std::string error;
-  int64_t started_unix_nanos = 0;
-  uint64_t objects_moved = 0;
-  uint64_t bytes_moved = 0;
-};
-
-// GET /v1/mountpaths of a target, whole.
-struct MountpathList {
-  std::vector<MountpathEntry> mountpaths;
-  MountpathWork work;  // the current or last resilver or detach
-};
-
-// A client settings file: {"endpoint", "access_key", "secret_key"} (each optional; the
-// CLI reads ~/.config/silo/config.json). Unknown keys are ignored.
-struct Settings {
-  std::string endpoint;
-  std::string access_key;
-  std::string secret_key;
-};
-// kInvalidArgument when `text` is not a JSON object or a value is not a string.
-Result<Settings> parse_settings_json(std::string_view text);
 
 struct ClientOptions {
   std::chrono::milliseconds connect_timeout{3000};
@@ -334,7 +232,7 @@ class Client {
   // GET /v1/mountpaths of the target at `node_url` ("http://host:port", from the node map).
   Result<std::vector<MountpathEntry>> mountpaths(std::string_view node_url);
   // POST /v1/mountpaths/{id}/enable|disable on the target at `node_url` (admins); the
-  // mountpath's new state.
+  // mountpath's new state (id and state; the answer holds nothing else).
   Result<MountpathEntry> enable_mountpath(std::string_view node_url, std::string_view id);
   Result<MountpathEntry> disable_mountpath(std::string_view node_url, std::string_view id);
   // POST /v1/mountpaths {"path"} on the target (admins): the attached mountpath.
@@ -384,11 +282,5 @@ class Client {
   std::chrono::steady_clock::time_point owners_at_ GUARDED_BY(routes_mutex_) = {};
   std::map<std::string, uint64_t, std::less<>> bucket_ids_ GUARDED_BY(routes_mutex_);
 };
-
-// The value at `dotted_path` ("cluster.cache.high_wm") of the JSON document `json_text`
-// as compact JSON, or "" when there is none. kInvalidArgument when the text is not JSON.
-Result<std::string> json_value_at(std::string_view json_text, std::string_view dotted_path);
-// Whether `text` is exactly one JSON value ("85", "true", "\"x\"", "[1]"; not "redirect").
-bool is_json(std::string_view text);
 
 }  // namespace silo::client

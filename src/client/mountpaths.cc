@@ -4,26 +4,12 @@
 
 #include "base/text.h"
 #include "client/client.h"
-#include "client/json_reader.h"
+#include "client/detail/decode_answer.h"
 #include "http/message.h"
 #include "wire/json.h"
 
 namespace silo::client {
-
-
 namespace {
-
-MountpathEntry mountpath_of(const JsonValue& m) {
-  MountpathEntry entry;
-  entry.id = m["id"].str();
-  entry.path = m["path"].str();
-  entry.state = m["state"].str();
-  entry.failure = m["failure"].str();
-  if (auto n = m["capacity"].to_u64()) entry.capacity_bytes = *n;
-  if (auto n = m["available"].to_u64()) entry.available_bytes = *n;
-  if (auto n = m["objects"].to_u64()) entry.objects = *n;
-  return entry;
-}
 
 std::string node_base(std::string_view node_url) {
   while (!node_url.empty() && node_url.back() == '/') node_url.remove_suffix(1);
@@ -36,21 +22,7 @@ Result<MountpathList> Client::mountpath_list(std::string_view node_url) {
   const std::string target = node_base(node_url) + "/v1/mountpaths";
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kGet, target));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer_object(r.body, "GET " + target));
-  MountpathList list;
-  for (const JsonValue& m : doc["mountpaths"].items()) {
-    list.mountpaths.push_back(mountpath_of(m));
-  }
-  const JsonValue& w = doc["resilver"];
-  MountpathWork& work = list.work;
-  work.state = w["state"].str();
-  work.reason = w["reason"].str();
-  work.detach_id = w["detach"].str();
-  work.error = w["error"].str();
-  if (auto n = w["started"].to_u64()) work.started_unix_nanos = static_cast<int64_t>(*n);
-  if (auto n = w["objects_moved"].to_u64()) work.objects_moved = *n;
-  if (auto n = w["bytes_moved"].to_u64()) work.bytes_moved = *n;
-  return list;
+  return detail::decode_answer(r, "GET " + target, wire::parse_mountpath_list_json);
 }
 
 Result<std::vector<MountpathEntry>> Client::mountpaths(std::string_view node_url) {
@@ -64,8 +36,12 @@ Result<MountpathEntry> Client::mountpath_call(std::string_view node_url, std::st
       fmt::format("{}/v1/mountpaths/{}/{}", node_base(node_url), text::percent_encode(id), action);
   ASSIGN_OR_RETURN(const Response r, request(http::Method::kPost, target));
   RETURN_IF_ERROR(status_of(r, "POST " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer_object(r.body, "POST " + target));
-  return mountpath_of(doc);
+  ASSIGN_OR_RETURN(wire::MountpathStateChange change,
+                   detail::decode_answer(r, "POST " + target, wire::parse_mountpath_state_json));
+  MountpathEntry entry;  // the answer names the mountpath and its new state only
+  entry.id = std::move(change.id);
+  entry.state = std::move(change.state);
+  return entry;
 }
 
 Result<MountpathEntry> Client::attach_mountpath(std::string_view node_url, std::string_view path) {
@@ -73,8 +49,7 @@ Result<MountpathEntry> Client::attach_mountpath(std::string_view node_url, std::
   ASSIGN_OR_RETURN(const Response r,
                    request(http::Method::kPost, target, fmt::format(R"({{"path":{}}})", wire::json_string(path))));
   RETURN_IF_ERROR(status_of(r, "POST " + target));
-  ASSIGN_OR_RETURN(const JsonValue doc, parse_answer_object(r.body, "POST " + target));
-  return mountpath_of(doc);
+  return detail::decode_answer(r, "POST " + target, wire::parse_mountpath_json);
 }
 
 Status Client::detach_mountpath(std::string_view node_url, std::string_view id) {

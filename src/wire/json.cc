@@ -1,50 +1,19 @@
 #include "wire/json.h"
-#include "wire/name_template.h"
-
-#include "base/clock.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <iterator>
+#include <cstdio>
 #include <optional>
+
+#include "wire/detail/json_fields.h"
+#include "wire/name_template.h"
 
 namespace silo::wire {
 namespace {
 
 using nlohmann::json;
-
-std::string_view durability_name(Durability d) {
-  switch (d) {
-    case DURABILITY_FSYNC: return "fsync";
-    case DURABILITY_PAGE_CACHE: return "page_cache";
-    default: return "default";
-  }
-}
-
-json props_to_json(const BucketProps& props) {
-  json j{{"durability", durability_name(props.durability())}, {"anonymous_read", props.anonymous_read()}};
-  if (!props.versioning().empty()) j["versioning"] = props.versioning();
-  j["copies"] = copies_of(props);
-  j["write"] = props.write_mode() == WRITE_MODE_ASYNC ? "async" : "sync";
-  j["verify_reads"] = !props.skip_read_verify();
-  if (is_erasure_coded(props)) {
-    j["ec"] = {{"data", props.ec().data()}, {"parity", props.ec().parity()}, {"min_size", props.ec().min_size()}};
-  } else {
-    j["ec"] = nullptr;
-  }
-  if (is_remote(props)) {
-    const BackendProps& b = props.backend();
-    j["backend"] = {{"url", backend_url(b)},          {"endpoint", b.endpoint()},
-                    {"region", b.region()},          {"access_key", b.access_key()},
-                    {"secret_key", b.secret_key().empty() ? "" : kMaskedSecret},
-                    {"revalidate", b.revalidate()}};
-  } else {
-    j["backend"] = nullptr;
-  }
-  return j;
-}
 
 // Applies {"url", "endpoint", "region", "access_key", "secret_key", "revalidate"} onto
 // `backend`: the keys named change, the others stay.
@@ -84,68 +53,6 @@ Status apply_backend_json(const json& value, BackendProps& backend) {
   }
   if (backend.bucket().empty()) return Status::invalid_argument("bucket property 'backend' needs a 'url' (s3://bucket)");
   return Status::ok();
-}
-
-}  // namespace
-
-std::string node_map_json(const NodeMap& map) {
-  json nodes = json::array();
-  for (const auto& n : map.nodes()) {
-    nodes.push_back({{"id", n.id()},
-                     {"role", role_name(n.role())},
-                     {"url", n.url()},
-                     {"state", state_name(n.state())},
-                     {"mode", mode_name(n.mode())}});
-  }
-  return json{{"version", map.version()},
-              {"primary", map.primary_id()},
-              {"nodes", nodes},
-              {"rebalance", {{"id", map.rebalance_id()}, {"phase", phase_name(map.rebalance_phase())}}}}
-      .dump();
-}
-
-namespace {
-
-json job_to_json(const JobInfo& job) {
-  json nodes = json::object();
-  json failed = json::array();
-  uint64_t skipped = 0;
-  for (const auto& [id, p] : job.nodes()) {
-    nodes[id] = {{"phase", phase_name(p.phase())},       {"finished", p.finished()},
-                 {"objects_scanned", p.objects_scanned()}, {"objects_total", p.objects_total()},
-                 {"objects_moved", p.objects_moved()},     {"bytes_moved", p.bytes_moved()},
-                 {"errors", p.errors()},                   {"last_error", p.last_error()},
-                 {"corrupt_found", p.corrupt_found()},     {"corrupt_repaired", p.corrupt_repaired()},
-                 {"copies_restored", p.copies_restored()}, {"objects_skipped", p.objects_skipped()},
-                 {"failed_objects", p.failed_objects()}};
-    for (const auto& f : p.failed_objects()) failed.push_back(f);
-    skipped += p.objects_skipped();
-  }
-  // Bytes per second over the job's life so far.
-  const int64_t end = job.finished_unix_nanos() > 0 ? job.finished_unix_nanos() : Clock::real().unix_nanos();
-  const double seconds = static_cast<double>(std::max<int64_t>(end - job.started_unix_nanos(), 1)) / 1e9;
-  return json{{"id", job.id()},
-              {"kind", job.kind()},
-              {"state", job.state()},
-              {"phase", job.phase()},
-              {"detail", job.detail()},
-              {"started", job.started_unix_nanos()},
-              {"finished", job.finished_unix_nanos()},
-              {"progress",
-               {{"objects_done", job.objects_done()},
-                {"objects_total", job.objects_total()},
-                {"objects_scanned", job.objects_scanned()},
-                {"objects_remaining",
-                 job.objects_total() > job.objects_scanned() ? job.objects_total() - job.objects_scanned() : 0},
-                {"bytes_done", job.bytes_done()},
-                {"errors", job.errors()},
-                {"corrupt_found", job.corrupt_found()},
-                {"corrupt_repaired", job.corrupt_repaired()},
-                {"copies_restored", job.copies_restored()},
-                {"objects_skipped", skipped},
-                {"bytes_per_second", static_cast<uint64_t>(static_cast<double>(job.bytes_done()) / seconds)}}},
-              {"failed_objects", failed},
-              {"nodes", nodes}};
 }
 
 }  // namespace
@@ -229,11 +136,15 @@ std::string evict_request_json(const EvictRequest& request) {
 }
 
 Result<uint64_t> parse_evicted_json(std::string_view text) {
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("evicted") || !doc["evicted"].is_number_unsigned()) {
-    return Status::invalid_argument("an evict answer is {{\"evicted\": N}}");
-  }
-  return doc["evicted"].get<uint64_t>();
+  constexpr std::string_view kDocument = "an evict answer";
+  ASSIGN_OR_RETURN(const json doc, detail::parse_object(text, kDocument));
+  return detail::JsonFields(doc, kDocument).u64("evicted");
+}
+
+std::string evicted_json(uint64_t evicted, std::optional<bool> bucket_kept) {
+  json doc{{"evicted", evicted}};
+  if (bucket_kept) doc["bucket_kept"] = *bucket_kept;
+  return doc.dump();
 }
 
 Result<JobRequest> parse_job_request_json(std::string_view text) {
@@ -271,28 +182,6 @@ Result<JobRequest> parse_job_request_json(std::string_view text) {
 
 std::string json_string(std::string_view text) {
   return json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string job_json(const JobInfo& job) { return job_to_json(job).dump(); }
-
-std::string job_list_json(std::span<const JobInfo> jobs) {
-  json list = json::array();
-  for (const auto& job : jobs) list.push_back(job_to_json(job));
-  return json{{"jobs", list}}.dump();
-}
-
-std::string bucket_json(const Bucket& bucket) {
-  return json{{"name", bucket.name()},
-              {"id", bucket.id()},
-              {"created", bucket.created_unix_nanos()},
-              {"props", props_to_json(bucket.props())}}
-      .dump();
-}
-
-std::string bucket_list_json(const BucketMap& map) {
-  json buckets = json::array();
-  for (const auto& b : map.buckets()) buckets.push_back(json::parse(bucket_json(b)));
-  return json{{"version", map.version()}, {"buckets", buckets}}.dump();
 }
 
 Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps props) {
@@ -437,54 +326,110 @@ Result<User> parse_user_json(std::string_view text, std::string access_key) {
   return user;
 }
 
-namespace {
-
-// Appends `text` as a JSON string. Plain printable ASCII (nearly every object name) is
-// copied as is; anything else goes through nlohmann (escapes, invalid UTF-8 replaced).
-void append_json_string(std::string& out, std::string_view text) {
-  const bool is_plain = std::all_of(text.begin(), text.end(), [](char c) {
-    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-  });
-  if (is_plain) {
-    out += '"';
-    out += text;
-    out += '"';
-    return;
-  }
-  out += json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-}  // namespace
-
-std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token, bool shows_cached) {
-  // Written directly, not through a json DOM: listing pages are the hot path of W4.
-  std::string out;
-  out.reserve(64 + entries.size() * 120);
-  out += "{\"next_token\":";
-  append_json_string(out, next_token);
-  out += ",\"objects\":[";
-  for (const auto& e : entries) {
-    if (out.back() != '[') out += ',';
-    out += "{\"etag\":";
-    append_json_string(out, e.md5_hex());
-    fmt::format_to(std::back_inserter(out), ",\"mtime\":{},\"name\":", e.mtime_unix_nanos());
-    append_json_string(out, e.name());
-    fmt::format_to(std::back_inserter(out), ",\"size\":{}", e.size());
-    if (shows_cached) out += e.is_remote_only() ? ",\"cached\":false" : ",\"cached\":true";
-    out += '}';
-  }
-  out += "]}";
-  return out;
-}
-
-std::string object_put_json(const ObjectRecord& record) {
-  return json{{"name", record.name()}, {"size", record.size()}, {"etag", record.md5_hex()}}.dump(
-      -1, ' ', false, json::error_handler_t::replace);
-}
-
 std::string error_json(const Status& status) {
   return json{{"error", {{"code", code_name(status.code())}, {"message", status.message()}}}}.dump(
       -1, ' ', false, json::error_handler_t::replace);
 }
+
+namespace {
+
+std::optional<Code> code_of_name(std::string_view name) {
+  for (int i = 0; i <= static_cast<int>(Code::kUnauthenticated); ++i) {
+    if (code_name(static_cast<Code>(i)) == name) return static_cast<Code>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<ErrorAnswer> parse_error_json(std::string_view text) {
+  constexpr std::string_view kDocument = "an error answer";
+  ASSIGN_OR_RETURN(const json doc, detail::parse_object(text, kDocument));
+  ASSIGN_OR_RETURN(const detail::JsonFields error, detail::JsonFields(doc, kDocument).object("error"));
+  ErrorAnswer out;
+  ASSIGN_OR_RETURN(const std::string code, error.string_or("code", ""));
+  out.code = code_of_name(code);
+  ASSIGN_OR_RETURN(out.message, error.string_or("message", ""));
+  return out;
+}
+
+Result<ClientSettings> parse_client_settings_json(std::string_view text) {
+  constexpr std::string_view kDocument = "the settings";
+  ASSIGN_OR_RETURN(const json doc, detail::parse_object(text, kDocument));
+  const detail::JsonFields fields(doc, kDocument);
+  ClientSettings settings;
+  ASSIGN_OR_RETURN(settings.endpoint, fields.string_or("endpoint", ""));
+  ASSIGN_OR_RETURN(settings.access_key, fields.string_or("access_key", ""));
+  ASSIGN_OR_RETURN(settings.secret_key, fields.string_or("secret_key", ""));
+  return settings;
+}
+
+namespace {
+
+// The string as the CLI has always printed it: only '"', '\\' and control bytes escaped
+// (as \u00XX); UTF-8 kept as it is.
+void append_compact_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+// Compact JSON with object members in key order (nlohmann's own order).
+void append_compact(std::string& out, const json& value) {
+  if (value.is_string()) {
+    append_compact_string(out, value.get_ref<const std::string&>());
+  } else if (value.is_array()) {
+    out += '[';
+    for (const json& item : value) {
+      if (out.back() != '[') out += ',';
+      append_compact(out, item);
+    }
+    out += ']';
+  } else if (value.is_object()) {
+    out += '{';
+    for (const auto& [key, member] : value.items()) {
+      if (out.back() != '{') out += ',';
+      append_compact_string(out, key);
+      out += ':';
+      append_compact(out, member);
+    }
+    out += '}';
+  } else {
+    out += value.dump();  // null, true, false, a number
+  }
+}
+
+}  // namespace
+
+Result<std::string> json_value_at(std::string_view json_text, std::string_view dotted_path) {
+  const json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Status::invalid_argument("not valid JSON");
+  const json* at = &doc;
+  while (!dotted_path.empty()) {
+    const size_t dot = dotted_path.find('.');
+    if (!at->is_object()) return std::string();
+    const auto it = at->find(std::string(dotted_path.substr(0, dot)));
+    if (it == at->end()) return std::string();
+    at = &*it;
+    dotted_path = dot == std::string_view::npos ? std::string_view() : dotted_path.substr(dot + 1);
+  }
+  if (at->is_null()) return std::string();
+  std::string out;
+  append_compact(out, *at);
+  return out;
+}
+
+bool is_json(std::string_view text) { return json::accept(text); }
 
 }  // namespace silo::wire

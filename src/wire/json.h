@@ -1,26 +1,26 @@
 #pragma once
 
-// JSON of the native API (/v1/...). nlohmann_json stays inside this file's .cc.
+// JSON of the native API (/v1/...): the request bodies the servers read, the bucket
+// properties rules, error bodies and the documents' codecs (each in its family's header,
+// included here). nlohmann_json stays inside wire/'s .cc files.
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/result.h"
+#include "wire/bucket_json.h"
 #include "wire/codec.h"
+#include "wire/job_json.h"
+#include "wire/mountpath_json.h"
+#include "wire/node_map_json.h"
+#include "wire/object_json.h"
+#include "wire/settings_json.h"
 
 namespace silo::wire {
 
-// {"version", "primary", "nodes": [{"id", "role", "url", "state", "mode"}],
-//  "rebalance": {"id", "phase"}} (CONTRACT.md).
-std::string node_map_json(const NodeMap& map);
-// {"id", "kind", "state", "phase", "detail", "started", "finished", "progress":
-//  {"objects_done", "objects_total", "objects_scanned", "objects_remaining", "bytes_done",
-//  "errors", "corrupt_found", "corrupt_repaired", "copies_restored"}, "nodes": {id: {...}}}
-// (CONTRACT.md).
-std::string job_json(const JobInfo& job);
-// {"jobs": [job_json...]}
-std::string job_list_json(std::span<const JobInfo> jobs);
 // POST /v1/jobs: {"kind": "scrub", "bucket": "NAME" (optional: all buckets),
 // "rate_mb_s": N (optional: no bound)} or {"kind": "prefetch", "bucket": "NAME" (a remote
 // bucket), one of "prefix": "p" | "template": "x-{0000..0999}.tar" | "names": [...] (none:
@@ -53,11 +53,10 @@ struct EvictRequest {
 };
 Result<EvictRequest> parse_evict_request_json(std::string_view text);
 std::string evict_request_json(const EvictRequest& request);
-// {"evicted": N} -> N.
+// The answer to an evict: {"evicted": N} from a target, {"evicted": N, "bucket_kept":
+// bool} from the proxy. The decoder reads N, all that any reader needs.
+std::string evicted_json(uint64_t evicted, std::optional<bool> bucket_kept = std::nullopt);
 Result<uint64_t> parse_evicted_json(std::string_view text);
-// {"buckets": [{"name", "id", "created", "props"}]}
-std::string bucket_list_json(const BucketMap& map);
-std::string bucket_json(const Bucket& bucket);
 // The most copies a bucket may ask for.
 inline constexpr uint32_t kMaxCopies = 16;
 // A bucket's copies per object (the `copies` property; 0 means 1).
@@ -95,12 +94,6 @@ inline constexpr uint32_t kMaxEcSlices = 32;
 // "revalidate": bool} | null (the keys named change, the others stay)}. Unknown
 // keys and bad values are kInvalidArgument naming the key.
 Result<BucketProps> apply_bucket_props_json(std::string_view json, BucketProps props);
-// {"objects": [{"name", "size", "mtime", "etag"[, "cached"]}], "next_token"}; "cached"
-// (whether Silo holds the object) when `shows_cached` (a remote bucket).
-std::string object_list_json(std::span<const ListEntry> entries, std::string_view next_token,
-                             bool shows_cached = false);
-// {"name", "size", "etag"}: the answer to an object PUT.
-std::string object_put_json(const ObjectRecord& record);
 // {"<key>": "non-empty string"} -> the string; kInvalidArgument with `hint` (what the body
 // needs) when it is not there.
 Result<std::string> parse_string_field_json(std::string_view json, const char* key, std::string_view hint);
@@ -110,9 +103,25 @@ Result<std::string> parse_url_json(std::string_view json);
 std::string json_string(std::string_view text);
 // {"error": {"code", "message"}}
 std::string error_json(const Status& status);
+// What an error body says. `code` is nullopt when its name is not one this build knows.
+struct ErrorAnswer {
+  std::optional<Code> code;
+  std::string message;
+  bool operator==(const ErrorAnswer&) const = default;
+};
+Result<ErrorAnswer> parse_error_json(std::string_view text);
 // {"users": [{"access_key", "admin", "from"}]}: never the secrets.
 std::string users_json(const BucketMap& map, std::string_view admin_access_key);
 // {"secret_key": "...", "admin": false} -> a User named `access_key`.
 Result<User> parse_user_json(std::string_view json, std::string access_key);
+
+
+// Any JSON document, for tools that show parts of one (`silo config`):
+// The value at `dotted_path` ("cluster.cache.high_wm") of `json_text` as compact JSON
+// (members in key order; only '"', '\\' and control characters escaped), or "" when
+// there is none or it is null. kInvalidArgument when the text is not JSON.
+Result<std::string> json_value_at(std::string_view json_text, std::string_view dotted_path);
+// Whether `text` is exactly one JSON value ("85", "true", "\"x\"", "[1]"; not "redirect").
+bool is_json(std::string_view text);
 
 }  // namespace silo::wire

@@ -130,5 +130,71 @@ TEST(JsonTest, EvictAndPrefetchRequestsTakeOneSelection) {
   }
 }
 
+TEST(JsonTest, ErrorRoundTrip) {
+  for (const Status& status : {Status::failed_precondition("bucket b is not empty"),
+                               Status::not_found("no \"x\"\n"), Status(Code::kUnauthenticated, "")}) {
+    auto decoded = parse_error_json(error_json(status));
+    ASSERT_TRUE(decoded.has_value()) << decoded.error();
+    EXPECT_EQ(decoded->code, status.code());
+    EXPECT_EQ(decoded->message, status.message());
+  }
+  auto unknown = parse_error_json(R"({"error": {"code": "FROM_THE_FUTURE", "message": "m"}})");
+  ASSERT_TRUE(unknown.has_value()) << unknown.error();
+  EXPECT_EQ(unknown->code, std::nullopt);
+  EXPECT_EQ(unknown->message, "m");
+  const std::pair<const char*, const char*> bad[] = {
+      {"<html>", "an error answer: not valid JSON"},
+      {R"({"code": "NOT_FOUND"})", "an error answer: 'error' is missing"},
+      {R"({"error": {"code": 5}})", "an error answer: 'error.code' must be a string"},
+  };
+  for (const auto& [text, message] : bad) {
+    auto decoded = parse_error_json(text);
+    ASSERT_FALSE(decoded.has_value()) << text;
+    EXPECT_EQ(decoded.error().message(), message) << text;
+  }
+}
+
+TEST(JsonTest, EvictedRoundTrip) {
+  EXPECT_EQ(evicted_json(5), R"({"evicted":5})");  // as target/remote.cc writes it
+  EXPECT_EQ(evicted_json(5, true), R"({"bucket_kept":true,"evicted":5})");
+  for (const uint64_t n : {uint64_t{0}, uint64_t{42}, UINT64_MAX}) {
+    EXPECT_EQ(parse_evicted_json(evicted_json(n)).value(), n);
+    EXPECT_EQ(parse_evicted_json(evicted_json(n, false)).value(), n);
+  }
+  auto missing = parse_evicted_json(R"({"bucket_kept": true})");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().message(), "an evict answer: 'evicted' is missing");
+  EXPECT_FALSE(parse_evicted_json(R"({"evicted": -1})").has_value());
+}
+
+TEST(JsonTest, ClientSettings) {
+  auto settings = parse_client_settings_json(
+      R"({"endpoint": "http://h:1", "access_key": "a", "secret_key": null, "color": true})");
+  ASSERT_TRUE(settings.has_value()) << settings.error();
+  EXPECT_EQ(*settings, (ClientSettings{"http://h:1", "a", ""}));
+  EXPECT_EQ(*parse_client_settings_json("{}"), ClientSettings{});
+  auto wrong = parse_client_settings_json(R"({"endpoint": 8080})");
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_EQ(wrong.error().message(), "the settings: 'endpoint' must be a string");
+  EXPECT_FALSE(parse_client_settings_json(R"(["x"])").has_value());
+}
+
+TEST(JsonTest, ValueAtWritesCompactJson) {
+  const std::string doc = R"({"cluster": {"cache": {"high_wm": 90, "s3": {"region": "a\"b\n"}}, "flag": true,
+                               "list": ["x", 2, 0.85], "none": null, "z": {"b": 1, "a": 2}}})";
+  EXPECT_EQ(json_value_at(doc, "cluster.cache.high_wm").value(), "90");
+  EXPECT_EQ(json_value_at(doc, "cluster.cache.s3").value(), R"({"region":"a\"b\u000a"})");
+  EXPECT_EQ(json_value_at(doc, "cluster.flag").value(), "true");
+  EXPECT_EQ(json_value_at(doc, "cluster.list").value(), R"(["x",2,0.85])");
+  EXPECT_EQ(json_value_at(doc, "cluster.z").value(), R"({"a":2,"b":1})");  // key order
+  EXPECT_EQ(json_value_at(doc, "cluster.none").value(), "");
+  EXPECT_EQ(json_value_at(doc, "cluster.cache.high_wm.deeper").value(), "");
+  EXPECT_EQ(json_value_at(doc, "cluster.missing").value(), "");
+  EXPECT_EQ(json_value_at("\"caf\xc3\xa9\"", "").value(), "\"caf\xc3\xa9\"");
+  EXPECT_FALSE(json_value_at("{oops", "a").has_value());
+  EXPECT_TRUE(is_json("85") && is_json("\"redirect\"") && is_json("[1]") && is_json("null") && is_json(" true "));
+  EXPECT_FALSE(is_json("redirect") || is_json("") || is_json("1 2") || is_json("{"));
+}
+
 }  // namespace
 }  // namespace silo::wire

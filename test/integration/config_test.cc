@@ -6,6 +6,7 @@
 
 #include "cli_util.h"
 #include "test_util.h"
+#include "wire/json.h"
 
 namespace silo::integration {
 namespace {
@@ -51,7 +52,7 @@ class RuntimeConfigTest : public ::testing::Test {
     if (!c) return "<no client: " + c.status().message() + ">";
     auto doc = (*c)->config();
     if (!doc) return "<" + doc.status().message() + ">";
-    auto value = client::json_value_at(*doc, key);
+    auto value = wire::json_value_at(*doc, key);
     return value ? *value : "<not JSON>";
   }
 

@@ -303,8 +303,8 @@ TEST(ErasureLayoutTest, SlicesMoveWithMembershipAndMountpathsWhileReadsNeverFail
   // A mountpath disabled: its slices move to the target's other mountpath (resilver).
   const std::string& resilvered = remaining[0];
   ASSERT_OK_AND_ASSIGN(const NodeInfo node, cluster->node(resilvered));
-  ASSERT_OK_AND_ASSIGN(const JsonValue mountpaths, mountpaths_of(*cluster, resilvered));
-  const std::string mountpath_id = mountpath_field(mountpaths, node.mountpaths[0], "id");
+  ASSERT_OK_AND_ASSIGN(const wire::MountpathList mountpaths, mountpaths_of(*cluster, resilvered));
+  const std::string mountpath_id = mountpath_at(mountpaths, node.mountpaths[0]).id;
   ASSERT_OK_AND_ASSIGN(auto direct, cluster->client_of(resilvered));
   const size_t before = object_file_count(node);
   ASSERT_OK_AND_ASSIGN(

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "base/mutex.h"
-#include "client/json_reader.h"
 #include "test_util.h"
 #include "testing/random.h"
+#include "wire/mountpath_json.h"
 
 namespace silo::integration {
 
@@ -222,28 +222,27 @@ inline uint64_t sum_over_targets(const LocalCluster& cluster, std::string_view m
   return sum;
 }
 
-using client::JsonValue;
-
 // GET /v1/mountpaths of a target.
-inline Result<JsonValue> mountpaths_of(LocalCluster& cluster, std::string_view target) {
+inline Result<wire::MountpathList> mountpaths_of(LocalCluster& cluster, std::string_view target) {
   ASSIGN_OR_RETURN(auto c, cluster.client_of(target));
   ASSIGN_OR_RETURN(const client::Response r, c->request(http::Method::kGet, "/v1/mountpaths"));
   if (r.status != 200) return Status::unavailable("GET /v1/mountpaths: HTTP {}: {}", r.status, r.body);
-  return client::parse_json(r.body);
+  return wire::parse_mountpath_list_json(r.body);
 }
 
-inline std::string mountpath_field(const JsonValue& doc, std::string_view path, std::string_view field) {
-  for (const JsonValue& m : doc["mountpaths"].items()) {
-    if (m["path"].str() == path) return m[field].str();
+// The mountpath at `path` in `list`: a default one (empty id and state) when none is.
+inline wire::MountpathEntry mountpath_at(const wire::MountpathList& list, std::string_view path) {
+  for (const wire::MountpathEntry& m : list.mountpaths) {
+    if (m.path == path) return m;
   }
-  return "";
+  return {};
 }
 
 inline Status wait_resilver_done(LocalCluster& cluster, std::string_view target) {
   return silo::testing::wait_until(
       [&] {
         auto doc = mountpaths_of(cluster, target);
-        return doc && (*doc)["resilver"]["state"].str() == "finished";
+        return doc && doc->work.state == "finished";
       },
       seconds(60), "the resilver to finish");
 }

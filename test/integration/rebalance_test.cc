@@ -159,8 +159,8 @@ TEST(ResilverTest, DisabledMountpathIsEmptiedAndFilledAgainWhenEnabled) {
   ASSERT_OK_AND_ASSIGN(const NodeInfo t1, cluster->node("t1"));
   const std::string mp = t1.mountpaths[0];
   ASSERT_GT(object_files(mp).size(), 0u);
-  ASSERT_OK_AND_ASSIGN(const JsonValue before, mountpaths_of(*cluster, "t1"));
-  const std::string id = mountpath_field(before, mp, "id");
+  ASSERT_OK_AND_ASSIGN(const wire::MountpathList before, mountpaths_of(*cluster, "t1"));
+  const std::string id = mountpath_at(before, mp).id;
   ASSERT_FALSE(id.empty());
   ASSERT_OK_AND_ASSIGN(auto direct, cluster->client_of("t1"));
 
@@ -171,9 +171,9 @@ TEST(ResilverTest, DisabledMountpathIsEmptiedAndFilledAgainWhenEnabled) {
   EXPECT_EQ(object_file_count(t1), objects.size());
   expect_all_readable(c, objects);
   // The last mountpath in service cannot be disabled.
-  ASSERT_OK_AND_ASSIGN(const JsonValue now, mountpaths_of(*cluster, "t1"));
-  EXPECT_EQ(mountpath_field(now, mp, "state"), "disabled");
-  const std::string other = mountpath_field(now, t1.mountpaths[1], "id");
+  ASSERT_OK_AND_ASSIGN(const wire::MountpathList now, mountpaths_of(*cluster, "t1"));
+  EXPECT_EQ(mountpath_at(now, mp).state, "disabled");
+  const std::string other = mountpath_at(now, t1.mountpaths[1]).id;
   ASSERT_OK_AND_ASSIGN(r, direct->request(http::Method::kPost, "/v1/mountpaths/" + other + "/disable"));
   EXPECT_EQ(r.status, 409) << r.body;
 
@@ -200,7 +200,7 @@ TEST(ResilverTest, RemovedMountpathIsTakenOutAndTheTargetKeepsServing) {
   ASSERT_OK(silo::testing::wait_until(
       [&] {
         auto doc = mountpaths_of(*cluster, "t1");
-        return doc && mountpath_field(*doc, mp, "state") == "failed";
+        return doc && mountpath_at(*doc, mp).state == "failed";
       },
       seconds(10), "the removed mountpath to be taken out"));
 

@@ -1,0 +1,51 @@
+#pragma once
+
+// The job documents of the native API (GET /v1/jobs, /v1/jobs/{id}, the answer to
+// POST /v1/jobs): one codec, the encoder for the proxy, the decoder for the client.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace silo::wire {
+
+class JobInfo;  // cluster_messages.proto
+
+// One job as a client reads it: the cluster-wide figures of JobInfo (the per-node ones
+// under "nodes" are left out).
+struct JobEntry {
+  std::string id;
+  std::string kind;   // "rebalance", ...
+  std::string state;  // "running" | "finished" | "preempted" | "aborted" | "failed"
+  std::string phase;
+  std::string detail;
+  uint64_t objects_done = 0;       // moved (rebalance)
+  uint64_t objects_total = 0;      // an estimate of all the objects the job looks at
+  uint64_t objects_remaining = 0;  // still to look at
+  uint64_t bytes_done = 0;
+  uint64_t errors = 0;
+  uint64_t corrupt_found = 0;     // scrub
+  uint64_t corrupt_repaired = 0;  // scrub
+  uint64_t copies_restored = 0;   // scrub
+  uint64_t objects_skipped = 0;   // prefetch: cached already
+  uint64_t bytes_per_second = 0;  // over the job's life so far
+  std::vector<std::string> failed_objects;  // prefetch: "name: why", the first 100 per target
+  bool operator==(const JobEntry&) const = default;
+};
+
+// {"id", "kind", "state", "phase", "detail", "started", "finished", "progress":
+//  {"objects_done", "objects_total", "objects_scanned", "objects_remaining", "bytes_done",
+//  "errors", "corrupt_found", "corrupt_repaired", "copies_restored", "objects_skipped",
+//  "bytes_per_second"}, "failed_objects": [...], "nodes": {id: {...}}} (CONTRACT.md).
+std::string job_json(const JobInfo& job);
+// {"jobs": [job_json...]}
+std::string job_list_json(std::span<const JobInfo> jobs);
+// Requires the progress figures every server sends (objects_done, objects_total,
+// objects_remaining, bytes_done, errors); the scrub and prefetch ones default to 0.
+Result<JobEntry> parse_job_json(std::string_view text);
+Result<std::vector<JobEntry>> parse_job_list_json(std::string_view text);
+
+}  // namespace silo::wire
