@@ -23,10 +23,11 @@ constexpr size_t kMaxJobRequestBody = 64 * 1024;
 constexpr size_t kMaxConfigBody = 64 * 1024;
 
 std::string membership_json(const wire::NodeMap& map) {
-  std::string rebalance;
-  if (map.rebalance_id() != 0) rebalance = cluster::rebalance_job_id(map.rebalance_id());
-  return fmt::format(R"({{"node_map_version":{},"rebalance":"{}","rebalance_phase":"{}"}})", map.version(),
-                     rebalance, wire::phase_name(map.rebalance_phase()));
+  wire::MembershipChange change;
+  change.node_map_version = map.version();
+  if (map.rebalance_id() != 0) change.rebalance_job = cluster::rebalance_job_id(map.rebalance_id());
+  change.rebalance_phase = std::string(wire::phase_name(map.rebalance_phase()));
+  return wire::membership_change_json(change);
 }
 
 }  // namespace

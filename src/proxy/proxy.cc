@@ -194,7 +194,7 @@ http::Awaitable<Status> Proxy::evict(http::Exchange& exchange, const std::string
     CO_ASSIGN_OR_RETURN(evicted, co_await delete_if_empty(name, /*evict_first=*/true));
   }
   co_await http::send_json(exchange, 200,
-                              fmt::format(R"({{"evicted":{},"bucket_kept":{}}})", evicted, request.keep_props));
+                              wire::evicted_json(evicted, request.keep_props));
   co_return Status::ok();
 }
 

@@ -64,11 +64,12 @@ std::map<std::string, bool> read_mountpath_changes(const std::string& state_dir)
   return changes;
 }
 
-std::string mountpath_json(const store::MountpathInfo& m) {
-  return fmt::format(R"({{"id":{},"path":{},"state":"{}","failure":{},"capacity":{},"available":{},"objects":{}}})",
-                     wire::json_string(m.id), wire::json_string(m.path), store::mountpath_state_name(m.state),
-                     wire::json_string(m.failure), m.capacity_bytes, m.available_bytes, m.objects);
+wire::MountpathEntry mountpath_entry(const store::MountpathInfo& m) {
+  return wire::MountpathEntry{m.id, m.path, std::string(store::mountpath_state_name(m.state)), m.failure,
+                              m.capacity_bytes, m.available_bytes, m.objects};
 }
+
+std::string mountpath_json(const store::MountpathInfo& m) { return wire::mountpath_json(mountpath_entry(m)); }
 
 }  // namespace
 
@@ -226,14 +227,8 @@ http::Awaitable<void> Mountpaths::attach(http::Exchange& exchange) {
 }
 
 std::string Mountpaths::listing_json() {
-  std::string body = R"({"mountpaths":[)";
-  bool first = true;
-  for (const auto& m : store_.mountpaths()) {
-    if (!first) body += ",";
-    first = false;
-    body += mountpath_json(m);
-  }
-  body += "]";
+  wire::MountpathList list;
+  for (const auto& m : store_.mountpaths()) list.mountpaths.push_back(mountpath_entry(m));
   std::shared_ptr<Resilver> last;
   {
     MutexLock lock(mutex_);
@@ -241,20 +236,22 @@ std::string Mountpaths::listing_json() {
   }
   if (last) {
     const bool running = last->running;
-    body += fmt::format(R"(,"resilver":{{"state":"{}","reason":{},"detach":{},"detach_path":{},"started":{},"finished":{})",
-                        running ? "running" : (last->error.empty() ? "finished" : "failed"),
-                        wire::json_string(last->reason), wire::json_string(last->detach_id),
-                        wire::json_string(last->detach_path), last->started_unix_nanos,
-                        running ? 0 : last->finished_unix_nanos);
+    wire::MountpathWork& work = list.work;
+    work.state = running ? "running" : (last->error.empty() ? "finished" : "failed");
+    work.reason = last->reason;
+    work.detach_id = last->detach_id;
+    work.detach_path = last->detach_path;
+    work.started_unix_nanos = last->started_unix_nanos;
     if (!running) {
-      body += fmt::format(R"(,"objects_scanned":{},"objects_moved":{},"bytes_moved":{},"stale_removed":{},"error":{})",
-                          last->stats.objects_scanned, last->stats.objects_moved, last->stats.bytes_moved,
-                          last->stats.stale_removed, wire::json_string(last->error));
+      work.finished_unix_nanos = last->finished_unix_nanos;
+      work.objects_scanned = last->stats.objects_scanned;
+      work.objects_moved = last->stats.objects_moved;
+      work.bytes_moved = last->stats.bytes_moved;
+      work.stale_removed = last->stats.stale_removed;
+      work.error = last->error;
     }
-    body += "}";
   }
-  body += "}";
-  return body;
+  return wire::mountpath_list_json(list);
 }
 
 http::Awaitable<void> Mountpaths::handle(http::Exchange& exchange, std::string_view rest, bool is_admin) {
@@ -282,7 +279,7 @@ http::Awaitable<void> Mountpaths::handle(http::Exchange& exchange, std::string_v
       s = start_detach(exchange.executor(), std::string(id));
       if (s.is_ok()) {
         co_await http::send_json(exchange, 202,
-                                    fmt::format(R"({{"id":{},"state":"detaching"}})", wire::json_string(id)));
+                                    wire::mountpath_state_json({std::string(id), "detaching"}));
         co_return;
       }
     } else if (request.method != http::Method::kPost) {
@@ -296,8 +293,7 @@ http::Awaitable<void> Mountpaths::handle(http::Exchange& exchange, std::string_v
         start_resilver(exchange.executor(), fmt::format("mountpath {} {}", changed->path, enable ? "enabled" : "disabled"));
         co_await http::send_json(
             exchange, 200,
-            fmt::format(R"({{"id":{},"state":"{}"}})", wire::json_string(changed->id),
-                        store::mountpath_state_name(changed->state)));
+            wire::mountpath_state_json({changed->id, std::string(store::mountpath_state_name(changed->state))}));
         co_return;
       }
       s = std::move(changed).error();

@@ -140,7 +140,7 @@ http::Awaitable<void> Target::handle_evict(http::Exchange& exchange, std::string
     co_await http::send_error(exchange, evicted.error());
     co_return;
   }
-  co_await http::send_json(exchange, 200, fmt::format(R"({{"evicted":{}}})", *evicted));
+  co_await http::send_json(exchange, 200, wire::evicted_json(*evicted));
 }
 
 
