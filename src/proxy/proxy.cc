@@ -193,8 +193,8 @@ http::Awaitable<Status> Proxy::evict(http::Exchange& exchange, const std::string
   } else {
     CO_ASSIGN_OR_RETURN(evicted, co_await delete_if_empty(name, /*evict_first=*/true));
   }
-  co_await http::send_json(exchange, 200,
-                              wire::evicted_json(evicted, request.keep_props));
+  const std::string answer = wire::evicted_json(evicted, request.keep_props);  // named beside co_await (adr/0003)
+  co_await http::send_json(exchange, 200, answer);
   co_return Status::ok();
 }
 

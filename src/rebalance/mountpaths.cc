@@ -223,7 +223,8 @@ http::Awaitable<void> Mountpaths::attach(http::Exchange& exchange) {
   }
   start_resilver(exchange.executor(), fmt::format("mountpath {} attached", attached->path));
   remember_mountpath_set();
-  co_await http::send_json(exchange, 200, mountpath_json(*attached));
+  const std::string answer = mountpath_json(*attached);
+  co_await http::send_json(exchange, 200, answer);
 }
 
 std::string Mountpaths::listing_json() {
@@ -259,7 +260,8 @@ http::Awaitable<void> Mountpaths::handle(http::Exchange& exchange, std::string_v
   const bool is_root = rest.empty() || rest == "/";
   Status s;
   if (is_root && request.method == http::Method::kGet) {
-    co_await http::send_json(exchange, 200, listing_json());
+    const std::string answer = listing_json();
+    co_await http::send_json(exchange, 200, answer);
     co_return;
   }
   if (!is_admin) {
@@ -278,8 +280,9 @@ http::Awaitable<void> Mountpaths::handle(http::Exchange& exchange, std::string_v
     if (request.method == http::Method::kDelete && action.empty()) {
       s = start_detach(exchange.executor(), std::string(id));
       if (s.is_ok()) {
-        co_await http::send_json(exchange, 202,
-                                    wire::mountpath_state_json({std::string(id), "detaching"}));
+        // Named, not a temporary beside co_await (docs/adr/0003).
+        const std::string answer = wire::mountpath_state_json({std::string(id), "detaching"});
+        co_await http::send_json(exchange, 202, answer);
         co_return;
       }
     } else if (request.method != http::Method::kPost) {
@@ -291,9 +294,9 @@ http::Awaitable<void> Mountpaths::handle(http::Exchange& exchange, std::string_v
       auto changed = co_await disk_.run([this, id, enable] { return store_.set_mountpath_enabled(id, enable); });
       if (changed) {
         start_resilver(exchange.executor(), fmt::format("mountpath {} {}", changed->path, enable ? "enabled" : "disabled"));
-        co_await http::send_json(
-            exchange, 200,
-            wire::mountpath_state_json({changed->id, std::string(store::mountpath_state_name(changed->state))}));
+        const std::string answer =
+            wire::mountpath_state_json({changed->id, std::string(store::mountpath_state_name(changed->state))});
+        co_await http::send_json(exchange, 200, answer);
         co_return;
       }
       s = std::move(changed).error();

@@ -206,7 +206,7 @@ http::Awaitable<Status> Target::put_object(http::Exchange& exchange, const Objec
   puts_.add();
   CO_RETURN_IF_ERROR(cache_.check_space());
   // A part needs no holder until CompleteMultipartUpload replicates the object.
-  if (!request.part) CO_RETURN_IF_ERROR(check_holders_up(r));
+  if (!request.part) CO_RETURN_IF_ERROR(replication::Replication::check_holders_up(r.bucket, r.holders, r.object.name));
   store::PutOptions options = put_options(request, r.bucket);  // named: docs/adr/0003
   CO_ASSIGN_OR_RETURN(auto writer, co_await open_writer(request, r, std::move(options)));
   http::ResponseHead head = answer_head(request);

@@ -108,10 +108,6 @@ http::Awaitable<Status> Target::replicate(const Resolved& r) {
   co_return Status::ok();
 }
 
-Status Target::check_holders_up(const Resolved& r) const {
-  return replication::Replication::check_holders_up(r.bucket, r.holders, r.object.name);
-}
-
 http::Awaitable<Status> Target::publish(const Resolved& r) {
   if (wire::is_remote(r.bucket.props())) CO_RETURN_IF_ERROR(co_await cache_.write_through(r.bucket, r.object));
   co_return co_await replicate(r);
@@ -140,7 +136,8 @@ http::Awaitable<void> Target::handle_evict(http::Exchange& exchange, std::string
     co_await http::send_error(exchange, evicted.error());
     co_return;
   }
-  co_await http::send_json(exchange, 200, wire::evicted_json(*evicted));
+  const std::string answer = wire::evicted_json(*evicted);  // named beside co_await (adr/0003)
+  co_await http::send_json(exchange, 200, answer);
 }
 
 

@@ -168,7 +168,7 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
       ObjectRequest complete;
       complete.conditions = preconditions_from(in.headers, "");
       store::PutOptions options = put_options(complete, r.bucket);
-      CO_RETURN_IF_ERROR(check_holders_up(r));
+      CO_RETURN_IF_ERROR(replication::Replication::check_holders_up(r.bucket, r.holders, r.object.name));
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record,
                           co_await store_.complete_upload(r.object, upload_id, std::move(parts), std::move(options)));
       CO_RETURN_IF_ERROR(co_await publish(r));

@@ -164,8 +164,6 @@ class Target {
   // After a commit at the owner: the other holders get the object, before the answer
   // (sync) or in the background (async): full copies, or an erasure-coded bucket's slices.
   http::Awaitable<Status> replicate(const Resolved& r);
-  // A sync write at the owner: every other holder must be up to take its copy.
-  Status check_holders_up(const Resolved& r) const;
 
   // Remote buckets (remote.cc, docs/remote-buckets.md): the cache (src/cache) does the
   // work; these decide, once per request, whether a bucket goes through it, and do what
