@@ -88,7 +88,7 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
     ASSIGN_OR_RETURN(node->store_, store::Store::open(std::move(options)));
   }
   node->cluster_auth_ = std::make_unique<cluster::ClusterAuth>(node->config_.cluster.auth);
-  node->users_ = std::make_unique<cluster::Users>(node->config_.cluster.auth, *node->maps_);
+  node->users_ = std::make_unique<s3api::Users>(node->config_.cluster.auth, *node->maps_);
   // Every request a node sends to another is signed with the cluster secret.
   Node* signer = node.get();
   const auto sign = [signer](const http::Endpoint&, http::ClientRequest& request) {
@@ -198,7 +198,7 @@ http::Awaitable<void> Node::start() {
       options.local_target = [this](http::Exchange& e, std::string b, std::string n) {
         return target_->handle_object(e, std::move(b), std::move(n));
       };
-      options.local_s3 = [this](http::Exchange& e, const cluster::S3Request& r) { return target_->handle_s3(e, r); };
+      options.local_s3 = [this](http::Exchange& e, const s3api::S3Request& r) { return target_->handle_s3(e, r); };
     }
     proxy_ = std::make_unique<proxy::Proxy>(std::move(options), *maps_, data_client_, primary_.get(), stats_);
   }
@@ -359,10 +359,10 @@ http::Awaitable<void> Node::dispatch(http::Exchange& exchange) {
 }
 
 http::Awaitable<void> Node::dispatch_s3(http::Exchange& exchange, bool is_forwarded) {
-  auto request = cluster::parse_s3_request(exchange.request(), *users_, config_.cluster.s3,
+  auto request = s3api::parse_s3_request(exchange.request(), *users_, config_.cluster.s3,
                                            Clock::real().unix_nanos() / 1'000'000'000);
   if (!request) {
-    co_await cluster::send_s3_error(exchange, request.error(), s3::Subject::kService, nullptr);
+    co_await s3api::send_s3_error(exchange, request.error(), s3::Subject::kService, nullptr);
     co_return;
   }
   // Relayed here by another node because this one owns the object: run it (the target
@@ -381,7 +381,7 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
   bool is_admin = is_intra_cluster;
   if (!is_intra_cluster) {
     // The native API takes the S3 keys: SigV4 in the header or the query.
-    auto auth = cluster::authenticate(request, *users_, Clock::real().unix_nanos() / 1'000'000'000);
+    auto auth = s3api::authenticate(request, *users_, Clock::real().unix_nanos() / 1'000'000'000);
     if (!auth || !*auth) {
       // Named, not a ternary temporary inside co_await (docs/adr/0003).
       Status denied = Status::permission_denied("the native API needs a SigV4 signature with the cluster's keys");

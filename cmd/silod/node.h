@@ -9,7 +9,7 @@
 #include "cluster/intra_auth.h"
 #include "cluster/meta_store.h"
 #include "cluster/primary.h"
-#include "cluster/s3_request.h"
+#include "s3api/s3_request.h"
 #include "config/live_config.h"
 #include "backend/backend_pool.h"
 #include "cache/cache.h"
@@ -69,7 +69,7 @@ class Node {
   config::Config config_;  // as the file says; the cluster section in effect is live_config_'s
   std::shared_ptr<config::LiveConfig> live_config_;
   std::unique_ptr<cluster::ClusterAuth> cluster_auth_;
-  std::unique_ptr<cluster::Users> users_;
+  std::unique_ptr<s3api::Users> users_;
   boost::asio::io_context io_;
   stats::Registry stats_;
   async::DiskExecutor state_disk_{1};

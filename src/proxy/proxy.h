@@ -11,7 +11,7 @@
 #include "backend/backend_pool.h"
 #include "cluster/cluster_maps.h"
 #include "cluster/primary.h"
-#include "cluster/s3_request.h"
+#include "s3api/s3_request.h"
 #include "config/config.h"
 #include "config/live_config.h"
 #include "http/client.h"
@@ -40,7 +40,7 @@ struct ProxyOptions {
   // handed to it in-process instead of over loopback HTTP.
   std::function<http::Awaitable<void>(http::Exchange&, std::string bucket, std::string name)> local_target;
   // The same for S3 object operations.
-  std::function<http::Awaitable<void>(http::Exchange&, const cluster::S3Request&)> local_s3;
+  std::function<http::Awaitable<void>(http::Exchange&, const s3api::S3Request&)> local_s3;
   // Remote buckets' backends (listing, the existence check at creation); null: none.
   std::shared_ptr<backend::BackendPool> backends;
 };
@@ -103,7 +103,7 @@ class Proxy {
   //                                   the overrides (on the primary, relayed there); answers
   //                                   the new effective config
   http::Awaitable<void> handle_config(http::Exchange& exchange, const config::NodeConfig& node, bool is_admin);
-  http::Awaitable<void> handle_s3(http::Exchange& exchange, const cluster::S3Request& request);
+  http::Awaitable<void> handle_s3(http::Exchange& exchange, const s3api::S3Request& request);
 
  private:
   using RouteHandler = http::RouteTable<Caller>::ParamHandler;
@@ -217,16 +217,16 @@ class Proxy {
                                                       const std::string& start_after, size_t limit);
 
   // S3 (s3_gateway.cc).
-  http::Awaitable<void> route_object(http::Exchange& exchange, const cluster::S3Request& request,
+  http::Awaitable<void> route_object(http::Exchange& exchange, const s3api::S3Request& request,
                                      const wire::Bucket& bucket);
-  http::Awaitable<Status> run_s3(http::Exchange& exchange, const cluster::S3Request& request,
+  http::Awaitable<Status> run_s3(http::Exchange& exchange, const s3api::S3Request& request,
                                  const std::optional<wire::Bucket>& bucket);
-  http::Awaitable<Status> s3_create_bucket(http::Exchange& exchange, const cluster::S3Request& request);
-  http::Awaitable<Status> s3_list(http::Exchange& exchange, const cluster::S3Request& request,
+  http::Awaitable<Status> s3_create_bucket(http::Exchange& exchange, const s3api::S3Request& request);
+  http::Awaitable<Status> s3_list(http::Exchange& exchange, const s3api::S3Request& request,
                                   const wire::Bucket& bucket);
-  http::Awaitable<Status> s3_list_uploads(http::Exchange& exchange, const cluster::S3Request& request,
+  http::Awaitable<Status> s3_list_uploads(http::Exchange& exchange, const s3api::S3Request& request,
                                           const wire::Bucket& bucket);
-  http::Awaitable<Status> s3_delete_objects(http::Exchange& exchange, const cluster::S3Request& request,
+  http::Awaitable<Status> s3_delete_objects(http::Exchange& exchange, const s3api::S3Request& request,
                                             const wire::Bucket& bucket);
 
   // The effective cluster config now (one snapshot per request).

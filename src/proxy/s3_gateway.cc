@@ -79,7 +79,7 @@ Status bad_token() {
 
 }  // namespace
 
-http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const cluster::S3Request& request) {
+http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const s3api::S3Request& request) {
   const s3::Op op = request.route.op;
   Status s;
   std::optional<wire::Bucket> bucket;
@@ -103,12 +103,12 @@ http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const cluster::
   }
   if (!s.is_ok()) {
     errors_.add();
-    co_await cluster::send_s3_error(exchange, s, request.route.bucket.empty() ? s3::Subject::kService : s3::Subject::kBucket,
+    co_await s3api::send_s3_error(exchange, s, request.route.bucket.empty() ? s3::Subject::kService : s3::Subject::kBucket,
                                     &request);
   }
 }
 
-http::Awaitable<void> Proxy::route_object(http::Exchange& exchange, const cluster::S3Request& request,
+http::Awaitable<void> Proxy::route_object(http::Exchange& exchange, const s3api::S3Request& request,
                                           const wire::Bucket& bucket) {
   object_requests_.add();
   Status s = s3::validate_object_name(request.route.key);
@@ -125,11 +125,11 @@ http::Awaitable<void> Proxy::route_object(http::Exchange& exchange, const cluste
   }
   if (!s.is_ok()) {
     errors_.add();
-    co_await cluster::send_s3_error(exchange, s, s3::Subject::kObject, &request);
+    co_await s3api::send_s3_error(exchange, s, s3::Subject::kObject, &request);
   }
 }
 
-http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const cluster::S3Request& request,
+http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const s3api::S3Request& request,
                                       const std::optional<wire::Bucket>& bucket) {
   const std::string& name = request.route.bucket;
   switch (request.route.op) {
@@ -137,21 +137,21 @@ http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const cluster::S
       const auto map = maps_.bucket_map();
       s3::XmlWriter xml;
       xml.open("ListAllMyBucketsResult", s3::kS3Xmlns);
-      cluster::add_owner(xml);
+      s3api::add_owner(xml);
       xml.open("Buckets");
       for (const auto& b : map->buckets()) {
         xml.open("Bucket").element("Name", b.name()).element("CreationDate", s3::format_iso8601(b.created_unix_nanos())).close();
       }
       xml.close().close();
-      co_return co_await cluster::send_xml(exchange, request, xml.finish());
+      co_return co_await s3api::send_xml(exchange, request, xml.finish());
     }
     case s3::Op::kCreateBucket: co_return co_await s3_create_bucket(exchange, request);
     case s3::Op::kDeleteBucket: {
       CO_RETURN_IF_ERROR((co_await delete_if_empty(name)).status());
-      co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
+      co_return co_await exchange.response().send(s3api::s3_head(&request, 204), "");
     }
     case s3::Op::kHeadBucket: {
-      http::ResponseHead head = cluster::s3_head(&request);
+      http::ResponseHead head = s3api::s3_head(&request);
       head.headers.set("x-amz-bucket-region", live_config()->s3.region);
       co_return co_await exchange.response().send(std::move(head), "");
     }
@@ -166,14 +166,14 @@ http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const cluster::S
         out = with.element("LocationConstraint", region).finish();
         out.insert(out.find("<LocationConstraint") + 19, std::string(" xmlns=\"") + std::string(s3::kS3Xmlns) + "\"");
       }
-      co_return co_await cluster::send_xml(exchange, request, std::move(out));
+      co_return co_await s3api::send_xml(exchange, request, std::move(out));
     }
     case s3::Op::kGetBucketVersioning: {
       s3::XmlWriter xml;
       xml.open("VersioningConfiguration", s3::kS3Xmlns);
       if (!bucket->props().versioning().empty()) xml.element("Status", bucket->props().versioning());
       xml.close();
-      co_return co_await cluster::send_xml(exchange, request, xml.finish());
+      co_return co_await s3api::send_xml(exchange, request, xml.finish());
     }
     case s3::Op::kPutBucketVersioning: {
       CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxBucketBody));
@@ -185,10 +185,10 @@ http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const cluster::S
       wire::BucketProps props = bucket->props();
       props.set_versioning(status);
       CO_RETURN_IF_ERROR((co_await primary_->set_bucket_props(name, props)).status());
-      co_return co_await exchange.response().send(cluster::s3_head(&request), "");
+      co_return co_await exchange.response().send(s3api::s3_head(&request), "");
     }
     case s3::Op::kGetBucketAcl:
-      co_return co_await cluster::send_xml(exchange, request, cluster::acl_xml(bucket->props().anonymous_read()));
+      co_return co_await s3api::send_xml(exchange, request, s3api::acl_xml(bucket->props().anonymous_read()));
     case s3::Op::kListObjects:
     case s3::Op::kListObjectsV2:
     case s3::Op::kListObjectVersions: co_return co_await s3_list(exchange, request, *bucket);
@@ -199,7 +199,7 @@ http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const cluster::S
   co_return Status::unimplemented("{} is not implemented", s3::op_name(request.route.op)).with_reason("NotImplemented");
 }
 
-http::Awaitable<Status> Proxy::s3_create_bucket(http::Exchange& exchange, const cluster::S3Request& request) {
+http::Awaitable<Status> Proxy::s3_create_bucket(http::Exchange& exchange, const s3api::S3Request& request) {
   const std::string& name = request.route.bucket;
   CO_RETURN_IF_ERROR(s3::validate_bucket_name(name));
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxBucketBody));
@@ -215,12 +215,12 @@ http::Awaitable<Status> Proxy::s3_create_bucket(http::Exchange& exchange, const 
   }
   CO_RETURN_IF_ERROR(created.status());
   SILO_LOG_INFO("bucket {} created (id {})", created->name(), created->id());
-  http::ResponseHead head = cluster::s3_head(&request);
+  http::ResponseHead head = s3api::s3_head(&request);
   head.headers.set("Location", "/" + name);
   co_return co_await exchange.response().send(std::move(head), "");
 }
 
-http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const cluster::S3Request& request,
+http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const s3api::S3Request& request,
                                        const wire::Bucket& bucket) {
   list_requests_.add();
   const s3::Op op = request.route.op;
@@ -299,16 +299,16 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const cluster::
     xml.element("LastModified", s3::format_iso8601(e.mtime_unix_nanos()))
         .element("ETag", "\"" + e.md5_hex() + "\"")
         .element("Size", std::to_string(e.size()));
-    if (with_owner) cluster::add_owner(xml);
+    if (with_owner) s3api::add_owner(xml);
     xml.element("StorageClass", "STANDARD").close();
   }
   for (const auto& p : folder.prefixes())
     xml.open("CommonPrefixes").element("Prefix", out(p)).close();
   xml.close();
-  co_return co_await cluster::send_xml(exchange, request, xml.finish());
+  co_return co_await s3api::send_xml(exchange, request, xml.finish());
 }
 
-http::Awaitable<Status> Proxy::s3_list_uploads(http::Exchange& exchange, const cluster::S3Request& request,
+http::Awaitable<Status> Proxy::s3_list_uploads(http::Exchange& exchange, const s3api::S3Request& request,
                                                const wire::Bucket& bucket) {
   const s3::QueryParams& q = request.query;
   const std::string prefix = q.get("prefix").value_or("");
@@ -392,16 +392,16 @@ http::Awaitable<Status> Proxy::s3_list_uploads(http::Exchange& exchange, const c
   if (is_url) xml.element("EncodingType", "url");
   for (const wire::UploadEntry* u : listed) {
     xml.open("Upload").element("Key", out(u->name())).element("UploadId", u->upload_id());
-    cluster::add_owner(xml, "Initiator");
-    cluster::add_owner(xml);
+    s3api::add_owner(xml, "Initiator");
+    s3api::add_owner(xml);
     xml.element("StorageClass", "STANDARD").element("Initiated", s3::format_iso8601(u->initiated_unix_nanos())).close();
   }
   for (const auto& p : prefixes) xml.open("CommonPrefixes").element("Prefix", out(p)).close();
   xml.close();
-  co_return co_await cluster::send_xml(exchange, request, xml.finish());
+  co_return co_await s3api::send_xml(exchange, request, xml.finish());
 }
 
-http::Awaitable<Status> Proxy::s3_delete_objects(http::Exchange& exchange, const cluster::S3Request& request,
+http::Awaitable<Status> Proxy::s3_delete_objects(http::Exchange& exchange, const s3api::S3Request& request,
                                                  const wire::Bucket& bucket) {
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxDeleteBody));
   if (auto md5 = exchange.request().headers.get("Content-MD5")) {
@@ -459,7 +459,7 @@ http::Awaitable<Status> Proxy::s3_delete_objects(http::Exchange& exchange, const
     }
   }
   xml.close();
-  co_return co_await cluster::send_xml(exchange, request, xml.finish());
+  co_return co_await s3api::send_xml(exchange, request, xml.finish());
 }
 
 }  // namespace silo::proxy

@@ -19,7 +19,7 @@ std::optional<std::string> header(const http::Headers& headers, std::string_view
   return std::string(*value);
 }
 
-Result<int> part_number_of(const cluster::S3Request& s3) {
+Result<int> part_number_of(const s3api::S3Request& s3) {
   const auto text = s3.query.get("partNumber");
   const auto n = text ? parse_decimal(*text) : std::nullopt;
   if (!n || *n < 1 || *n > static_cast<uint64_t>(kMaxPartNumber)) {
@@ -29,7 +29,7 @@ Result<int> part_number_of(const cluster::S3Request& s3) {
   return static_cast<int>(*n);
 }
 
-Result<PartTarget> part_target_of(const cluster::S3Request& s3) {
+Result<PartTarget> part_target_of(const s3api::S3Request& s3) {
   ASSIGN_OR_RETURN(const int number, part_number_of(s3));
   return PartTarget{s3.query.get("uploadId").value_or(""), number};
 }
@@ -97,7 +97,7 @@ Result<CopySource> copy_source_of(const http::Headers& headers, const ObjectRequ
 }
 
 // GetObject and HeadObject: partNumber or Range, conditions, checksum mode, overrides.
-Status parse_s3_read(const http::RequestHead& head, const cluster::S3Request& s3,
+Status parse_s3_read(const http::RequestHead& head, const s3api::S3Request& s3,
                      ObjectRequest& request) {
   const bool has_part = s3.query.has("partNumber");
   request.range = header(head.headers, "Range");
@@ -256,7 +256,7 @@ Result<ObjectRequest> parse_native_request(const http::RequestHead& head, std::s
   return request;
 }
 
-Result<ObjectRequest> parse_s3_request(const http::RequestHead& head, const cluster::S3Request& s3,
+Result<ObjectRequest> parse_s3_request(const http::RequestHead& head, const s3api::S3Request& s3,
                                        uint64_t max_object_size) {
   ObjectRequest request;
   request.bucket = s3.route.bucket;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "cluster/s3_request.h"
+#include "s3api/s3_request.h"
 #include "http/message.h"
 #include "s3/checksum.h"
 #include "s3/conditions.h"
@@ -80,7 +80,7 @@ struct ObjectRequest {
   // Set when the request came through S3: the answer is S3-shaped (S3 headers, XML
   // errors), the body may be aws-chunked, and the conditions and checksums apply. Null
   // for the native API, which answers JSON.
-  const cluster::S3Request* s3 = nullptr;
+  const s3api::S3Request* s3 = nullptr;
 
   // Reads (GET, HEAD).
   std::optional<std::string> range;  // the Range header
@@ -123,7 +123,7 @@ Result<ObjectRequest> parse_native_request(const http::RequestHead& head, std::s
 // PutObject, UploadPart, GetObject, HeadObject, DeleteObject, CopyObject, UploadPartCopy.
 // Errors carry the S3 reason (InvalidRequest, InvalidArgument, InvalidTag, ...);
 // kUnimplemented for other operations.
-Result<ObjectRequest> parse_s3_request(const http::RequestHead& head, const cluster::S3Request& s3,
+Result<ObjectRequest> parse_s3_request(const http::RequestHead& head, const s3api::S3Request& s3,
                                        uint64_t max_object_size);
 
 // The bytes of an object a GET or HEAD answers with.

@@ -22,9 +22,9 @@ http::RequestHead head_of(http::Method method,
   return head;
 }
 
-cluster::S3Request s3_of(s3::Op op, std::vector<std::pair<std::string, std::string>> query = {},
+s3api::S3Request s3_of(s3::Op op, std::vector<std::pair<std::string, std::string>> query = {},
                          bool is_signed = true) {
-  cluster::S3Request s3;
+  s3api::S3Request s3;
   s3.route = s3::Route{op, "bucket", "a/b", false};
   s3.query.params = std::move(query);
   if (is_signed) s3.auth = s3::Authenticated{};
@@ -280,7 +280,7 @@ TEST(S3RequestTest, CopyCarriesSourceDirectivesAndConditions) {
 TEST(S3RequestTest, BadCopiesAreRefused) {
   const auto copy = s3_of(s3::Op::kCopyObject);
   auto refuse = [&](std::vector<std::pair<std::string, std::string>> headers,
-                    const cluster::S3Request& s3, std::string_view reason) {
+                    const s3api::S3Request& s3, std::string_view reason) {
     expect_error(
         parse_s3_request(head_of(http::Method::kPut, std::move(headers)), s3, kMaxObjectSize)
             .status(),

@@ -34,7 +34,7 @@ bool is_object_service_op(s3::Op op) {
 
 }  // namespace
 
-http::Awaitable<void> Target::handle_s3(http::Exchange& exchange, const cluster::S3Request& request) {
+http::Awaitable<void> Target::handle_s3(http::Exchange& exchange, const s3api::S3Request& request) {
   const s3::Op op = request.route.op;
   const bool is_upload_op = op == s3::Op::kUploadPart || op == s3::Op::kUploadPartCopy ||
                             op == s3::Op::kCompleteMultipartUpload || op == s3::Op::kAbortMultipartUpload ||
@@ -65,11 +65,11 @@ http::Awaitable<void> Target::handle_s3(http::Exchange& exchange, const cluster:
     if (s.code() != Code::kNotFound && s.code() != Code::kFailedPrecondition) {
       SILO_LOG_DEBUG("S3 {} {}: {}", s3::op_name(op), request.resource, s);
     }
-    co_await cluster::send_s3_error(exchange, s, subject, &request);
+    co_await s3api::send_s3_error(exchange, s, subject, &request);
   }
 }
 
-http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::S3Request& request,
+http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const s3api::S3Request& request,
                                        const Resolved& r) {
   const s3::Op op = request.route.op;
   if (is_object_service_op(op)) {
@@ -89,7 +89,7 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
     case s3::Op::kGetObjectAcl: {
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await store_.stat(r.object));
       std::ignore = record;
-      co_return co_await cluster::send_xml(exchange, request, cluster::acl_xml(r.bucket.props().anonymous_read()));
+      co_return co_await s3api::send_xml(exchange, request, s3api::acl_xml(r.bucket.props().anonymous_read()));
     }
     case s3::Op::kCreateMultipartUpload:
     case s3::Op::kCompleteMultipartUpload:
@@ -103,7 +103,7 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const cluster::
       .with_reason("NotImplemented");
 }
 
-http::Awaitable<Status> Target::s3_tagging(http::Exchange& exchange, const cluster::S3Request& request,
+http::Awaitable<Status> Target::s3_tagging(http::Exchange& exchange, const s3api::S3Request& request,
                                            const Resolved& r) {
   switch (request.route.op) {
     case s3::Op::kGetObjectTagging: {
@@ -114,7 +114,7 @@ http::Awaitable<Status> Target::s3_tagging(http::Exchange& exchange, const clust
       xml.open("Tagging", s3::kS3Xmlns).open("TagSet");
       for (const auto& [key, value] : tags) xml.open("Tag").element("Key", key).element("Value", value).close();
       xml.close().close();
-      co_return co_await cluster::send_xml(exchange, request, xml.finish());
+      co_return co_await s3api::send_xml(exchange, request, xml.finish());
     }
     case s3::Op::kPutObjectTagging: {
       CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxXmlBody));
@@ -128,7 +128,7 @@ http::Awaitable<Status> Target::s3_tagging(http::Exchange& exchange, const clust
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord updated,
                           co_await store_.update(r.object, std::move(set_tags), peers_.durability_of(r.bucket)));
       CO_RETURN_IF_ERROR(co_await replication_.replicate_record(r.object, r.holders, updated));
-      co_return co_await exchange.response().send(cluster::s3_head(&request), "");
+      co_return co_await exchange.response().send(s3api::s3_head(&request), "");
     }
     default: {
       std::function<Status(wire::ObjectRecord&)> clear_tags = [](wire::ObjectRecord& record) {
@@ -138,12 +138,12 @@ http::Awaitable<Status> Target::s3_tagging(http::Exchange& exchange, const clust
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord updated,
                           co_await store_.update(r.object, std::move(clear_tags), peers_.durability_of(r.bucket)));
       CO_RETURN_IF_ERROR(co_await replication_.replicate_record(r.object, r.holders, updated));
-      co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
+      co_return co_await exchange.response().send(s3api::s3_head(&request, 204), "");
     }
   }
 }
 
-http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const cluster::S3Request& request,
+http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3api::S3Request& request,
                                              const Resolved& r) {
   const http::RequestHead& in = exchange.request();
   const std::string upload_id = request.query.get("uploadId").value_or("");
@@ -157,7 +157,7 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
           .element("Key", request.route.key)
           .element("UploadId", upload.upload_id)
           .close();
-      co_return co_await cluster::send_xml(exchange, request, xml.finish());
+      co_return co_await s3api::send_xml(exchange, request, xml.finish());
     }
     case s3::Op::kCompleteMultipartUpload: {
       CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxXmlBody));
@@ -180,11 +180,11 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
           .element("Key", request.route.key)
           .element("ETag", "\"" + etag_of(record) + "\"")
           .close();
-      co_return co_await cluster::send_xml(exchange, request, xml.finish());
+      co_return co_await s3api::send_xml(exchange, request, xml.finish());
     }
     case s3::Op::kAbortMultipartUpload: {
       CO_RETURN_IF_ERROR(co_await store_.abort_upload(r.object, upload_id));
-      co_return co_await exchange.response().send(cluster::s3_head(&request, 204), "");
+      co_return co_await exchange.response().send(s3api::s3_head(&request, 204), "");
     }
     default: break;
   }
@@ -209,8 +209,8 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
       .element("Bucket", request.route.bucket)
       .element("Key", request.route.key)
       .element("UploadId", upload_id);
-  cluster::add_owner(xml, "Initiator");
-  cluster::add_owner(xml);
+  s3api::add_owner(xml, "Initiator");
+  s3api::add_owner(xml);
   xml.element("StorageClass", "STANDARD").element("PartNumberMarker", std::to_string(marker));
   size_t listed = 0;
   int last = 0;
@@ -238,7 +238,7 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const clu
     xml.close();
   }
   xml.close();
-  co_return co_await cluster::send_xml(exchange, request, xml.finish());
+  co_return co_await s3api::send_xml(exchange, request, xml.finish());
 }
 
 http::Awaitable<void> Target::handle_list_uploads(http::Exchange& exchange, std::string bucket_name) {

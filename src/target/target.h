@@ -15,7 +15,7 @@
 #include "config/live_config.h"
 #include "async/signal.h"
 #include "cluster/primary.h"
-#include "cluster/s3_request.h"
+#include "s3api/s3_request.h"
 #include "config/config.h"
 #include "http/client.h"
 #include "http/server.h"
@@ -69,7 +69,7 @@ class Target {
   http::Awaitable<void> apply_bucket_map();
   // An S3 object operation (s3_objects.cc) routed here: runs it when this node owns the
   // object, else forwards it to the owner.
-  http::Awaitable<void> handle_s3(http::Exchange& exchange, const cluster::S3Request& request);
+  http::Awaitable<void> handle_s3(http::Exchange& exchange, const s3api::S3Request& request);
   // GET /v1/internal/uploads/{bucket}?prefix=&key_marker=&upload_id_marker=&limit=
   // -> wire::UploadPage (the proxy merges ListMultipartUploads from these).
   http::Awaitable<void> handle_list_uploads(http::Exchange& exchange, std::string bucket);
@@ -155,9 +155,9 @@ class Target {
                                           store::ObjectWriter& writer, http::Headers& response);
 
   // S3 (s3_objects.cc): the front-end, and the operations only S3 has.
-  http::Awaitable<Status> run_s3(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
-  http::Awaitable<Status> s3_tagging(http::Exchange& exchange, const cluster::S3Request& request, const Resolved& r);
-  http::Awaitable<Status> s3_multipart(http::Exchange& exchange, const cluster::S3Request& request,
+  http::Awaitable<Status> run_s3(http::Exchange& exchange, const s3api::S3Request& request, const Resolved& r);
+  http::Awaitable<Status> s3_tagging(http::Exchange& exchange, const s3api::S3Request& request, const Resolved& r);
+  http::Awaitable<Status> s3_multipart(http::Exchange& exchange, const s3api::S3Request& request,
                                        const Resolved& r);
 
   // Copies (replication, erasure; docs/data-protection.md).

@@ -14,19 +14,19 @@
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
-namespace silo::cluster {
+namespace silo::s3api {
 
 // The users who may sign requests: the admin of the config and those of the bucket map.
 // Thread-safe (reads the current map snapshot).
 class Users {
  public:
-  Users(const config::AuthConfig& auth, const ClusterMaps& maps) : auth_(auth), maps_(maps) {}
+  Users(const config::AuthConfig& auth, const cluster::ClusterMaps& maps) : auth_(auth), maps_(maps) {}
   std::optional<std::string> secret_of(std::string_view access_key) const;
   bool is_admin(std::string_view access_key) const;
 
  private:
   const config::AuthConfig auth_;
-  const ClusterMaps& maps_;
+  const cluster::ClusterMaps& maps_;
 };
 
 // One S3 request once routed and authenticated; lives as long as its exchange.
@@ -98,4 +98,4 @@ class PayloadReader final : public http::BodyReader {
   std::vector<std::pair<std::string, std::string>> no_trailers_;
 };
 
-}  // namespace silo::cluster
+}  // namespace silo::s3api

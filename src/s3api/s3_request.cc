@@ -1,4 +1,4 @@
-#include "cluster/s3_request.h"
+#include "s3api/s3_request.h"
 
 #include <strings.h>
 
@@ -8,7 +8,7 @@
 #include "base/hash.h"
 #include "s3/xml.h"
 
-namespace silo::cluster {
+namespace silo::s3api {
 namespace {
 
 constexpr size_t kChunkedInputBytes = 64 * 1024;
@@ -230,4 +230,4 @@ http::Awaitable<Result<size_t>> PayloadReader::read_chunked(std::span<char> buff
   }
 }
 
-}  // namespace silo::cluster
+}  // namespace silo::s3api
