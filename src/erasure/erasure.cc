@@ -205,11 +205,7 @@ http::Awaitable<Result<Erasure::SliceSink>> Erasure::open_slice_sink(const Objec
   sink.node = node;
   sink.record = record;
   if (node.id() == peers_.self().id()) {
-    store::PutOptions options;
-    options.durability = peers_.durability_of(bucket);
-    options.attributes = record;
-    options.original = record;
-    options.expected_size = record.size();
+    store::PutOptions options = detail::slice_put_options(record, peers_.durability_of(bucket));
     options.precondition = only_generation(replacing);  // a newer write codes itself
     CO_ASSIGN_OR_RETURN(sink.writer, co_await store_.create(object, std::move(options)));
     co_return sink;

@@ -141,11 +141,7 @@ http::Awaitable<Result<Erasure::SliceSink>> Erasure::open_staged_sink(const Obje
   sink.node = node;
   sink.record = record;
   if (node.id() == peers_.self().id()) {
-    store::PutOptions options;
-    options.durability = peers_.durability_of(bucket);
-    options.attributes = record;
-    options.original = record;
-    options.expected_size = record.size();
+    store::PutOptions options = detail::slice_put_options(record, peers_.durability_of(bucket));
     // As on every holder (replication::replaces()): a newer version written meanwhile stays.
     options.precondition = [record, props = bucket.props()](const wire::ObjectRecord* current) {
       if (replication::replaces(current, record, props)) return Status::ok();

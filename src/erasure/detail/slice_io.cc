@@ -15,6 +15,15 @@ using replication::read_copy_record;
 using replication::read_exact;
 using replication::same_version;
 
+store::PutOptions slice_put_options(const wire::ObjectRecord& record, store::Durability durability) {
+  store::PutOptions options;
+  options.durability = durability;
+  options.attributes = record;
+  options.original = record;
+  options.expected_size = record.size();
+  return options;
+}
+
 store::Precondition only_generation(uint64_t generation) {
   return [generation](const wire::ObjectRecord* current) {
     if (current == nullptr || current->generation() != generation) {

@@ -38,6 +38,9 @@ struct SliceSource {
 // A commit that replaces generation `generation` of the object here, and nothing newer.
 store::Precondition only_generation(uint64_t generation);
 
+// How a slice described by `record` is written into this store (no precondition yet).
+store::PutOptions slice_put_options(const wire::ObjectRecord& record, store::Durability durability);
+
 // Whether `theirs` is a slice of the same version and code as the slice `mine`.
 bool is_slice_of(const wire::ObjectRecord& theirs, const wire::ObjectRecord& mine);
 
