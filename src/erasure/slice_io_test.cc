@@ -4,32 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "replication/testing/records.h"
 #include "wire/json.h"
 
 namespace silo::erasure {
 namespace {
 
-wire::ObjectRecord whole_object(uint64_t size) {
-  wire::ObjectRecord r;
-  r.set_name("obj");
-  r.set_mtime_unix_nanos(100);
-  r.set_xxh3(7);
-  r.set_size(size);
-  return r;
-}
+using replication::testing::slice_of;
 
-wire::ObjectRecord slice_of(const wire::ObjectRecord& whole, uint32_t index, uint32_t k = 2, uint32_t m = 1) {
-  wire::ObjectRecord r = whole;
-  r.set_xxh3(1000 + index);  // a slice's own bytes
-  auto* ec = r.mutable_ec();
-  ec->set_data(k);
-  ec->set_parity(m);
-  ec->set_index(index);
-  ec->set_object_size(whole.size());
-  ec->set_object_xxh3(whole.xxh3());
-  ec->set_cell_size(1 << 20);
-  return r;
-}
+wire::ObjectRecord whole_object(uint64_t size) { return replication::testing::copy_record(100, 7, size); }
 
 wire::NodeInfo node(const std::string& id, wire::NodeState state = wire::NODE_STATE_ONLINE) {
   wire::NodeInfo n;

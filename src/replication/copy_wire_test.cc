@@ -4,31 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include "replication/testing/records.h"
 #include "wire/json.h"
 
 namespace silo::replication {
 namespace {
 
-wire::ObjectRecord copy(int64_t mtime, uint64_t xxh3, uint64_t size = 100) {
-  wire::ObjectRecord r;
-  r.set_name("obj");
-  r.set_mtime_unix_nanos(mtime);
-  r.set_xxh3(xxh3);
-  r.set_size(size);
-  return r;
-}
+using testing::slice_of;
 
-wire::ObjectRecord slice_of(const wire::ObjectRecord& whole, uint32_t index, uint32_t k = 2, uint32_t m = 1) {
-  wire::ObjectRecord r = whole;
-  r.set_xxh3(1000 + index);  // a slice's own bytes
-  auto* ec = r.mutable_ec();
-  ec->set_data(k);
-  ec->set_parity(m);
-  ec->set_index(index);
-  ec->set_object_size(whole.size());
-  ec->set_object_xxh3(whole.xxh3());
-  ec->set_cell_size(1 << 20);
-  return r;
+wire::ObjectRecord copy(int64_t mtime, uint64_t xxh3, uint64_t size = 100) {
+  return testing::copy_record(mtime, xxh3, size);
 }
 
 wire::BucketProps coded(uint32_t k, uint32_t m, uint64_t min_size) {

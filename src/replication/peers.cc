@@ -15,16 +15,21 @@ std::optional<wire::Bucket> Peers::bucket_by_id(uint64_t id) const {
 
 std::vector<wire::NodeInfo> Peers::holders_of(const ObjectRef& object) const {
   const auto bucket = bucket_by_id(object.bucket_id.value());
-  const auto placement = maps_.placement();
-  if (!bucket || placement->empty()) return {};
-  return placement->holders(object, wire::holder_count(bucket->props()));
+  if (!bucket) return {};
+  return ranked(object, wire::holder_count(bucket->props()));
 }
 
 std::vector<wire::NodeInfo> Peers::copy_holders(const ObjectRef& object) const {
-  std::vector<wire::NodeInfo> holders = holders_of(object);
-  const auto bucket = bucket_by_id(object.bucket_id.value());
-  if (bucket) holders.resize(std::min<size_t>(holders.size(), wire::full_copy_count(bucket->props())));
-  return holders;
+  const auto bucket = bucket_by_id(object.bucket_id.value());  // one lookup for both counts
+  if (!bucket) return {};
+  const uint32_t holders = wire::holder_count(bucket->props());
+  return ranked(object, std::min(holders, wire::full_copy_count(bucket->props())));
+}
+
+std::vector<wire::NodeInfo> Peers::ranked(const ObjectRef& object, uint32_t count) const {
+  const auto placement = maps_.placement();
+  if (placement->empty()) return {};
+  return placement->holders(object, count);
 }
 
 std::vector<wire::NodeInfo> Peers::candidates_of(const ObjectRef& object) const {

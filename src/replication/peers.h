@@ -47,6 +47,9 @@ class Peers {
   store::Durability durability_of(const wire::Bucket& bucket) const;
 
  private:
+  // The first `count` targets of `object`'s HRW ranking under the current node map.
+  std::vector<wire::NodeInfo> ranked(const ObjectRef& object, uint32_t count) const;
+
   const wire::NodeInfo self_;
   cluster::ClusterMaps& maps_;
   const std::shared_ptr<const config::LiveConfig> config_;
