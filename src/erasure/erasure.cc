@@ -249,21 +249,23 @@ http::Awaitable<Status> Erasure::write_cells(std::vector<SliceSink>& sinks,
   co_return Status::ok();
 }
 
+http::Awaitable<Status> Erasure::finish_call(SliceSink& sink) {
+  auto head = co_await sink.call->finish();
+  if (!head) co_return std::move(head).error().annotate("slice {} on {}", sink.index, sink.node.id());
+  auto body = co_await http::read_all(sink.call->body(), kMaxSmallBody);
+  if (!body) co_return std::move(body).error().annotate("slice {} on {}", sink.index, sink.node.id());
+  if (head->status != 200) {
+    co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(), head->status, *body);
+  }
+  sink.placed = replication::placed_of(*body);
+  co_return Status::ok();
+}
+
 http::Awaitable<Status> Erasure::finish_slice_sinks(const ObjectRef& object,
                                                    std::vector<SliceSink>& sinks) {
   for (auto& sink : sinks) {
     if (!sink.call) continue;
-    auto head = co_await sink.call->finish();
-    if (!head)
-      co_return std::move(head).error().annotate("slice {} on {}", sink.index, sink.node.id());
-    auto body = co_await http::read_all(sink.call->body(), kMaxSmallBody);
-    if (!body)
-      co_return std::move(body).error().annotate("slice {} on {}", sink.index, sink.node.id());
-    if (head->status != 200) {
-      co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(),
-                                    head->status, *body);
-    }
-    sink.placed = replication::placed_of(*body);
+    CO_RETURN_IF_ERROR(co_await finish_call(sink));
     if (sink.placed.is_kept) continue;
     // It kept its own piece: fine when that is this very slice (placed by another coder or
     // rebuild); a newer version makes this work moot; anything else leaves it unstored.

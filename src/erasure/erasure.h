@@ -105,6 +105,9 @@ class Erasure {
   // here; a receiver that kept its own piece must hold this very slice. kAborted when
   // the object here changed or a newer version turned up.
   http::Awaitable<Status> finish_slice_sinks(const ObjectRef& object, std::vector<SliceSink>& sinks);
+  // Ends a sink's PUT to another target and reads what it did with the slice into
+  // sink.placed (a stored or a staged slice alike).
+  static http::Awaitable<Status> finish_call(SliceSink& sink);
   // After sending slices (`sent`: how that went): finishes them, and takes back those
   // that landed when the object was deleted meanwhile (kAborted then) or when sending
   // failed (then only those that replaced nothing of this version).

@@ -158,15 +158,7 @@ http::Awaitable<Result<Erasure::SliceSink>> Erasure::open_staged_sink(const Obje
 http::Awaitable<Status> Erasure::finish_staged_sinks(const ObjectRef& object, std::vector<SliceSink>& sinks) {
   for (auto& sink : sinks) {
     if (!sink.call) continue;
-    auto head = co_await sink.call->finish();
-    if (!head) co_return std::move(head).error().annotate("slice {} on {}", sink.index, sink.node.id());
-    auto body = co_await http::read_all(sink.call->body(), kMaxSmallBody);
-    if (!body) co_return std::move(body).error().annotate("slice {} on {}", sink.index, sink.node.id());
-    if (head->status != 200) {
-      co_return Status::unavailable("slice {} on {}: HTTP {} {}", sink.index, sink.node.id(), head->status,
-                                    *body);
-    }
-    sink.placed = replication::placed_of(*body);
+    CO_RETURN_IF_ERROR(co_await finish_call(sink));
     if (!sink.placed.is_kept) {
       co_return Status::aborted("{} has this version of {} or a newer one", sink.node.id(), object.name);
     }
