@@ -157,6 +157,12 @@ Status start_scrub(Context& context, const StartOptions& o) {
   return after_start(context, *c, job, o.is_waiting);
 }
 
+Status start_rebalance(Context& context, bool is_waiting) {
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
+  ASSIGN_OR_RETURN(const client::JobEntry job, c->start_job(R"({"kind":"rebalance"})"));
+  return after_start(context, *c, job, is_waiting);
+}
+
 struct EvictOptions {
   Selection selection;
   bool is_forgetting = false;
@@ -328,6 +334,16 @@ void add_job_commands(CLI::App& app, Context& context) {
   scrub_cmd->add_option("--rate", scrub->rate_mb_s, "MB/s per target (none: no bound)");
   scrub_cmd->add_flag("--wait", scrub->is_waiting, "Wait for the job, showing its progress");
   on_run(scrub_cmd, context, [&context, scrub] { return start_scrub(context, *scrub); });
+
+  auto rebalance_waits = std::make_shared<bool>(false);
+  CLI::App* rebalance_cmd = add_command(
+      app, "rebalance",
+      "Start a rebalance that moves every object to its holders (membership changes start one by themselves; "
+      "this tries one that failed again)",
+      "silo rebalance --wait");
+  rebalance_cmd->add_flag("--wait", *rebalance_waits, "Wait for the job, showing its progress");
+  on_run(rebalance_cmd, context,
+         [&context, rebalance_waits] { return start_rebalance(context, *rebalance_waits); });
 }
 
 }  // namespace silo::cli

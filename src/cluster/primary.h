@@ -84,10 +84,14 @@ class Primary {
   // - scrub (docs/data-protection.md "Scrub"): each checks its copies (of `bucket`, or of
   //   all buckets) at `rate_bytes` per second at most (0: no bound), repairing what it can;
   // - prefetch (docs/remote-buckets.md): each fetches the objects it owns of the names the
-  //   request gives, from the remote bucket's backend.
+  //   request gives, from the remote bucket's backend;
+  // - rebalance: start_rebalance().
   // Returns the job. Errors: kNotFound (bucket), kInvalidArgument (prefetch of a bucket
   // that is not remote).
   http::Awaitable<Result<wire::JobInfo>> start_task(wire::JobRequest request, std::string body);
+  // Starts a new rebalance with the owners as they are (one that failed, tried again),
+  // preempting one that runs. Returns its job.
+  http::Awaitable<Result<wire::JobInfo>> start_rebalance();
   // Stops a running scrub or prefetch on every target and ends its job "aborted".
   // Errors: kNotFound; kFailedPrecondition (not running, or a kind that cannot stop).
   http::Awaitable<Status> abort_job(std::string id);

@@ -48,6 +48,7 @@ http::Awaitable<Result<http::ClientResponse>> Primary::call_task(const wire::Nod
 
 http::Awaitable<Result<wire::JobInfo>> Primary::start_task(wire::JobRequest request, std::string body) {
   if (!is_active()) co_return Status::unavailable("node {} is not the primary (any more); retry", self_.id());
+  if (request.kind == "rebalance") co_return co_await start_rebalance();
   const std::string& bucket = request.bucket;
   const auto found = bucket.empty() ? std::nullopt : maps_.find_bucket(bucket);
   if (!bucket.empty() && !found) {

@@ -47,6 +47,18 @@ Status Primary::note_rebalance(const wire::NodeMap& map) {
   return jobs_.start(std::move(job));
 }
 
+http::Awaitable<Result<wire::JobInfo>> Primary::start_rebalance() {
+  CO_RETURN_IF_ERROR(co_await mutate([](wire::NodeMap&, wire::BucketMap&, Changed& changed) {
+    changed.node_map = true;
+    changed.layout = true;  // a new rebalance id, phase copy
+    return Status::ok();
+  }));
+  const std::string id = rebalance_job_id(maps_.node_map()->rebalance_id());
+  auto job = jobs_.find(id);
+  if (!job) co_return Status::unavailable("{} started, but a newer change replaced it; see GET /v1/jobs", id);
+  co_return std::move(*job);
+}
+
 http::Awaitable<void> Primary::run_rebalance() {
   while (!stopping_) {
     co_await async::pause(rebalance_timer_, kRebalancePoll);
@@ -67,6 +79,9 @@ http::Awaitable<void> Primary::rebalance_round() {
   if (map->rebalance_id() == 0 || map->rebalance_phase() == wire::REBALANCE_PHASE_DONE) {
     co_await retire_decommissioned();
     co_return;
+  }
+  if (auto job = jobs_.find(rebalance_job_id(map->rebalance_id())); job && job->state() == "failed") {
+    co_return;  // until a new rebalance (a change of owners, or POST /v1/jobs {"kind": "rebalance"})
   }
   // Every node that stores objects takes part: owners receive, the others send.
   std::vector<wire::NodeInfo> targets;
@@ -101,12 +116,15 @@ http::Awaitable<void> Primary::rebalance_round() {
   uint64_t done = 0, total = 0, scanned = 0, bytes = 0, errors = 0;
   std::vector<std::string> waiting = down;
   std::vector<std::string> failing;  // why a target is still at it: its last failure
+  std::vector<std::string> gave_up;  // targets whose walk failed, and why
   bool all_finished = down.empty();
   for (size_t i = 0; i < targets.size(); ++i) {
     const auto& result = results[i];
     const bool is_current = result && result->rebalance_id() == map->rebalance_id() &&
                             result->phase() == map->rebalance_phase();
-    if (!is_current || !result->finished()) {
+    if (is_current && result->failed()) {
+      gave_up.push_back(fmt::format("{}: {}", targets[i].id(), result->last_error()));
+    } else if (!is_current || !result->finished()) {
       all_finished = false;
       waiting.push_back(targets[i].id());
       if (!result) {
@@ -142,6 +160,21 @@ http::Awaitable<void> Primary::rebalance_round() {
     detail = fmt::format("waiting for {}", fmt::join(waiting, ", "));
   }
   if (!failing.empty()) detail += fmt::format(" ({})", fmt::join(failing, "; "));
+  if (all_finished && !gave_up.empty()) {
+    // Every walk ended and some gave up. The phase stays: objects not moved are read
+    // from where they are (get-from-neighbor) until a new rebalance moves them.
+    const std::string why = fmt::format(
+        "objects could not be moved ({}); those not moved stay where they are and are read from there; fix the cause, then start a new "
+        "rebalance (silo rebalance)",
+        fmt::join(gave_up, "; "));
+    jobs_.update(job);
+    const Status ended = co_await state_disk_.run(
+        [this, &job, &why] { return jobs_.finish(job.id(), "failed", why, clock_.unix_nanos()); });
+    if (!ended.is_ok()) SILO_LOG_WARN("{}: {}", job.id(), ended);
+    SILO_LOG_ERROR("{} failed in its {} phase: {}", job.id(), wire::phase_name(map->rebalance_phase()), why);
+    co_return;
+  }
+  if (!gave_up.empty()) detail += fmt::format(" (gave up: {})", fmt::join(gave_up, "; "));
   job.set_detail(detail);
   jobs_.update(job);
   if (!all_finished) co_return;

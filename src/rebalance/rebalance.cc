@@ -26,13 +26,18 @@ using replication::fits_layout;
 
 constexpr size_t kWalkPage = 1000;
 constexpr size_t kWalkParallelism = 8;  // objects in flight per walk
-constexpr std::chrono::milliseconds kRetryPause{1000};
+constexpr int kMaxPauseDoublings = 4;  // 1 s, 2 s, 4 s, 8 s, then 16 s
 constexpr size_t kMaxSmallBody = 64 * 1024;
 
 }  // namespace
 Rebalance::Rebalance(replication::Peers& peers, store::Store& store, std::shared_ptr<http::Client> client,
-                     replication::Replication& replication, erasure::Erasure& erasure)
-    : peers_(peers), store_(store), client_(std::move(client)), replication_(replication), erasure_(erasure) {}
+                     replication::Replication& replication, erasure::Erasure& erasure, WalkOptions options)
+    : peers_(peers),
+      store_(store),
+      client_(std::move(client)),
+      replication_(replication),
+      erasure_(erasure),
+      options_(options) {}
 
 // One walk of one phase of one rebalance; replaced when the node map moves on.
 struct Rebalance::Walk {
@@ -43,7 +48,11 @@ struct Rebalance::Walk {
   std::atomic<uint64_t> moved{0};
   std::atomic<uint64_t> bytes{0};
   std::atomic<uint64_t> errors{0};
+  // Of this pass's errors, those a retry will not cure by waiting for a target that is
+  // down or busy: the walk gives up after WalkOptions::max_failing_passes passes with some.
+  std::atomic<uint64_t> lasting_errors{0};
   std::atomic<bool> finished{false};
+  std::atomic<bool> failed{false};  // gave up: last_error says why
   uint64_t total = 0;
   int64_t started_unix_nanos = 0;
   std::atomic<int64_t> finished_unix_nanos{0};
@@ -65,6 +74,8 @@ struct Rebalance::Walk {
 
   void fail(const Status& s) {
     errors.fetch_add(1);
+    const Code code = s.code();
+    if (code != Code::kUnavailable && code != Code::kDeadlineExceeded) lasting_errors.fetch_add(1);
     MutexLock lock(mutex);
     last_error = s.to_string();
   }
@@ -152,9 +163,12 @@ http::Awaitable<void> Rebalance::walk(std::shared_ptr<Walk> walk) {
   co_await drain_previous(*walk);
   SILO_LOG_INFO("rebalance walk {} ({}) starts over ~{} objects", walk->rebalance_id, wire::phase_name(walk->phase),
                 walk->total);
+  int failing_passes = 0;  // in a row
+  auto pause = options_.retry_pause;
   while (!walk->cancelled) {
     walk->scanned = 0;
     walk->errors = 0;
+    walk->lasting_errors = 0;
     if (const Status undone = co_await retry_undos(*walk); !undone.is_ok()) walk->fail(undone);
     Status s = co_await walk_once(*walk);
     // Copies taken back during this pass must be confirmed before the walk may finish.
@@ -168,14 +182,29 @@ http::Awaitable<void> Rebalance::walk(std::shared_ptr<Walk> walk) {
       co_return;
     }
     if (!s.is_ok()) walk->fail(s);
+    failing_passes = walk->lasting_errors > 0 ? failing_passes + 1 : 0;
     std::string last_error;
     {
       MutexLock lock(walk->mutex);
+      if (failing_passes >= options_.max_failing_passes) {
+        walk->last_error = fmt::format("{} objects still failed after {} passes; the last: {}", walk->errors.load(),
+                                       failing_passes, walk->last_error);
+      }
       last_error = walk->last_error;
     }
-    SILO_LOG_WARN("rebalance walk {} ({}): {} objects failed, the last: {}; walking again", walk->rebalance_id,
-                  wire::phase_name(walk->phase), walk->errors.load(), last_error);
-    co_await async::pause(walk->timer, kRetryPause);
+    if (failing_passes >= options_.max_failing_passes) {
+      // Objects not moved stay where they are, readable through get-from-neighbor while
+      // the node map keeps this phase; a new rebalance tries them again.
+      walk->finished_unix_nanos = Clock::real().unix_nanos();
+      walk->failed = true;
+      SILO_LOG_ERROR("rebalance walk {} ({}) gives up: {}", walk->rebalance_id, wire::phase_name(walk->phase),
+                     last_error);
+      co_return;
+    }
+    SILO_LOG_WARN("rebalance walk {} ({}): {} objects failed, the last: {}; walking again in {} ms",
+                  walk->rebalance_id, wire::phase_name(walk->phase), walk->errors.load(), last_error, pause.count());
+    co_await async::pause(walk->timer, pause);
+    if (pause < options_.retry_pause * (1 << kMaxPauseDoublings)) pause *= 2;
   }
 }
 
@@ -329,6 +358,7 @@ http::Awaitable<void> Rebalance::handle_progress(http::Exchange& exchange) {
       p.set_rebalance_id(walk_->rebalance_id);
       p.set_phase(walk_->phase);
       p.set_finished(walk_->finished);
+      p.set_failed(walk_->failed);
       p.set_objects_scanned(walk_->scanned);
       p.set_objects_total(walk_->total);
       p.set_objects_moved(walk_->moved);

@@ -7,6 +7,7 @@
 // the phases (cluster/primary_rebalance.cc); a target's mountpaths and their resilver are
 // mountpaths.h.
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -21,11 +22,21 @@
 
 namespace silo::rebalance {
 
+// How long a walk keeps at objects that fail for a reason other than a target that is
+// down or busy (which it waits out, however long: the primary names whom it waits for).
+struct WalkOptions {
+  // Consecutive passes in which such an object failed before the walk gives up and
+  // reports itself failed, with the reason (the job then ends `failed`).
+  int max_failing_passes = 5;
+  // The pause after a pass with failures; it doubles after each such pass, up to 16 times.
+  std::chrono::milliseconds retry_pause{1000};
+};
+
 // Lives as long as the node; its coroutines run on the node's io_context.
 class Rebalance {
  public:
   Rebalance(replication::Peers& peers, store::Store& store, std::shared_ptr<http::Client> client,
-            replication::Replication& replication, erasure::Erasure& erasure);
+            replication::Replication& replication, erasure::Erasure& erasure, WalkOptions options = {});
 
   // Starts, restarts or stops this target's walk as the node map says. Call after every
   // installed map change and at start.
@@ -77,11 +88,11 @@ class Rebalance {
   std::shared_ptr<http::Client> client_;
   replication::Replication& replication_;
   erasure::Erasure& erasure_;
+  const WalkOptions options_;
   std::atomic<bool> is_stopping_{false};
 
   Mutex mutex_;
   std::shared_ptr<Walk> walk_ GUARDED_BY(mutex_);  // the current or last walk
-
 };
 
 }  // namespace silo::rebalance

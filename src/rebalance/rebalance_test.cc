@@ -22,6 +22,7 @@ using replication::testing::TestTargets;
 
 constexpr uint64_t kOne = 1;  // one copy
 constexpr uint64_t kTwo = 2;  // two copies
+const WalkOptions kQuickRetries{.max_failing_passes = 3, .retry_pause = std::chrono::milliseconds(10)};
 
 // `count` targets, each with its Erasure and Rebalance beside its Replication.
 class RebalanceTest : public ::testing::Test {
@@ -32,7 +33,8 @@ class RebalanceTest : public ::testing::Test {
     for (size_t i = 0; i < targets_->size(); ++i) {
       TestTarget& t = (*targets_)[i];
       erasures_.push_back(std::make_unique<erasure::Erasure>(*t.peers, *t.store, t.client, *t.replication, t.stats));
-      rebalances_.push_back(std::make_unique<Rebalance>(*t.peers, *t.store, t.client, *t.replication, *erasures_.back()));
+      rebalances_.push_back(std::make_unique<Rebalance>(*t.peers, *t.store, t.client, *t.replication,
+                                                        *erasures_.back(), kQuickRetries));
     }
   }
   void TearDown() override {
@@ -60,6 +62,16 @@ class RebalanceTest : public ::testing::Test {
     auto p = wire::decode<wire::RebalanceProgress>(exchange.sent(), wire::Source::kNetwork);
     EXPECT_TRUE(p.has_value()) << p.status();
     return p ? *p : wire::RebalanceProgress{};
+  }
+  // Waits until every target's walk of the current phase has finished or given up.
+  void wait_walks_ended() {
+    EXPECT_TRUE(targets_->run_until([this] {
+      for (size_t i = 0; i < rebalances_.size(); ++i) {
+        const auto p = progress(i);
+        if (!p.finished() && !p.failed()) return false;
+      }
+      return true;
+    }));
   }
   // Waits until every target's walk of the current phase has finished.
   void wait_walks_finished() {
@@ -111,6 +123,46 @@ TEST_F(RebalanceTest, AWalkCopiesObjectsToTheirHoldersThenCleanupRemovesTheRest)
   }
   enter(wire::REBALANCE_PHASE_DONE);
   EXPECT_TRUE(progress(0).finished()) << "the last walk's figures stay";
+}
+
+TEST_F(RebalanceTest, AWalkGivesUpWithTheReasonOnAnObjectThatCannotMoveAndMovesTheRest) {
+  start(2);
+  // On t1 only, as if t2 had just joined: one object t2 owns is corrupt (no good copy anywhere).
+  const ObjectRef bad{BucketId(kOne), targets().name_held_by(BucketId(kOne), {"t2"})};
+  const ObjectRef good{BucketId(kOne), targets().name_held_by(BucketId(kOne), {"t2"}, "good-")};
+  ASSERT_OK(targets().put(target(0), bad, "rotten bytes"));
+  ASSERT_OK(targets().put(target(0), good, "good bytes"));
+  targets().corrupt(target(0), bad);
+
+  enter(wire::REBALANCE_PHASE_COPY);
+  wait_walks_ended();
+  const auto p = progress(0);
+  EXPECT_TRUE(p.failed());
+  EXPECT_FALSE(p.finished());
+  EXPECT_EQ(p.errors(), 1u);
+  EXPECT_NE(p.last_error().find(bad.name), std::string::npos) << p.last_error();
+  EXPECT_NE(p.last_error().find("after 3 passes"), std::string::npos) << p.last_error();
+  EXPECT_EQ(targets().bytes_at(target(1), good), "good bytes");
+  EXPECT_FALSE(targets().bytes_at(target(1), bad).has_value()) << "corrupt bytes never travel";
+  EXPECT_TRUE(targets().record_at(target(0), bad).has_value()) << "the source keeps what it has";
+  EXPECT_TRUE(progress(1).finished());
+}
+
+TEST_F(RebalanceTest, AWalkWaitsOutATargetThatIsDownWithoutGivingUp) {
+  start(3);
+  const ObjectRef object{BucketId(kOne), targets().name_held_by(BucketId(kOne), {"t2"})};
+  ASSERT_OK(targets().put(target(0), object, "bytes"));
+  targets().set_state("t2", wire::NODE_STATE_DOWN);
+  enter(wire::REBALANCE_PHASE_COPY);
+  // Far more passes than max_failing_passes: each fails with kUnavailable.
+  EXPECT_FALSE(targets().run_until([this] { return progress(0).failed(); }, std::chrono::seconds(1)));
+  const auto p = progress(0);
+  EXPECT_FALSE(p.finished());
+  EXPECT_GT(p.errors(), 0u);
+  EXPECT_NE(p.last_error().find("down"), std::string::npos) << p.last_error();
+  targets().set_state("t2", wire::NODE_STATE_ONLINE);
+  wait_walks_finished();
+  EXPECT_EQ(targets().bytes_at(target(1), object), "bytes");
 }
 
 TEST_F(RebalanceTest, WhileObjectsMoveAMissingObjectIsPulledFromTheTargetThatHasIt) {

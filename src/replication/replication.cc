@@ -37,6 +37,15 @@ uint64_t query_u64(const http::RequestHead& request, const char* name) {
   return v;
 }
 
+// A holder's refusal of a copy, with the code its error body names: a rebalance retries a
+// holder that is down or busy (kUnavailable) for as long as it takes, but gives up on an
+// object that fails for another reason (rebalance.cc).
+Status copy_refused(const ObjectRef& object, const http::Endpoint& to, int status, std::string_view body) {
+  Code code = status == 503 ? Code::kUnavailable : Code::kInternal;
+  if (auto answer = wire::parse_error_json(body); answer && answer->code) code = *answer->code;
+  return Status(code, fmt::format("copy of {} to {} answered {}: {}", object.name, to.to_string(), status, body));
+}
+
 }  // namespace
 
 Replication::Replication(Peers& peers, store::Store& store, std::shared_ptr<http::Client> client,
@@ -189,9 +198,7 @@ http::Awaitable<Result<Placed>> Replication::push_copy(const http::Endpoint& to,
   }
   CO_ASSIGN_OR_RETURN(const http::ClientResponse head, co_await call->finish());
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(call->body(), kMaxSmallBody));
-  if (head.status != 200) {
-    co_return Status::unavailable("copy of {} to {} answered {}: {}", object.name, to.to_string(), head.status, body);
-  }
+  if (head.status != 200) co_return copy_refused(object, to, head.status, body);
   co_return placed_of(body);
 }
 

@@ -170,8 +170,12 @@ Result<JobRequest> parse_job_request_json(std::string_view text) {
           key);
     }
   }
-  if (out.kind != "scrub" && out.kind != "prefetch") {
-    return Status::invalid_argument("job kind '{}' cannot be started here; the kinds are: scrub, prefetch", out.kind);
+  if (out.kind != "scrub" && out.kind != "prefetch" && out.kind != "rebalance") {
+    return Status::invalid_argument("job kind '{}' cannot be started here; the kinds are: scrub, prefetch, rebalance",
+                                    out.kind);
+  }
+  if (out.kind == "rebalance" && doc.size() != 1) {
+    return Status::invalid_argument("a rebalance job takes no fields but 'kind': it moves every object");
   }
   if (out.kind == "prefetch") {
     if (out.bucket.empty()) return Status::invalid_argument("a prefetch job needs a 'bucket' (a remote bucket)");

@@ -24,7 +24,8 @@ namespace silo::wire {
 // POST /v1/jobs: {"kind": "scrub", "bucket": "NAME" (optional: all buckets),
 // "rate_mb_s": N (optional: no bound)} or {"kind": "prefetch", "bucket": "NAME" (a remote
 // bucket), one of "prefix": "p" | "template": "x-{0000..0999}.tar" | "names": [...] (none:
-// the whole bucket), "workers": N (optional: cluster.cache.prefetch_workers)}.
+// the whole bucket), "workers": N (optional: cluster.cache.prefetch_workers)} or
+// {"kind": "rebalance"} (nothing else).
 // Which objects of a bucket a prefetch or an evict is about: one of a prefix, a brace
 // template (wire::NameTemplate) or a list of names; none: the whole bucket.
 struct ObjectSelection {

@@ -123,9 +123,10 @@ TEST(JsonTest, EvictAndPrefetchRequestsTakeOneSelection) {
   ASSERT_TRUE(prefetch.has_value()) << prefetch.status();
   EXPECT_EQ(prefetch->selection.names.size(), 2u);
   EXPECT_EQ(prefetch->workers, 4u);
+  EXPECT_EQ(parse_job_request_json(R"({"kind": "rebalance"})").value().kind, "rebalance");
   for (const char* bad : {R"({"kind": "prefetch"})", R"({"kind": "prefetch", "bucket": "b", "workers": 0})",
                           R"({"kind": "prefetch", "bucket": "b", "prefix": "p", "template": "t"})",
-                          R"({"kind": "nope"})"}) {
+                          R"({"kind": "nope"})", R"({"kind": "rebalance", "bucket": "b"})"}) {
     EXPECT_FALSE(parse_job_request_json(bad).has_value()) << bad;
   }
 }

@@ -432,6 +432,10 @@ TEST(CliTest, ClusterNodesMountpathsAndJobs) {
   ASSERT_EQ(r.code, kOk) << r;
   EXPECT_TRUE(contains(r.out, "started scrub job") && contains(r.out, "finished")) << r;
   EXPECT_EQ(cli.run({"scrub", "nosuch"}).code, kNotFound);
+  // A rebalance started by hand, with the owners as they are.
+  r = cli.run({"rebalance", "--wait"});
+  ASSERT_EQ(r.code, kOk) << r;
+  EXPECT_TRUE(contains(r.out, "started rebalance job rebalance-") && contains(r.out, "finished")) << r;
 
   // A job aborted while it runs: a scrub held to 1 KB/s per target.
   r = cli.run({"scrub", "data", "--rate", "0.001", "--json"});

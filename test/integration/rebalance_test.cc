@@ -287,5 +287,34 @@ TEST(RebalanceTest, ANewerChangePreemptsARunningRebalance) {
   EXPECT_GT(files_on(*cluster, {"t2"}), objects.size() / 4) << "t2 is back in service and owns its share";
 }
 
+TEST(RebalanceTest, AnObjectThatCannotMoveFailsTheRebalanceWithTheReasonAndANewOneFinishesOnceFixed) {
+  // On t1 alone: objects whose only copy is corrupt, then good ones.
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(1)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  const Objects rotten = put_objects(*cluster, 40, "rotten");
+  ASSERT_OK_AND_ASSIGN(const NodeInfo t1, cluster->node("t1"));
+  ASSERT_EQ(corrupt_files(t1), rotten.size());
+  const Objects objects = put_objects(*cluster, 200, "good");
+
+  // t2 joins: the corrupt objects it now owns cannot move (no good copy anywhere).
+  ASSERT_OK_AND_ASSIGN(const std::string added, cluster->add_node("target"));
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry failed, c.wait_job(map.rebalance_job(), seconds(120)));
+  EXPECT_EQ(failed.state, "failed") << failed.phase << ": " << failed.detail;
+  EXPECT_NE(failed.detail.find("could not be moved"), std::string::npos) << failed.detail;
+  EXPECT_NE(failed.detail.find("rotten"), std::string::npos) << "names an object: " << failed.detail;
+  expect_all_readable(c, objects);  // moved, or read from where they are
+
+  // The cause removed, a new rebalance moves the rest and finishes.
+  for (const auto& entry : rotten) ASSERT_OK(c.remove(kBucket, entry.first));
+  ASSERT_OK_AND_ASSIGN(const client::JobEntry again, c.start_job(R"({"kind":"rebalance"})"));
+  EXPECT_EQ(again.kind, "rebalance");
+  EXPECT_NE(again.id, failed.id);
+  wait_rebalance(c, again.id);
+  expect_each_object_once(*cluster, c, objects, "after the second rebalance");
+  EXPECT_GT(files_on(*cluster, {added}), objects.size() / 4) << "the joined target owns its share";
+}
+
 }  // namespace
 }  // namespace silo::integration

@@ -9,7 +9,7 @@ _silo() {
     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   fi
   local globals="--endpoint --access-key --secret-key --config --json --quiet --help --version"
-  local top="bucket ls put get cat rm stat prefetch evict scrub job cluster node mountpath config"
+  local top="bucket ls put get cat rm stat prefetch evict scrub rebalance job cluster node mountpath config"
 
   # The command path typed so far, options left out.
   local path="" w i
@@ -61,6 +61,7 @@ _silo() {
       prefetch*) flags="$flags --prefix --template --list --workers --wait" ;;
       evict*) flags="$flags --prefix --template --list --forget" ;;
       scrub*) flags="$flags --rate --wait" ;;
+      rebalance*) flags="$flags --wait" ;;
       "job wait"*) ;;
       "bucket create"*) flags="$flags --ignore-existing" ;;
       "config show"*) flags="$flags --overrides" ;;
