@@ -62,7 +62,8 @@ class Erasure {
   // (k + m slices: not under min_size), slice i is *staged* on holders[i] (received and
   // fsynced there, not replacing the version it has) and, once every holder has staged
   // its slice, the staged slices are committed (in parallel), then this node's own slice;
-  // the work file is discarded. Returns the record as clients see the object. When
+  // then writer.finish_sealed() (an assembled upload is forgotten only now), and on any
+  // error writer.discard(). Returns the record as clients see the object. When
   // staging fails anywhere the staged slices are dropped and no holder's piece changed:
   // kUnavailable, or the precondition's error from writer.seal(). nullopt: not coded here
   // (under min_size, not the owner): commit `writer` and copy as for any object.

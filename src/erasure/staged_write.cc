@@ -74,9 +74,13 @@ http::Awaitable<Result<std::optional<wire::ObjectRecord>>> Erasure::commit_coded
     co_return staged.annotate("staging the slices of {}; the previous version is unchanged", object.name);
   }
   const auto committed = co_await commit_round(object, sinks, token);
-  co_await writer.discard();
-  CO_ASSIGN_OR_RETURN(const wire::ObjectRecord mine, committed);
-  co_return std::optional<wire::ObjectRecord>(object_view(mine));
+  if (!committed) {
+    // An upload stays to be completed again (its retry codes it anew).
+    co_await writer.discard();
+    co_return committed.error();
+  }
+  co_await writer.finish_sealed();
+  co_return std::optional<wire::ObjectRecord>(object_view(*committed));
 }
 
 http::Awaitable<Result<wire::ObjectRecord>> Erasure::commit_round(const ObjectRef& object,

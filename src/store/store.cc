@@ -72,6 +72,13 @@ Result<std::unique_ptr<Store>> Store::open(StoreOptions options) {
                             options.min_part_size, std::move(options.file_system)));
 }
 
+Awaitable<Result<wire::ObjectRecord>> Store::complete_upload(const ObjectRef& object, const std::string& upload_id,
+                                                             std::vector<CompletePart> parts, PutOptions options) {
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> writer,
+                      co_await assemble_upload(object, upload_id, std::move(parts), std::move(options)));
+  co_return co_await writer->commit();
+}
+
 std::string_view mountpath_state_name(MountpathState state) {
   switch (state) {
     case MountpathState::kInService: return "in_service";

@@ -81,6 +81,10 @@ class ObjectWriter {
   // discard() or the writer's end; write() and commit() fail afterwards. Errors: commit()'s
   // ("IncompleteBody", "BadDigest", the precondition's as is).
   virtual Awaitable<Result<wire::ObjectRecord>> seal() = 0;
+  // After seal(), for a caller that installed the bytes in another form: ends the writer
+  // as a commit() would have, without installing anything (the work file goes; an
+  // assembled upload is forgotten with its parts, Store::assemble_upload).
+  virtual Awaitable<void> finish_sealed() { co_await discard(); }
   // Removes the work file now, before returning (a writer destroyed without a commit
   // removes it in the background). Later write() and commit() fail. For a caller that
   // reports the failure and must leave nothing behind when it does.
@@ -275,10 +279,20 @@ class Store {
   // StoreOptions::min_part_size); "NoSuchUpload"; the precondition's error. On any error
   // the upload stays as it was. Of concurrent complete/abort calls exactly one wins; the
   // others get NoSuchUpload.
-  virtual Awaitable<Result<wire::ObjectRecord>> complete_upload(const ObjectRef& object,
-                                                                const std::string& upload_id,
-                                                                std::vector<CompletePart> parts,
-                                                                PutOptions options) = 0;
+  // assemble_upload(), then its writer's commit().
+  Awaitable<Result<wire::ObjectRecord>> complete_upload(const ObjectRef& object, const std::string& upload_id,
+                                                        std::vector<CompletePart> parts, PutOptions options);
+  // The first half of complete_upload: claims the upload and builds the object's bytes
+  // from `parts` into a work file, with the same checks and errors. The writer's commit()
+  // installs it as complete_upload does; seal() then finish_sealed() serve a caller that
+  // installs the bytes in another form (an erasure-coded object's slices, ADR 0014), the
+  // upload being forgotten only at finish_sealed(). Until one of those, parts, aborts and
+  // other completions of the upload see NoSuchUpload; discard() (or the writer's end
+  // without them) leaves the upload as it was. write() fails.
+  virtual Awaitable<Result<std::unique_ptr<ObjectWriter>>> assemble_upload(const ObjectRef& object,
+                                                                           const std::string& upload_id,
+                                                                           std::vector<CompletePart> parts,
+                                                                           PutOptions options) = 0;
   // Forgets the upload and removes its parts. kNotFound "NoSuchUpload" when absent.
   virtual Awaitable<Status> abort_upload(const ObjectRef& object,
                                          const std::string& upload_id) = 0;

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
@@ -254,6 +255,50 @@ TEST_F(StoreMultipartTest, BadPartNumbersAndUploadIds) {
   // The id belongs to one object.
   EXPECT_EQ(run(store_->get_upload({bucket_, "other"}, upload.upload_id)).status().reason(),
             "NoSuchUpload");
+}
+
+// An assembled upload (what an erasure-coded completion codes): claimed while it lives;
+// discarded, the upload is as it was; sealed then finished, the upload is gone and no
+// object was installed here (its bytes went elsewhere, as slices).
+TEST_F(StoreMultipartTest, AnAssembledUploadIsClaimedUntilItEndsAndFinishedSealedItIsForgotten) {
+  const ObjectRef object{bucket_, "assembled"};
+  const UploadInfo upload = create(object.name);
+  const std::string bytes = std::string(kMinPartSize, 'a') + "tail";
+  Result<wire::ObjectRecord> p1 = part(object.name, upload.upload_id, 1, bytes.substr(0, kMinPartSize));
+  Result<wire::ObjectRecord> p2 = part(object.name, upload.upload_id, 2, "tail");
+  ASSERT_TRUE(p1 && p2);
+  const std::vector<CompletePart> parts = {{1, p1->md5_hex()}, {2, p2->md5_hex()}};
+
+  Result<std::unique_ptr<ObjectWriter>> assembled =
+      run(store_->assemble_upload(object, upload.upload_id, parts, testing::fast()));
+  ASSERT_TRUE(assembled) << assembled.status();
+  EXPECT_EQ(complete(object.name, upload.upload_id, parts).status().reason(), "NoSuchUpload") << "claimed";
+  EXPECT_EQ(run(store_->abort_upload(object, upload.upload_id)).reason(), "NoSuchUpload") << "claimed";
+  EXPECT_FALSE(run((*assembled)->write(std::string_view("more"))).is_ok());
+  const Result<int> fd = (*assembled)->open_reader();
+  ASSERT_TRUE(fd) << fd.status();
+  std::string read(bytes.size() + 1, '\0');
+  EXPECT_EQ(::pread(*fd, read.data(), read.size(), 0), static_cast<ssize_t>(bytes.size()));
+  ::close(*fd);
+  EXPECT_EQ(read.substr(0, bytes.size()), bytes);
+  run((*assembled)->discard());
+  assembled->reset();
+  EXPECT_TRUE(run(store_->list_parts(object, upload.upload_id))) << "discarded: the upload is as it was";
+
+  assembled = run(store_->assemble_upload(object, upload.upload_id, parts, testing::fast()));
+  ASSERT_TRUE(assembled) << assembled.status();
+  const Result<wire::ObjectRecord> sealed = run((*assembled)->seal());
+  ASSERT_TRUE(sealed) << sealed.status();
+  EXPECT_EQ(sealed->size(), bytes.size());
+  EXPECT_EQ(sealed->parts_size(), 2);
+  EXPECT_TRUE(sealed->etag().ends_with("-2")) << sealed->etag();
+  EXPECT_EQ(sealed->generation(), 0u);
+  run((*assembled)->finish_sealed());
+  assembled->reset();
+  EXPECT_EQ(run(store_->list_parts(object, upload.upload_id)).status().reason(), "NoSuchUpload");
+  EXPECT_EQ(run(store_->stat(object)).status().code(), Code::kNotFound) << "installed elsewhere, not here";
+  EXPECT_EQ(count_files("parts"), 0u);
+  EXPECT_EQ(count_files("work"), 0u);
 }
 
 TEST_F(StoreMultipartTest, NoSuchUploadAfterAbortAndAfterComplete) {

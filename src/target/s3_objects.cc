@@ -169,9 +169,11 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
       complete.conditions = preconditions_from(in.headers, "");
       store::PutOptions options = put_options(complete, r.bucket);
       CO_RETURN_IF_ERROR(replication::Replication::check_holders_up(r.bucket, r.holders, r.object.name));
-      CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record,
-                          co_await store_.complete_upload(r.object, upload_id, std::move(parts), std::move(options)));
-      CO_RETURN_IF_ERROR(co_await publish(r));
+      // Assembled, then committed as any PUT's bytes: copies, or a coded object's slices
+      // staged on every holder before an old one is replaced (ADR 0014).
+      CO_ASSIGN_OR_RETURN(const std::unique_ptr<store::ObjectWriter> writer,
+                          co_await store_.assemble_upload(r.object, upload_id, std::move(parts), std::move(options)));
+      CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_write(complete, r, *writer));
       const auto host = in.headers.get("Host").value_or("localhost");
       s3::XmlWriter xml;
       xml.open("CompleteMultipartUploadResult", s3::kS3Xmlns)

@@ -546,18 +546,39 @@ TEST(ErasureOverwriteTest, ACodedOverwriteLeavesTheNewSlicesAndNothingStaged) {
 }
 
 
-// One S3 request through the proxy (path style), signed with the admin keys; its status.
-int s3_status(const LocalCluster& cluster, std::string_view method, const std::string& target,
-              std::vector<std::pair<std::string, std::string>> headers, std::string_view body = {}) {
+// One S3 request through the proxy (path style), signed with the admin keys.
+struct S3Answer {
+  int status = 0;
+  std::string head;
+  std::string body;
+};
+S3Answer s3_call(const LocalCluster& cluster, std::string_view method, const std::string& target,
+                                    std::vector<std::pair<std::string, std::string>> headers,
+                                    std::string_view body = {}) {
   auto conn = RawConnection::open(cluster.endpoint());
   EXPECT_TRUE(conn.has_value()) << conn.status();
-  if (!conn) return 0;
+  if (!conn) return {};
   headers.emplace_back("Content-Length", std::to_string(body.size()));
   EXPECT_TRUE(conn->send(signed_request(method, target, "test", std::move(headers))));
   if (!body.empty()) {
     EXPECT_TRUE(conn->send(body));
   }
-  return status_code(conn->read_head(milliseconds(60000)));
+  const std::string head = conn->read_head(milliseconds(60000));
+  const size_t length_at = head.find("Content-Length: ");
+  const size_t length = length_at == std::string::npos ? 0 : std::stoul(head.substr(length_at + 16));
+  return {status_code(head), head, conn->read(length, milliseconds(60000))};
+}
+int s3_status(const LocalCluster& cluster, std::string_view method, const std::string& target,
+              std::vector<std::pair<std::string, std::string>> headers, std::string_view body = {}) {
+  return s3_call(cluster, method, target, std::move(headers), body).status;
+}
+
+// The text of the first <tag>...</tag> in `xml`, or "".
+std::string xml_text(const std::string& xml, const std::string& tag) {
+  const size_t from = xml.find("<" + tag + ">");
+  const size_t to = xml.find("</" + tag + ">");
+  if (from == std::string::npos || to == std::string::npos) return "";
+  return xml.substr(from + tag.size() + 2, to - from - tag.size() - 2);
 }
 
 // S3 PutObject and CopyObject over coded objects stage their slices too: each leaves the
@@ -590,6 +611,75 @@ TEST(ErasureOverwriteTest, S3PutAndCopyOverwriteCodedObjects) {
   expect_nothing_staged(*cluster);
 }
 
+
+// A multipart completion over a coded object stages its slices as a PUT does: when a
+// holder is gone (killed, not yet known down) it fails with every slice of the previous
+// version untouched, and the upload stays to be completed again, which then codes it.
+TEST(ErasureOverwriteTest, AFailedMultipartCompletionLeavesThePreviousVersionAndItsUpload) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(overwrite_options()));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 16384}})"));
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
+  const std::string name = "assembled";
+  const std::vector<std::string> holders = holders_of(*cluster, props.id, name, 3);
+  silo::testing::Random random;
+  const std::string v1 = random.bytes(3 * kMiB + 5);
+  ASSERT_OK(c.put(kBucket, name, v1).status());
+  const std::vector<wire::ObjectRecord> before = expect_slices(*cluster, props.id, name, holders, v1.size());
+  ASSERT_EQ(before.size(), 3u);
+
+  // v2 in two parts (5 MiB is S3's least part but the last).
+  const std::string path = fmt::format("/{}/{}", kBucket, name);
+  const S3Answer initiated = s3_call(*cluster, "POST", path + "?uploads", {});
+  ASSERT_EQ(initiated.status, 200) << initiated.body;
+  const std::string upload_id = xml_text(initiated.body, "UploadId");
+  ASSERT_FALSE(upload_id.empty()) << initiated.body;
+  const std::vector<std::string> parts = {random.bytes(5 * kMiB), random.bytes(kMiB + 3)};
+  std::string complete_xml = "<CompleteMultipartUpload>";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string target = fmt::format("{}?partNumber={}&uploadId={}", path, i + 1, upload_id);
+    const S3Answer part = s3_call(*cluster, "PUT", target, {}, parts[i]);
+    ASSERT_EQ(part.status, 200) << part.head;
+    const size_t etag_at = part.head.find("ETag: ");
+    ASSERT_NE(etag_at, std::string::npos) << part.head;
+    const std::string etag = part.head.substr(etag_at + 6, part.head.find("\r\n", etag_at) - etag_at - 6);
+    complete_xml += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, etag);
+  }
+  complete_xml += "</CompleteMultipartUpload>";
+
+  // The last holder dies; with a long keepalive nobody knows it yet.
+  ASSERT_OK(cluster->kill(holders[2]));
+  const S3Answer failed = s3_call(*cluster, "POST", path + "?uploadId=" + upload_id, {}, complete_xml);
+  EXPECT_EQ(failed.status, 503) << failed.body;
+  ASSERT_OK(cluster->restart(holders[2]));
+  ASSERT_OK(cluster->wait_for_node_state(holders[2], "online", seconds(30)));
+  const std::vector<wire::ObjectRecord> after = expect_slices(*cluster, props.id, name, holders, v1.size());
+  ASSERT_EQ(after.size(), 3u);
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].generation(), before[i].generation()) << holders[i] << "'s slice was rewritten";
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string read, c.get(kBucket, name));
+  EXPECT_EQ(difference(v1, read), "");
+  expect_nothing_staged(*cluster);
+
+  // The same completion again: the upload is still there, and v2 is coded.
+  const S3Answer completed = s3_call(*cluster, "POST", path + "?uploadId=" + upload_id, {}, complete_xml);
+  ASSERT_EQ(completed.status, 200) << completed.body;
+  EXPECT_NE(xml_text(completed.body, "ETag").find("-2"), std::string::npos) << completed.body;
+  const std::string v2 = parts[0] + parts[1];
+  const std::vector<wire::ObjectRecord> coded = expect_slices(*cluster, props.id, name, holders, v2.size());
+  ASSERT_EQ(coded.size(), 3u);
+  EXPECT_EQ(coded[0].parts_size(), 2) << "the slices keep the parts, for the multipart ETag";
+  ASSERT_OK_AND_ASSIGN(const std::string second, c.get(kBucket, name));
+  EXPECT_EQ(difference(v2, second), "");
+  EXPECT_EQ(bucket_files(*cluster, props.id), 3u);
+  S3Answer parts_after;  // 503 while the node maps converge after the restart: retried, as clients do
+  EXPECT_OK(silo::testing::wait_until(
+      [&] { return (parts_after = s3_call(*cluster, "GET", path + "?uploadId=" + upload_id, {})).status != 503; },
+      seconds(30), "ListParts answers"));
+  EXPECT_EQ(parts_after.status, 404) << "the upload is forgotten: " << parts_after.body;
+  expect_nothing_staged(*cluster);
+}
 
 // The copy framing of `record` and `bytes`: [4-byte big-endian length][record][bytes].
 std::string copy_framing(const wire::ObjectRecord& record, std::string_view bytes) {

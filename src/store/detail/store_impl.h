@@ -89,10 +89,10 @@ class StoreImpl final : public Store {
                                            const std::string& upload_id) override;
   Awaitable<Result<std::vector<PartInfo>>> list_parts(const ObjectRef& object,
                                                       const std::string& upload_id) override;
-  Awaitable<Result<wire::ObjectRecord>> complete_upload(const ObjectRef& object,
-                                                        const std::string& upload_id,
-                                                        std::vector<CompletePart> parts,
-                                                        PutOptions options) override;
+  Awaitable<Result<std::unique_ptr<ObjectWriter>>> assemble_upload(const ObjectRef& object,
+                                                                   const std::string& upload_id,
+                                                                   std::vector<CompletePart> parts,
+                                                                   PutOptions options) override;
   Awaitable<Status> abort_upload(const ObjectRef& object, const std::string& upload_id) override;
   Awaitable<Result<UploadList>> list_uploads(BucketId bucket, UploadListOptions options) override;
   Awaitable<Result<size_t>> remove_uploads_initiated_before(int64_t unix_nanos) override;
@@ -129,6 +129,7 @@ class StoreImpl final : public Store {
   uint64_t next_generation();
 
  private:
+  friend class AssembledUpload;  // uploads.cc
   struct Found {
     size_t index;  // mountpath holding the record
     wire::ObjectRecord record;
@@ -182,10 +183,12 @@ class StoreImpl final : public Store {
   bool is_claimed(const std::string& upload_id) EXCLUDES(claims_mutex_);
   Result<std::vector<PartInfo>> list_parts_blocking(const ObjectRef& object,
                                                     const std::string& upload_id, size_t owner);
-  Result<wire::ObjectRecord> complete_blocking(const ObjectRef& object,
-                                               const std::string& upload_id,
-                                               const std::vector<CompletePart>& parts,
-                                               const PutOptions& options, size_t owner);
+  // assemble_upload()'s work: claims the upload, then copies the parts into a work file
+  // on the upload's mountpath. Blocking.
+  Result<std::unique_ptr<ObjectWriter>> assemble_blocking(OpGate::Ticket ticket, const ObjectRef& object,
+                                                          const std::string& upload_id,
+                                                          const std::vector<CompletePart>& parts, PutOptions options,
+                                                          size_t owner);
   Status abort_blocking(const ObjectRef& object, const std::string& upload_id, size_t owner);
   Result<wire::ObjectRecord> update_blocking(
       const ObjectRef& object, const std::function<Status(wire::ObjectRecord&)>& mutate,

@@ -312,22 +312,139 @@ Awaitable<Result<std::vector<PartInfo>>> StoreImpl::list_parts(const ObjectRef& 
       [this, &object, &upload_id, owner] { return list_parts_blocking(object, upload_id, owner); });
 }
 
-Result<wire::ObjectRecord> StoreImpl::complete_blocking(const ObjectRef& object,
-                                                        const std::string& upload_id,
-                                                        const std::vector<CompletePart>& listed,
-                                                        const PutOptions& options, size_t owner) {
+// The ObjectWriter of Store::assemble_upload: the upload's parts copied into a work file
+// on the upload's mountpath, and the claim on the upload, held until the writer commits,
+// finishes sealed or ends (which releases the claim and leaves the upload as it was).
+class AssembledUpload final : public ObjectWriter {
+ public:
+  AssembledUpload(StoreImpl& store, OpGate::Ticket ticket, size_t owner, size_t index, ObjectRef object,
+                  std::string upload_id, std::unique_ptr<StoreImpl::UploadClaim> claim, PutOptions options,
+                  std::string work_path, wire::ObjectRecord record, FinishedUpload finished)
+      : store_(store),
+        ticket_(std::move(ticket)),
+        claim_(std::move(claim)),
+        owner_(owner),
+        mountpath_(*store.mountpaths_[index]),
+        index_(index),
+        object_(std::move(object)),
+        upload_id_(std::move(upload_id)),
+        options_(std::move(options)),
+        work_path_(std::move(work_path)),
+        record_(std::move(record)),
+        finished_(std::move(finished)) {}
+  ~AssembledUpload() override {
+    if (work_path_.empty()) return;
+    // The claim goes with the writer: the upload stays as it was.
+    mountpath_.disk().post([path = std::move(work_path_), &file_system = mountpath_.file_system()] {
+      std::ignore = file_system.remove_file(path);  // open() clears work/ if this fails
+    });
+  }
+  AssembledUpload(const AssembledUpload&) = delete;
+  AssembledUpload& operator=(const AssembledUpload&) = delete;
+
+  Awaitable<Status> write(std::span<const char>) override {
+    co_return Status::failed_precondition("an assembled upload takes no more bytes");
+  }
+  void set_checksum(std::string algorithm, std::string base64_value) override {
+    (*record_.mutable_checksums())[std::move(algorithm)] = std::move(base64_value);
+  }
+  wire::ObjectRecord& attributes() override { return record_; }
+  Result<int> open_reader() override {
+    if (work_path_.empty()) return Status::failed_precondition("the assembled upload is gone");
+    const int fd = ::open(work_path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::from_errno(errno, fmt::format("open {}", work_path_));
+    return fd;
+  }
+  Awaitable<Result<wire::ObjectRecord>> commit() override {
+    co_return co_await run([this]() -> Result<wire::ObjectRecord> {
+      if (is_sealed_) return Status::failed_precondition("a sealed upload is finished, not committed");
+      wire::ObjectRecord record = record_;
+      record.set_generation(store_.next_generation());
+      Result<wire::ObjectRecord> installed = store_.install(index_, object_, work_path_, std::move(record),
+                                                            options_.durability, options_.precondition, &finished_);
+      if (!installed) return installed;
+      work_path_.clear();
+      forget_files();
+      return installed;
+    });
+  }
+  Awaitable<Result<wire::ObjectRecord>> seal() override {
+    co_return co_await run([this]() -> Result<wire::ObjectRecord> {
+      RETURN_IF_ERROR(store_.check_precondition(owner_, object_, options_.precondition));
+      is_sealed_ = true;
+      return record_;
+    });
+  }
+  Awaitable<void> finish_sealed() override {
+    std::ignore = co_await run([this]() -> Result<wire::ObjectRecord> {
+      remove_work_file();
+      std::vector<std::string> keys = finished_.part_keys;
+      keys.push_back(finished_.key);
+      RETURN_IF_ERROR(mountpath_.meta().remove_upload_keys(keys, options_.durability));
+      forget_files();
+      return wire::ObjectRecord();
+    });
+  }
+  Awaitable<void> discard() override {
+    std::ignore = co_await run([this]() -> Result<wire::ObjectRecord> {
+      remove_work_file();
+      return wire::ObjectRecord();
+    });
+  }
+
+ private:
+  // `work` on the mountpath's disk thread; errors name the upload.
+  template <typename Fn>
+  Awaitable<Result<wire::ObjectRecord>> run(Fn work) {
+    Result<wire::ObjectRecord> out = co_await mountpath_.disk().run(std::move(work));
+    if (!out) {
+      Status status = std::move(out).error();
+      co_return status.annotate("complete upload {} of {}/{}", upload_id_, object_.bucket_id, object_.name);
+    }
+    co_return out;
+  }
+  void remove_work_file() {
+    if (work_path_.empty()) return;
+    std::ignore = mountpath_.file_system().remove_file(work_path_);  // open() clears work/ if this fails
+    work_path_.clear();
+  }
+  // The upload's records are gone: its part files go, then the claim.
+  void forget_files() {
+    remove_directory(mountpath_.file_system(), mountpath_.upload_dir(object_.bucket_id, upload_id_));
+    claim_.reset();
+  }
+
+  StoreImpl& store_;
+  OpGate::Ticket ticket_;
+  std::unique_ptr<StoreImpl::UploadClaim> claim_;
+  size_t owner_;  // the object's owner mountpath (preconditions look there first)
+  Mountpath& mountpath_;
+  size_t index_;  // the upload's mountpath, where the work file is
+  ObjectRef object_;
+  std::string upload_id_;
+  PutOptions options_;
+  std::string work_path_;      // empty once installed or removed
+  wire::ObjectRecord record_;  // generation 0
+  FinishedUpload finished_;
+  bool is_sealed_ = false;
+};
+
+Result<std::unique_ptr<ObjectWriter>> StoreImpl::assemble_blocking(OpGate::Ticket ticket, const ObjectRef& object,
+                                                                   const std::string& upload_id,
+                                                                   const std::vector<CompletePart>& listed,
+                                                                   PutOptions options, size_t owner) {
   // Claim the upload under the object lock, then build the object without the lock (it
-  // may take a while) and take the lock again only to install it. The claim keeps parts,
-  // aborts and other completions of this upload out meanwhile.
+  // may take a while); the install takes the lock again. The claim keeps parts, aborts and
+  // other completions of this upload out meanwhile.
   FoundUpload found;
   std::vector<wire::UploadPartRecord> stored;
   FinishedUpload finished;
-  std::optional<UploadClaim> claim;
+  std::unique_ptr<UploadClaim> claim;
   {
     const auto lock = locks_.lock(object);
     ASSIGN_OR_RETURN(found, find_upload(object, upload_id, owner));
     if (!try_claim(upload_id)) return no_such_upload(object, upload_id);
-    claim.emplace(*this, upload_id);
+    claim = std::make_unique<UploadClaim>(*this, upload_id);
     RETURN_IF_ERROR(mountpaths_[found.index]->meta().get_parts(
         object.bucket_id, object.name, upload_id, &stored, &finished.part_keys));
   }
@@ -374,7 +491,6 @@ Result<wire::ObjectRecord> StoreImpl::complete_blocking(const ObjectRef& object,
   copy_descriptive_fields(found.record.attributes(), record);
   record.set_name(object.name);
   record.set_size(size);
-  record.set_generation(next_generation());
   record.set_xxh3(*xxh3);
   // md5_hex stays empty: nobody computed the MD5 of the whole bytes, and S3's ETag of a
   // multipart object is not one.
@@ -387,35 +503,28 @@ Result<wire::ObjectRecord> StoreImpl::complete_blocking(const ObjectRef& object,
   const int64_t now = Clock::real().unix_nanos();
   record.set_mtime_unix_nanos(now);
   record.set_atime_unix_nanos(now);
-  Result<wire::ObjectRecord> installed = install(found.index, object, work.path, std::move(record),
-                                                 options.durability, options.precondition,
-                                                 &finished);
-  if (!installed) {
-    // open() clears work/ if this fails.
-    std::ignore = mountpath.file_system().remove_file(work.path);
-    return installed;
-  }
-  remove_directory(mountpath.file_system(), mountpath.upload_dir(object.bucket_id, upload_id));
-  return installed;
+  return std::unique_ptr<ObjectWriter>(new AssembledUpload(*this, std::move(ticket), owner, found.index, object,
+                                                           upload_id, std::move(claim), std::move(options),
+                                                           std::move(work.path), std::move(record),
+                                                           std::move(finished)));
 }
 
-Awaitable<Result<wire::ObjectRecord>> StoreImpl::complete_upload(const ObjectRef& object,
-                                                                 const std::string& upload_id,
-                                                                 std::vector<CompletePart> parts,
-                                                                 PutOptions options) {
-  const OpGate::Ticket ticket = gate_.enter();
+Awaitable<Result<std::unique_ptr<ObjectWriter>>> StoreImpl::assemble_upload(const ObjectRef& object,
+                                                                            const std::string& upload_id,
+                                                                            std::vector<CompletePart> parts,
+                                                                            PutOptions options) {
+  OpGate::Ticket ticket = gate_.enter();
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   const size_t owner = owner_of(object);
-  Result<wire::ObjectRecord> record = co_await mountpaths_[owner]->disk().run(
-      [this, &object, &upload_id, &parts, &options, owner] {
-        return complete_blocking(object, upload_id, parts, options, owner);
+  Result<std::unique_ptr<ObjectWriter>> writer = co_await mountpaths_[owner]->disk().run(
+      [this, &ticket, &object, &upload_id, &parts, &options, owner] {
+        return assemble_blocking(std::move(ticket), object, upload_id, parts, std::move(options), owner);
       });
-  if (!record) {
-    Status status = std::move(record).error();
-    co_return status.annotate("complete upload {} of {}/{}", upload_id, object.bucket_id,
-                              object.name);
+  if (!writer) {
+    Status status = std::move(writer).error();
+    co_return status.annotate("complete upload {} of {}/{}", upload_id, object.bucket_id, object.name);
   }
-  co_return record;
+  co_return writer;
 }
 
 Status StoreImpl::abort_blocking(const ObjectRef& object, const std::string& upload_id,
