@@ -5,7 +5,7 @@
 #include "base/text.h"
 #include "http/range.h"
 #include "s3/names.h"
-#include "target/object_headers.h"
+#include "s3api/object_headers.h"
 
 namespace silo::target {
 namespace {
@@ -140,10 +140,10 @@ Status parse_s3_read(const http::RequestHead& head, const s3api::S3Request& s3,
 Status parse_s3_write(const http::RequestHead& head, ObjectRequest& request,
                       uint64_t max_object_size) {
   if (!request.part) {
-    ASSIGN_OR_RETURN(request.attributes, attributes_from_headers(head.headers, "x-amz-tagging"));
+    ASSIGN_OR_RETURN(request.attributes, s3api::attributes_from_headers(head.headers, "x-amz-tagging"));
     request.conditions = preconditions_from(head.headers, "");
   }
-  ASSIGN_OR_RETURN(request.expected_md5_hex, content_md5_hex(head.headers));
+  ASSIGN_OR_RETURN(request.expected_md5_hex, s3api::content_md5_hex(head.headers));
   ASSIGN_OR_RETURN(request.checksums, checksum_specs(head.headers));
   request.max_size = request.part ? kMaxPartSize : max_object_size;
   return Status::ok();
@@ -154,7 +154,7 @@ Status parse_s3_copy(const http::RequestHead& head, ObjectRequest& request,
                      uint64_t max_object_size) {
   ASSIGN_OR_RETURN(request.copy_source, copy_source_of(head.headers, request));
   if (!request.part) {
-    ASSIGN_OR_RETURN(request.attributes, attributes_from_headers(head.headers, "x-amz-tagging"));
+    ASSIGN_OR_RETURN(request.attributes, s3api::attributes_from_headers(head.headers, "x-amz-tagging"));
     request.conditions = preconditions_from(head.headers, "");
   }
   request.max_size = request.part ? kMaxPartSize : max_object_size;
@@ -236,12 +236,12 @@ Result<ObjectRequest> parse_native_request(const http::RequestHead& head, std::s
   if (head.method == http::Method::kPut) {
     request.op = ObjectOp::kPut;
     // Tags come in X-Silo-Tagging, the header the native GET answers them in.
-    ASSIGN_OR_RETURN(request.attributes, attributes_from_headers(head.headers, kTagsHeader));
-    ASSIGN_OR_RETURN(request.expected_md5_hex, content_md5_hex(head.headers));
+    ASSIGN_OR_RETURN(request.attributes, s3api::attributes_from_headers(head.headers, s3api::kTagsHeader));
+    ASSIGN_OR_RETURN(request.expected_md5_hex, s3api::content_md5_hex(head.headers));
     request.expected_size = head.content_length;
     request.max_size = max_object_size;
     if (head.content_length && *head.content_length > max_object_size) {
-      return too_large(*head.content_length, max_object_size);
+      return s3api::too_large(*head.content_length, max_object_size);
     }
   } else if (head.method == http::Method::kGet || head.method == http::Method::kHead) {
     request.op = head.method == http::Method::kGet ? ObjectOp::kGet : ObjectOp::kHead;
@@ -320,7 +320,7 @@ Result<ByteSelection> select_bytes(const ObjectRequest& request, const wire::Obj
 Result<wire::ObjectRecord> copy_attributes(const ObjectRequest& request,
                                            const http::Headers& source_headers) {
   ASSIGN_OR_RETURN(const wire::ObjectRecord source,
-                   attributes_from_headers(source_headers, kTagsHeader));
+                   s3api::attributes_from_headers(source_headers, s3api::kTagsHeader));
   const CopySource& from = *request.copy_source;
   wire::ObjectRecord attributes = from.metadata == Directive::kCopy ? source : request.attributes;
   attributes.mutable_tags()->clear();

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "target/object_headers.h"
+#include "s3api/object_headers.h"
 
 namespace silo::target {
 namespace {
@@ -48,7 +48,7 @@ wire::ObjectRecord record_of(uint64_t size, std::vector<uint64_t> part_sizes = {
 TEST(NativeRequestTest, PutCarriesAttributesDigestAndLength) {
   auto head = head_of(http::Method::kPut, {{"Content-Type", "text/plain"},
                                            {"x-amz-meta-Color", "blue"},
-                                           {kTagsHeader, "k=v"},
+                                           {s3api::kTagsHeader, "k=v"},
                                            {"x-amz-tagging", "ignored=1"},
                                            {"Content-MD5", "1B2M2Y8AsgTpgAmY7PhCfg=="},
                                            {"If-None-Match", "*"}});
@@ -188,7 +188,7 @@ TEST(S3RequestTest, PutCarriesTagsConditionsAndChecksums) {
   const auto s3 = s3_of(s3::Op::kPutObject);
   auto request =
       parse_s3_request(head_of(http::Method::kPut, {{"x-amz-tagging", "a=1&b=2"},
-                                                    {kTagsHeader, "ignored=1"},
+                                                    {s3api::kTagsHeader, "ignored=1"},
                                                     {"If-None-Match", "*"},
                                                     {"x-amz-checksum-crc32", "AAAAAA=="},
                                                     {"x-amz-sdk-checksum-algorithm", "CRC32"}}),
@@ -369,7 +369,7 @@ TEST(SelectBytesTest, Parts) {
 TEST(CopyAttributesTest, DirectivesPickSourceOrRequest) {
   http::Headers source;
   source.add("Content-Type", "image/png");
-  source.add(kTagsHeader, "from=source");
+  source.add(s3api::kTagsHeader, "from=source");
   source.add("x-amz-checksum-crc32", "AAAAAA==");
   ObjectRequest request;
   request.attributes.set_content_type("text/plain");

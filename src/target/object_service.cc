@@ -11,7 +11,7 @@
 #include "http/reply.h"
 #include "s3/http_time.h"
 #include "s3/xml.h"
-#include "target/object_headers.h"
+#include "s3api/object_headers.h"
 #include "target/object_request.h"
 #include "target/target.h"
 #include "wire/json.h"
@@ -39,10 +39,10 @@ std::string content_range(uint64_t offset, uint64_t length, uint64_t size) {
 http::ResponseHead object_head(const ObjectRequest& request, const wire::ObjectRecord& record,
                                const ByteSelection& selected) {
   http::ResponseHead head = answer_head(request);
-  add_object_headers(record, head.headers, request.wants_checksums);
+  s3api::add_object_headers(record, head.headers, request.wants_checksums);
   // The tags in full are for CopyObject, which reads its source over the native API; S3
   // shows their count only.
-  if (request.is_s3()) head.headers.remove(kTagsHeader);
+  if (request.is_s3()) head.headers.remove(s3api::kTagsHeader);
   if (selected.parts_count) {
     head.headers.set("x-amz-mp-parts-count", std::to_string(*selected.parts_count));
   }
@@ -63,7 +63,7 @@ store::Precondition write_precondition(const Preconditions& conditions) {
     const s3::Conditions c{conditions.if_match, conditions.if_none_match, std::nullopt,
                            std::nullopt};
     if (current == nullptr) return s3::evaluate_write(c, nullptr);
-    const std::string etag = etag_of(*current);
+    const std::string etag = s3api::etag_of(*current);
     return s3::evaluate_write(c, &etag);
   };
 }
@@ -185,7 +185,7 @@ http::Awaitable<Status> Target::receive_payload(http::Exchange& exchange,
           .with_reason("MissingContentLength");
     }
   }
-  if (length && *length > request.max_size) co_return too_large(*length, request.max_size);
+  if (length && *length > request.max_size) co_return s3api::too_large(*length, request.max_size);
   std::vector<s3::Checksum> computed;
   for (const ChecksumSpec& spec : request.checksums) computed.emplace_back(spec.algorithm);
   std::vector<s3::Checksum*> checksums;
@@ -193,7 +193,7 @@ http::Awaitable<Status> Target::receive_payload(http::Exchange& exchange,
   CO_ASSIGN_OR_RETURN(const uint64_t received,
                       co_await receive(*body, writer, std::move(checksums)));
   if (received > request.max_size) {
-    co_return too_large(received, request.max_size);  // chunked: nothing is kept
+    co_return s3api::too_large(received, request.max_size);  // chunked: nothing is kept
   }
   if (length && received != *length) {
     co_return Status::invalid_argument(
@@ -216,7 +216,7 @@ http::Awaitable<Status> Target::put_object(http::Exchange& exchange, const Objec
   CO_RETURN_IF_ERROR(co_await receive_payload(exchange, request, *writer, head.headers));
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_write(request, r, *writer));
   // A part's ETag is its MD5: CompleteMultipartUpload names the parts by it.
-  const std::string etag = request.part ? record.md5_hex() : etag_of(record);
+  const std::string etag = request.part ? record.md5_hex() : s3api::etag_of(record);
   head.headers.set("ETag", quoted(etag));
   if (request.is_s3()) co_return co_await exchange.response().send(std::move(head), "");
   head.headers.set("Content-Type", "application/json");
@@ -246,7 +246,7 @@ http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const Objec
     described = &owned;
   }
   const wire::ObjectRecord& record = *described;
-  const std::string etag = etag_of(record);
+  const std::string etag = s3api::etag_of(record);
   switch (
       s3::evaluate_read(request.conditions.view(), etag, seconds_of(record.mtime_unix_nanos()))) {
     case s3::ConditionResult::kProceed:
@@ -254,7 +254,7 @@ http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const Objec
     case s3::ConditionResult::kNotModified: {
       http::ResponseHead head = answer_head(request, 304);
       head.headers.set("ETag", quoted(etag));
-      head.headers.set("Last-Modified", http_date(record.mtime_unix_nanos()));
+      head.headers.set("Last-Modified", s3api::http_date(record.mtime_unix_nanos()));
       co_return co_await exchange.response().send(std::move(head), "");
     }
     case s3::ConditionResult::kPreconditionFailed:
@@ -369,7 +369,7 @@ http::Awaitable<Result<Target::CopyFrom>> Target::open_copy_source(const ObjectR
         "The x-amz-copy-source-range value must be of the form bytes=first-last")
         .with_reason("InvalidArgument");
   }
-  const std::string etag = unquote_etag(copy.head.headers.get("ETag").value_or(""));
+  const std::string etag = s3api::unquote_etag(copy.head.headers.get("ETag").value_or(""));
   const int64_t mtime =
       s3::parse_http_date(copy.head.headers.get("Last-Modified").value_or("")).value_or(0);
   if (s3::evaluate_copy_source(source.conditions.view(), etag, mtime) !=
@@ -411,7 +411,7 @@ http::Awaitable<Status> Target::copy_object(http::Exchange& exchange, const Obje
   s3::XmlWriter xml;
   xml.open(request.part ? "CopyPartResult" : "CopyObjectResult", s3::kS3Xmlns)
       .element("LastModified", s3::format_iso8601(record.mtime_unix_nanos()))
-      .element("ETag", quoted(etag_of(record)))
+      .element("ETag", quoted(s3api::etag_of(record)))
       .close();
   co_return co_await s3api::send_xml(exchange, *request.s3, xml.finish());
 }

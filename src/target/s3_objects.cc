@@ -8,7 +8,7 @@
 #include "http/reply.h"
 #include "s3/http_time.h"
 #include "s3/names.h"
-#include "target/object_headers.h"
+#include "s3api/object_headers.h"
 #include "target/object_request.h"
 #include "target/target.h"
 
@@ -149,7 +149,7 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
   const std::string upload_id = request.query.get("uploadId").value_or("");
   switch (request.route.op) {
     case s3::Op::kCreateMultipartUpload: {
-      CO_ASSIGN_OR_RETURN(wire::ObjectRecord attributes, attributes_from_headers(in.headers, "x-amz-tagging"));
+      CO_ASSIGN_OR_RETURN(wire::ObjectRecord attributes, s3api::attributes_from_headers(in.headers, "x-amz-tagging"));
       CO_ASSIGN_OR_RETURN(const store::UploadInfo upload, co_await store_.create_upload(r.object, std::move(attributes)));
       s3::XmlWriter xml;
       xml.open("InitiateMultipartUploadResult", s3::kS3Xmlns)
@@ -163,7 +163,7 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
       CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxXmlBody));
       CO_ASSIGN_OR_RETURN(const auto completed, s3::parse_complete_multipart(body));
       std::vector<store::CompletePart> parts;
-      for (const auto& p : completed) parts.push_back({p.part_number, unquote_etag(p.etag)});
+      for (const auto& p : completed) parts.push_back({p.part_number, s3api::unquote_etag(p.etag)});
       // The new object's If-Match / If-None-Match, checked at commit as a PUT's are.
       ObjectRequest complete;
       complete.conditions = preconditions_from(in.headers, "");
@@ -180,7 +180,7 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
           .element("Location", fmt::format("http://{}{}", host, request.resource))
           .element("Bucket", request.route.bucket)
           .element("Key", request.route.key)
-          .element("ETag", "\"" + etag_of(record) + "\"")
+          .element("ETag", "\"" + s3api::etag_of(record) + "\"")
           .close();
       co_return co_await s3api::send_xml(exchange, request, xml.finish());
     }

@@ -7,7 +7,7 @@
 #include "http/message.h"
 #include "wire/codec.h"
 
-namespace silo::target {
+namespace silo::s3api {
 
 inline constexpr const char* kUserMetadataPrefix = "x-amz-meta-";
 // An object's tags, URL-query encoded, on native GET/HEAD answers (CopyObject reads them).
@@ -35,4 +35,4 @@ Result<std::optional<std::string>> content_md5_hex(const http::Headers& headers)
 // Tags as "k1=v1&k2=v2" (URL-query encoding).
 std::string encode_tags(const google::protobuf::Map<std::string, std::string>& tags);
 
-}  // namespace silo::target
+}  // namespace silo::s3api

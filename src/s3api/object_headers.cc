@@ -1,5 +1,5 @@
 #include "base/text.h"
-#include "target/object_headers.h"
+#include "s3api/object_headers.h"
 
 #include <strings.h>
 
@@ -12,7 +12,7 @@
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
-namespace silo::target {
+namespace silo::s3api {
 namespace {
 
 // AWS: the user-defined metadata of a PUT request header is limited to 2 KB.
@@ -143,4 +143,4 @@ Result<wire::ObjectRecord> attributes_from_headers(const http::Headers& headers,
   return record;
 }
 
-}  // namespace silo::target
+}  // namespace silo::s3api
