@@ -203,6 +203,9 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
   Mountpath& mountpath = *mountpaths_[owner];
   const std::string relative =
       object_file_relative_path(object.bucket_id, object.name, record.generation());
+  // An archive's members, indexed from the bytes before they are visible, so the index
+  // and the version it describes are committed together (headers only: cheap).
+  const std::string index = record.has_ec() ? std::string() : index_of_archive(work_path, object, record);
   const std::string final_path = mountpath.object_dir() + "/" + relative;
   const std::string parent = final_path.substr(0, final_path.rfind('/'));
 
@@ -230,7 +233,13 @@ Result<wire::ObjectRecord> StoreImpl::install(size_t owner, const ObjectRef& obj
   Status status;
   if (durability == Durability::kFsync) status = file_system.sync_directory(parent);
   if (status.is_ok()) {
-    status = mountpath.meta().put(object.bucket_id, record, durability, finished);
+    IndexUpdate update;  // the previous version's index goes unless this one brings one
+    if (!index.empty()) {
+      update = {IndexUpdate::kSet, index};
+    } else if (previous_generation) {
+      update.op = IndexUpdate::kDrop;
+    }
+    status = mountpath.meta().put(object.bucket_id, record, durability, finished, update);
   }
   if (!status.is_ok()) {
     // If this fails, reconciliation removes it.

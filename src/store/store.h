@@ -279,6 +279,14 @@ class Store {
   // StoreOptions::min_part_size); "NoSuchUpload"; the precondition's error. On any error
   // the upload stays as it was. Of concurrent complete/abort calls exactly one wins; the
   // others get NoSuchUpload.
+  // The archive index of the object's current version (an encoded wire::ArchiveIndex,
+  // docs/shards.md), kept beside its record: built when an object whose name says it is
+  // an archive (archive::format_of_name) is installed, or later by put_index().
+  // kNotFound when there is none.
+  virtual Awaitable<Result<std::string>> get_index(const ObjectRef& object) = 0;
+  // Keeps `bytes` as the index of `object` when its current version is `generation`
+  // (checked under the object lock); kAborted when the object changed meanwhile.
+  virtual Awaitable<Status> put_index(const ObjectRef& object, uint64_t generation, std::string bytes) = 0;
   // assemble_upload(), then its writer's commit().
   Awaitable<Result<wire::ObjectRecord>> complete_upload(const ObjectRef& object, const std::string& upload_id,
                                                         std::vector<CompletePart> parts, PutOptions options);

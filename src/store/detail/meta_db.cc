@@ -23,6 +23,7 @@ constexpr int kMaxOpenFiles = 512;
 constexpr char kObjectsFamily[] = "objects";
 constexpr char kUploadsFamily[] = "uploads";
 constexpr char kJobsFamily[] = "jobs";
+constexpr char kIndexesFamily[] = "indexes";
 
 rocksdb::ColumnFamilyOptions family_options(const MetaDbResources& resources,
                                             size_t write_buffer_bytes) {
@@ -199,7 +200,7 @@ Result<std::unique_ptr<MetaDb>> MetaDb::open(const std::string& dir,
   // RocksDB refuses to open a DB without naming every family it has: a newer Silo may have
   // added some, so open whatever is there besides ours.
   std::vector<std::string> names = {rocksdb::kDefaultColumnFamilyName, kObjectsFamily,
-                                    kUploadsFamily, kJobsFamily};
+                                    kUploadsFamily, kJobsFamily, kIndexesFamily};
   std::vector<std::string> existing;
   if (rocksdb::DB::ListColumnFamilies(options, dir, &existing).ok()) {
     for (const std::string& name : existing) {
@@ -221,6 +222,7 @@ Result<std::unique_ptr<MetaDb>> MetaDb::open(const std::string& dir,
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == kObjectsFamily) meta->objects_ = meta->handles_[i];
     if (names[i] == kUploadsFamily) meta->uploads_ = meta->handles_[i];
+    if (names[i] == kIndexesFamily) meta->indexes_ = meta->handles_[i];
   }
   return meta;
 }
@@ -265,31 +267,47 @@ std::optional<Result<wire::ObjectRecord>> MetaDb::get_with(const rocksdb::ReadOp
 }
 
 Status MetaDb::put(BucketId bucket, const wire::ObjectRecord& record, Durability durability,
-                   const FinishedUpload* finished) {
+                   const FinishedUpload* finished, IndexUpdate index) {
   rocksdb::WriteOptions options;
   options.sync = durability == Durability::kFsync;
   const std::string key = object_key(bucket, record.name());
   const std::string value = wire::encode(record);
-  if (finished == nullptr) {
-    return from_rocksdb(db_->Put(options, objects_, key, value),
-                        fmt::format("write metadata of {}/{}", bucket, record.name()));
-  }
-  // One batch: a crash leaves the upload or the object, never both or neither.
+  // One batch: a crash leaves the upload or the object, never both or neither, and an
+  // index never outlives or misses the version it describes.
   rocksdb::WriteBatch batch;
   RETURN_IF_ERROR(from_rocksdb(batch.Put(objects_, key, value), "batch put"));
-  RETURN_IF_ERROR(from_rocksdb(batch.Delete(uploads_, finished->key), "batch delete"));
-  for (const std::string& part : finished->part_keys) {
-    RETURN_IF_ERROR(from_rocksdb(batch.Delete(uploads_, part), "batch delete"));
+  if (index.op == IndexUpdate::kDrop) {
+    RETURN_IF_ERROR(from_rocksdb(batch.Delete(indexes_, key), "batch delete"));
+  } else if (index.op == IndexUpdate::kSet) {
+    RETURN_IF_ERROR(from_rocksdb(batch.Put(indexes_, key, rocksdb::Slice(index.bytes.data(), index.bytes.size())),
+                                 "batch put"));
+  }
+  if (finished != nullptr) {
+    RETURN_IF_ERROR(from_rocksdb(batch.Delete(uploads_, finished->key), "batch delete"));
+    for (const std::string& part : finished->part_keys) {
+      RETURN_IF_ERROR(from_rocksdb(batch.Delete(uploads_, part), "batch delete"));
+    }
   }
   return from_rocksdb(db_->Write(options, &batch),
                       fmt::format("write metadata of {}/{}", bucket, record.name()));
 }
 
+Result<std::string> MetaDb::get_index(BucketId bucket, std::string_view name) const {
+  std::string value;
+  const rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), indexes_, object_key(bucket, name), &value);
+  if (rs.IsNotFound()) return Status::not_found("no archive index for {}/{}", bucket, name);
+  if (!rs.ok()) return from_rocksdb(rs, fmt::format("read the archive index of {}/{}", bucket, name));
+  return value;
+}
+
+Status MetaDb::put_index(BucketId bucket, std::string_view name, std::string_view bytes) {
+  return from_rocksdb(db_->Put(rocksdb::WriteOptions(), indexes_, object_key(bucket, name),
+                               rocksdb::Slice(bytes.data(), bytes.size())),
+                      fmt::format("write the archive index of {}/{}", bucket, name));
+}
+
 Status MetaDb::remove(BucketId bucket, std::string_view name, Durability durability) {
-  rocksdb::WriteOptions options;
-  options.sync = durability == Durability::kFsync;
-  return from_rocksdb(db_->Delete(options, objects_, object_key(bucket, name)),
-                      fmt::format("delete metadata of {}/{}", bucket, name));
+  return remove_keys({object_key(bucket, name)}, durability);
 }
 
 Status MetaDb::remove_keys(const std::vector<std::string>& keys, Durability durability) {
@@ -297,6 +315,7 @@ Status MetaDb::remove_keys(const std::vector<std::string>& keys, Durability dura
   rocksdb::WriteBatch batch;
   for (const std::string& key : keys) {
     RETURN_IF_ERROR(from_rocksdb(batch.Delete(objects_, key), "batch delete"));
+    RETURN_IF_ERROR(from_rocksdb(batch.Delete(indexes_, key), "batch delete"));
   }
   rocksdb::WriteOptions options;
   options.sync = durability == Durability::kFsync;
@@ -307,7 +326,7 @@ Status MetaDb::remove_bucket(BucketId bucket) {
   const std::string begin = bucket_key_prefix(bucket);
   const std::optional<std::string> end = prefix_successor(begin);
   rocksdb::WriteBatch batch;
-  for (rocksdb::ColumnFamilyHandle* family : {objects_, uploads_}) {
+  for (rocksdb::ColumnFamilyHandle* family : {objects_, uploads_, indexes_}) {
     if (end) {
       RETURN_IF_ERROR(from_rocksdb(batch.DeleteRange(family, begin, *end), "batch delete range"));
       continue;

@@ -65,9 +65,19 @@ struct FinishedUpload {
   std::vector<std::string> part_keys;  // every part of it (the upload is claimed)
 };
 
+// What becomes of an object's archive index (`indexes`) when its record is written: a
+// new version sets its own or drops the old one's; a record update (tags) of the same
+// version keeps it. (An index also names its generation: one left behind is never used.)
+struct IndexUpdate {
+  enum Op { kKeep, kSet, kDrop };
+  Op op = kKeep;
+  std::string_view bytes;  // kSet
+};
+
 // The metadata of one mountpath: one RocksDB in <mountpath>/meta with the column families
 // `objects` (ObjectRecord per object), `uploads` (UploadRecord per multipart upload in
-// flight, UploadPartRecord per uploaded part) and `jobs` (reserved). Thread-safe
+// flight, UploadPartRecord per uploaded part), `indexes` (an archive object's
+// ArchiveIndex, same key as its record, docs/shards.md) and `jobs` (reserved). Thread-safe
 // (RocksDB is); blocking, so called only on the mountpath's DiskExecutor or at startup.
 // Owned by its Mountpath.
 class MetaDb {
@@ -87,14 +97,20 @@ class MetaDb {
   std::optional<Result<wire::ObjectRecord>> get_cached(BucketId bucket, std::string_view name) const;
   // Stores `record` under (bucket, record.name()); kFsync syncs the WAL before returning.
   // With `finished`, the same atomic batch deletes that upload's record and part records.
+  // The same batch writes or removes the object's archive index as `index` says.
   Status put(BucketId bucket, const wire::ObjectRecord& record, Durability durability,
-             const FinishedUpload* finished = nullptr);
-  // Removing an absent record is ok.
+             const FinishedUpload* finished = nullptr, IndexUpdate index = {});
+  // An archive index (encoded wire::ArchiveIndex); kNotFound when there is none.
+  Result<std::string> get_index(BucketId bucket, std::string_view name) const;
+  // Stores an index built after the record (a first member read). Requires: the object
+  // lock is held and the record is the version the index describes.
+  Status put_index(BucketId bucket, std::string_view name, std::string_view bytes);
+  // Removing an absent record is ok. Its archive index goes too, in the same batch.
   Status remove(BucketId bucket, std::string_view name, Durability durability);
-  // Removes these raw keys of the `objects` family in one batch.
+  // Removes these raw keys of the `objects` family (and their indexes) in one batch.
   Status remove_keys(const std::vector<std::string>& keys, Durability durability);
-  // Every object, upload and part record of `bucket` (range tombstones, so it costs the
-  // same for any count).
+  // Every object, index, upload and part record of `bucket` (range tombstones, so it
+  // costs the same for any count).
   Status remove_bucket(BucketId bucket);
   // Appends the ids of buckets with at least one record, ascending.
   Status append_bucket_ids(std::vector<BucketId>& out) const;
@@ -135,6 +151,7 @@ class MetaDb {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // destroyed before db_
   rocksdb::ColumnFamilyHandle* objects_ = nullptr;
   rocksdb::ColumnFamilyHandle* uploads_ = nullptr;
+  rocksdb::ColumnFamilyHandle* indexes_ = nullptr;
 };
 
 // Maps a RocksDB error to our codes: kDataLoss (corruption), kResourceExhausted (no

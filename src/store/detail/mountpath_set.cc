@@ -191,7 +191,10 @@ Status StoreImpl::move_within(const ObjectRef& object, size_t from, size_t to, R
   }
   if (installed.is_ok())
     installed = file_system.sync_directory(final_path.substr(0, final_path.rfind('/')));
-  if (installed.is_ok()) installed = owner.meta().put(object.bucket_id, *record, Durability::kFsync);
+  // The archive index moves with the record (the same version).
+  const Result<std::string> index = source.meta().get_index(object.bucket_id, object.name);
+  const IndexUpdate carried = index ? IndexUpdate{IndexUpdate::kSet, *index} : IndexUpdate{};
+  if (installed.is_ok()) installed = owner.meta().put(object.bucket_id, *record, Durability::kFsync, nullptr, carried);
   if (!installed.is_ok()) {
     // After the rename the copy is in obj/ with no record: remove it there, or it stays
     // until an unclean start reconciles (the source still holds the object).

@@ -54,6 +54,12 @@ class MountpathSlots {
   std::atomic<size_t> size_{0};
 };
 
+// The encoded archive index (wire::ArchiveIndex) of the file at `path`, which holds the
+// bytes of `record`'s version of `object`, when its name says it is an archive
+// (archive::format_of_name); "" otherwise, or when the bytes are not one (logged: a
+// member read reports it). Blocking (indexes.cc).
+std::string index_of_archive(const std::string& path, const ObjectRef& object, const wire::ObjectRecord& record);
+
 // The Store: mountpaths, placement of objects on them, and the per-object locks.
 // Awaitable methods hop to the owner mountpath's DiskExecutor; the *_blocking helpers run
 // there. Must outlive every ObjectWriter and request it served (its destructor joins the
@@ -94,6 +100,8 @@ class StoreImpl final : public Store {
                                                                    std::vector<CompletePart> parts,
                                                                    PutOptions options) override;
   Awaitable<Status> abort_upload(const ObjectRef& object, const std::string& upload_id) override;
+  Awaitable<Result<std::string>> get_index(const ObjectRef& object) override;
+  Awaitable<Status> put_index(const ObjectRef& object, uint64_t generation, std::string bytes) override;
   Awaitable<Result<UploadList>> list_uploads(BucketId bucket, UploadListOptions options) override;
   Awaitable<Result<size_t>> remove_uploads_initiated_before(int64_t unix_nanos) override;
   Awaitable<Result<std::vector<BucketId>>> bucket_ids() override;

@@ -1,0 +1,56 @@
+// Archive indexes (docs/shards.md): built from an archive's bytes when it is installed,
+// kept in the `indexes` family of the mountpath that holds its record, removed with it.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "archive/members.h"
+#include "archive/tar_reader.h"
+#include "base/log.h"
+#include "store/detail/store_impl.h"
+
+namespace silo::store::detail {
+
+std::string index_of_archive(const std::string& path, const ObjectRef& object, const wire::ObjectRecord& record) {
+  if (!archive::format_of_name(object.name)) return "";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";  // the install that follows reports it
+  const archive::ReadAt read = [fd](uint64_t offset, std::span<char> out) -> Result<size_t> {
+    const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
+    if (n < 0) return Status::from_errno(errno, "read an archive header");
+    return static_cast<size_t>(n);
+  };
+  Result<wire::ArchiveIndex> index = archive::index_tar(read, record.size());
+  ::close(fd);
+  if (!index) {
+    SILO_LOG_INFO("{}/{} is named like an archive but has no index: {}", object.bucket_id, object.name,
+                  index.status());
+    return "";
+  }
+  index->set_generation(record.generation());
+  return wire::encode(std::move(*index));
+}
+
+Awaitable<Result<std::string>> StoreImpl::get_index(const ObjectRef& object) {
+  const OpGate::Ticket ticket = gate_.enter();
+  const size_t owner = owner_of(object);
+  co_return co_await mountpaths_[owner]->disk().run([this, &object, owner]() -> Result<std::string> {
+    ASSIGN_OR_RETURN(const Found found, find_record(object, owner));
+    return mountpaths_[found.index]->meta().get_index(object.bucket_id, object.name);
+  });
+}
+
+Awaitable<Status> StoreImpl::put_index(const ObjectRef& object, uint64_t generation, std::string bytes) {
+  const OpGate::Ticket ticket = gate_.enter();
+  if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
+  const size_t owner = owner_of(object);
+  co_return co_await mountpaths_[owner]->disk().run([this, &object, owner, generation, &bytes]() -> Status {
+    const auto lock = locks_.lock(object);
+    ASSIGN_OR_RETURN(const Found found, find_record(object, owner));
+    if (found.record.generation() != generation) {
+      return Status::aborted("{}/{} changed while its archive index was built", object.bucket_id, object.name);
+    }
+    return mountpaths_[found.index]->meta().put_index(object.bucket_id, object.name, bytes);
+  });
+}
+
+}  // namespace silo::store::detail

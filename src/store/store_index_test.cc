@@ -1,0 +1,94 @@
+// Archive indexes in the store (docs/shards.md): built when a .tar is installed, tied to
+// its version, gone with it, kept by a record update, carried by a resilver.
+#include <gtest/gtest.h>
+
+#include "archive/tar_writer.h"
+#include "store/store.h"
+#include "store/store_test_util.h"
+
+namespace silo::store {
+namespace {
+
+using testing::put;
+using testing::run;
+
+std::string tar_of(const std::vector<std::pair<std::string, std::string>>& members) {
+  std::string out;
+  for (const auto& [name, bytes] : members) {
+    out += archive::tar_header(name, bytes.size(), 0) + bytes + archive::tar_padding(bytes.size());
+  }
+  return out + archive::tar_end();
+}
+
+Result<wire::ArchiveIndex> index_of(Store& store, const ObjectRef& object) {
+  ASSIGN_OR_RETURN(const std::string bytes, run(store.get_index(object)));
+  return wire::decode<wire::ArchiveIndex>(bytes, wire::Source::kDisk);
+}
+
+class StoreIndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override { store_ = testing::open_store({dir_.sub("mp1"), dir_.sub("mp2")}); }
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+  const BucketId bucket_{7};
+};
+
+TEST_F(StoreIndexTest, ATarGetsItsIndexWithItsVersionAndLosesItWithIt) {
+  const ObjectRef shard{bucket_, "train-0001.tar"};
+  auto v1 = put(*store_, shard, tar_of({{"a.jpg", "AAAA"}, {"a.cls", "1"}}));
+  ASSERT_TRUE(v1) << v1.status();
+  auto index = index_of(*store_, shard);
+  ASSERT_TRUE(index) << index.status();
+  EXPECT_EQ(index->generation(), v1->generation());
+  ASSERT_EQ(index->members_size(), 2);
+  EXPECT_EQ(index->members(0).name(), "a.jpg");
+  EXPECT_EQ(index->members(0).offset(), 512u);
+  EXPECT_EQ(index->members(1).size(), 1u);
+
+  // A tag update keeps it; a new version brings its own; a version that is no tar drops it.
+  ASSERT_TRUE(run(store_->update(shard, [](wire::ObjectRecord& r) {
+    (*r.mutable_tags())["split"] = "train";
+    return Status::ok();
+  }, Durability::kPageCache)));
+  EXPECT_TRUE(index_of(*store_, shard));
+  auto v2 = put(*store_, shard, tar_of({{"b.jpg", "BB"}}));
+  ASSERT_TRUE(v2);
+  index = index_of(*store_, shard);
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->generation(), v2->generation());
+  EXPECT_EQ(index->members(0).name(), "b.jpg");
+  ASSERT_TRUE(put(*store_, shard, "not a tar at all, though named like one"));
+  EXPECT_EQ(run(store_->get_index(shard)).status().code(), Code::kNotFound);
+
+  // Built on demand for a version, refused for another; removed with the object.
+  const ObjectRef other{bucket_, "samples.bin"};
+  auto plain = put(*store_, other, tar_of({{"x", "y"}}));
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(run(store_->get_index(other)).status().code(), Code::kNotFound) << "not named like an archive";
+  EXPECT_EQ(run(store_->put_index(other, plain->generation() + 1, "stale")).code(), Code::kAborted);
+  ASSERT_TRUE(run(store_->put_index(other, plain->generation(), "on demand")).is_ok());
+  EXPECT_EQ(*run(store_->get_index(other)), "on demand");
+  ASSERT_TRUE(run(store_->remove(other)).is_ok());
+  ASSERT_TRUE(put(*store_, other, "again"));
+  EXPECT_EQ(run(store_->get_index(other)).status().code(), Code::kNotFound) << "removed with its object";
+}
+
+TEST_F(StoreIndexTest, AResilverCarriesTheIndexWithTheObject) {
+  std::vector<ObjectRef> shards;
+  for (int i = 0; i < 8; ++i) {
+    shards.push_back({bucket_, "shard-" + std::to_string(i) + ".tar"});
+    ASSERT_TRUE(put(*store_, shards.back(), tar_of({{"k.txt", std::to_string(i)}})));
+  }
+  // Every mountpath's objects move to the other when it is disabled.
+  const auto mountpaths = store_->mountpaths();
+  ASSERT_TRUE(store_->set_mountpath_enabled(mountpaths[0].id, false));
+  ASSERT_TRUE(run(store_->resilver([] { return false; })));
+  for (const auto& shard : shards) {
+    auto index = index_of(*store_, shard);
+    ASSERT_TRUE(index) << shard.name << ": " << index.status();
+    EXPECT_EQ(index->members(0).name(), "k.txt");
+  }
+}
+
+}  // namespace
+}  // namespace silo::store
