@@ -362,7 +362,10 @@ class AssembledUpload final : public ObjectWriter {
       record.set_generation(store_.next_generation());
       Result<wire::ObjectRecord> installed = store_.install(index_, object_, work_path_, std::move(record),
                                                             options_.durability, options_.precondition, &finished_);
-      if (!installed) return installed;
+      if (!installed) {
+        remove_work_file();  // now, not later: the upload stays, its work file does not
+        return installed;
+      }
       work_path_.clear();
       forget_files();
       return installed;
