@@ -182,9 +182,10 @@ http::Awaitable<void> Node::start() {
     rebalance_ = std::make_unique<rebalance::Rebalance>(*peers_, *store_, data_client_, *replication_, *erasure_);
     mountpaths_ = std::make_unique<rebalance::Mountpaths>(*store_, nc.data_dir + "/state");
     scrub_ = std::make_unique<scrub::Scrub>(*peers_, *store_, *replication_, *erasure_);
+    shards_ = std::make_unique<shards::Shards>(*store_, stats_);
     target_ = std::make_unique<target::Target>(
         target::TargetOptions{self_, live_config_}, *maps_, *store_, data_client_, member_.get(), stats_,
-        target::Target::Services{*peers_, *replication_, *erasure_, *rebalance_, *scrub_, *cache_});
+        target::Target::Services{*peers_, *replication_, *erasure_, *rebalance_, *scrub_, *cache_, *shards_});
     maps_->on_change([this] {
       asio::co_spawn(io_, target_->apply_bucket_map(), asio::detached);
       asio::co_spawn(io_, rebalance_->sync(), asio::detached);

@@ -94,6 +94,7 @@ class Node {
   std::unique_ptr<rebalance::Rebalance> rebalance_;
   std::unique_ptr<rebalance::Mountpaths> mountpaths_;
   std::unique_ptr<scrub::Scrub> scrub_;
+  std::unique_ptr<shards::Shards> shards_;
   std::unique_ptr<target::Target> target_;
   std::unique_ptr<proxy::Proxy> proxy_;
   http::RouteTable<NativeCaller> native_routes_;  // /v1/...: filled before serving

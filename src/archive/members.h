@@ -13,6 +13,12 @@
 
 namespace silo::archive {
 
+// The reason (S3 error code) of a read that found the object but not the member it
+// names: a 404 of its own, which get-from-neighbor and remote buckets must not take for a
+// missing object.
+inline constexpr const char* kNoSuchMember = "NoSuchArchiveMember";
+inline bool is_member_miss(const Status& s) { return s.code() == Code::kNotFound && s.reason() == kNoSuchMember; }
+
 // The format an object's name says it has: .tar (WebDataset shards), else nullopt.
 std::optional<wire::ArchiveFormat> format_of_name(std::string_view object_name);
 std::string_view format_name(wire::ArchiveFormat format);

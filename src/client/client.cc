@@ -242,25 +242,31 @@ void Client::forget_routes() {
 }
 
 Result<Response> Client::request_object(http::Method method, std::string_view bucket, std::string_view name,
-                                        std::string_view body, const http::Headers& headers) {
-  const std::string url = object_url(bucket, name);
+                                        std::string_view body, const http::Headers& headers,
+                                        std::string_view query) {
+  const std::string suffix = query.empty() ? "" : "?" + std::string(query);
+  const std::string url = object_url(bucket, name) + suffix;
   Result<Response> r = request_following(method, url, body, headers);
   if (r || url.front() == '/') return r;
   forget_routes();  // the owner did not answer: the map may be stale, or targets unreachable from here
-  return request_following(method, object_target(bucket, name), body, headers);
+  return request_following(method, object_target(bucket, name) + suffix, body, headers);
 }
 
 Status Client::status_of(const Response& response, std::string_view what) {
   if (response.status < 400) return Status::ok();
   Code code = code_of_http_status(response.status);
   std::string message;
+  std::string reason;
   if (auto error = wire::parse_error_json(response.body)) {
     if (error->code && *error->code != Code::kOk) code = *error->code;
     message = std::move(error->message);
+    reason = std::move(error->reason);
   } else {
     message = response.body.substr(0, kMaxMessageSnippet);
   }
-  return Status(code, fmt::format("{}: HTTP {}: {}", what, response.status, message));
+  Status status(code, fmt::format("{}: HTTP {}: {}", what, response.status, message));
+  if (!reason.empty()) status.with_reason(std::move(reason));
+  return status;
 }
 
 Result<Response> Client::request(http::Method method, std::string_view target, std::string body,
@@ -442,6 +448,17 @@ Result<std::string> Client::get(std::string_view bucket, std::string_view name, 
   if (range) headers.set("Range", range->header);
   ASSIGN_OR_RETURN(Response r, request_object(http::Method::kGet, bucket, name, {}, headers));
   RETURN_IF_ERROR(status_of(r, "GET " + target));
+  return std::move(r.body);
+}
+
+Result<std::string> Client::get_archive(std::string_view bucket, std::string_view name, const ArchiveQuery& query,
+                                        std::optional<ByteRange> range) {
+  std::string text = query.lists ? "archlist=true" : "archpath=" + text::percent_encode(query.path);
+  if (!query.mode.empty()) text += "&archmode=" + text::percent_encode(query.mode);
+  http::Headers headers;
+  if (range) headers.set("Range", range->header);
+  ASSIGN_OR_RETURN(Response r, request_object(http::Method::kGet, bucket, name, {}, headers, text));
+  RETURN_IF_ERROR(status_of(r, "GET " + object_target(bucket, name) + "?" + text));
   return std::move(r.body);
 }
 

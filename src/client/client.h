@@ -210,6 +210,16 @@ class Client {
   Result<PutResult> put_multipart(std::string_view bucket, std::string_view name, uint64_t size, uint64_t part_size,
                                   int workers, const ReadAtFn& read_at,
                                   const std::function<void(uint64_t)>& on_bytes = {});
+  // A read of an archive object's members (docs/shards.md): one member (`path`), with
+  // `mode` (wdskey, regexp, prefix, suffix, substr) a tar of those `path` selects, or
+  // with `lists` the member list as JSON. `range` applies within one member.
+  struct ArchiveQuery {
+    std::string path = {};
+    std::string mode = {};
+    bool lists = false;
+  };
+  Result<std::string> get_archive(std::string_view bucket, std::string_view name, const ArchiveQuery& query,
+                                  std::optional<ByteRange> range = std::nullopt);
   // Streams the object (or a range of it) into `sink`; follows redirects.
   Result<ObjectInfo> get_stream(std::string_view bucket, std::string_view name, const SinkFn& sink,
                                 std::optional<ByteRange> range = std::nullopt);
@@ -267,7 +277,8 @@ class Client {
   void forget_routes();
   // A direct call that got no answer at all is sent again through the endpoint.
   Result<Response> request_object(http::Method method, std::string_view bucket, std::string_view name,
-                                  std::string_view body, const http::Headers& headers);
+                                  std::string_view body, const http::Headers& headers,
+                                  std::string_view query = {});
 
   const std::string endpoint_url_;
   const http::Endpoint endpoint_;

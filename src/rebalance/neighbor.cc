@@ -8,6 +8,7 @@
 
 #include <array>
 
+#include "archive/members.h"
 #include "async/sleep.h"
 #include "base/log.h"
 #include "rebalance/rebalance.h"
@@ -33,7 +34,7 @@ http::Awaitable<Status> Rebalance::read_here_or_neighbor(http::Exchange& exchang
   if (s.code() == Code::kDataLoss && (has_other_copies || peers_.is_rebalancing())) {
     co_return co_await repair_and_read(exchange, object, read, std::move(s));
   }
-  if (s.code() != Code::kNotFound) co_return s;
+  if (s.code() != Code::kNotFound || archive::is_member_miss(s)) co_return s;
   if (replication::is_local_only(exchange.request())) {
     // Asked for our copy because we had it a moment ago: it moved on since.
     co_return Status::unavailable("object {} moved while being read; retry", object.name);

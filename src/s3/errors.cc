@@ -57,6 +57,10 @@ constexpr Known kErrors[] = {
     {"ReplicationConfigurationNotFoundError", 404},
     {"ServerSideEncryptionConfigurationNotFoundError", 404},
     {"NotImplemented", 501},
+    // Silo's own, for archive reads (docs/shards.md).
+    {"NoSuchArchiveMember", 404},
+    {"NotAnArchive", 400},
+    {"CorruptArchive", 400},
     {"NotModified", 304},
     {"PreconditionFailed", 412},
     {"RequestTimeTooSkewed", 403},

@@ -129,6 +129,12 @@ Status parse_s3_read(const http::RequestHead& head, const s3api::S3Request& s3,
     ASSIGN_OR_RETURN(request.part_number, part_number_of(s3));
   }
   request.conditions = preconditions_from(head.headers, "");
+  ASSIGN_OR_RETURN(request.archive, shards::parse_archive_read([&s3](std::string_view param) {
+                     return s3.query.get(param);
+                   }));
+  if (request.archive && has_part) {
+    return Status::invalid_argument("partNumber does not apply to archive members").with_reason("InvalidRequest");
+  }
   // A part or a range has no checksum of its own to show.
   request.wants_checksums =
       head.headers.get("x-amz-checksum-mode") == std::optional<std::string_view>("ENABLED") &&
@@ -246,6 +252,9 @@ Result<ObjectRequest> parse_native_request(const http::RequestHead& head, std::s
   } else if (head.method == http::Method::kGet || head.method == http::Method::kHead) {
     request.op = head.method == http::Method::kGet ? ObjectOp::kGet : ObjectOp::kHead;
     request.range = header(head.headers, "Range");
+    ASSIGN_OR_RETURN(request.archive, shards::parse_archive_read([&head](std::string_view param) {
+                       return head.query_param(param);
+                     }));
     // Any value: CopyObject asks for its source's checksums this way.
     request.wants_checksums = head.headers.has("x-amz-checksum-mode");
   } else if (head.method == http::Method::kDelete) {

@@ -14,6 +14,7 @@
 #include "http/message.h"
 #include "s3/checksum.h"
 #include "s3/conditions.h"
+#include "shards/shards.h"
 #include "wire/codec.h"
 
 namespace silo::target {
@@ -88,6 +89,8 @@ struct ObjectRequest {
   // S3: a GET evaluates them, a PUT or copy checks If-Match / If-None-Match at commit.
   Preconditions conditions;
   bool wants_checksums = false;  // answer the stored x-amz-checksum-* values
+  // ?archpath= / archmode= / archlist=: a read of the archive's members (docs/shards.md).
+  std::optional<shards::ArchiveRead> archive;
   // response-content-type=... and the like: header name, value.
   std::vector<std::pair<std::string, std::string>> response_headers;
 
@@ -106,7 +109,7 @@ struct ObjectRequest {
   bool is_read() const { return op == ObjectOp::kGet || op == ObjectOp::kHead; }
   // An S3 HEAD reads the record only; a native HEAD opens the file as its GET does, so
   // that a missing or unreadable copy is found (and repaired) by a HEAD too.
-  bool reads_record_only() const { return is_s3() && op == ObjectOp::kHead; }
+  bool reads_record_only() const { return is_s3() && op == ObjectOp::kHead && !archive; }
   // Reads or keeps what exists, so that during a rebalance an object not moved here yet
   // is copied here first (GET and HEAD read from where it still is instead).
   bool reads_existing() const {

@@ -6,6 +6,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include "archive/members.h"
 #include "base/log.h"
 #include "http/reply.h"
 #include "target/target.h"
@@ -47,7 +48,8 @@ http::Awaitable<Status> Target::read_remote(http::Exchange& exchange, const Reso
   if (is_fresh) {
     const CachedReadFn& read_here = read;
     const Status s = co_await rebalance_.read_here_or_neighbor(exchange, r.object, [&read_here] { return read_here(nullptr); });
-    if (s.code() != Code::kNotFound || exchange.response().has_begun() || replication::is_local_only(request)) {
+    if (s.code() != Code::kNotFound || archive::is_member_miss(s) || exchange.response().has_begun() ||
+        replication::is_local_only(request)) {
       if (s.is_ok()) cache_.note_hit(r.object);
       co_return s;
     }

@@ -59,6 +59,7 @@ Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& 
       rebalance_(services.rebalance),
       scrub_(services.scrub),
       cache_(services.cache),
+      shards_(services.shards),
       bytes_received_(stats.counter("silo_target_bytes_received_total", "Object bytes written by PUTs.")),
       bytes_sent_(stats.counter("silo_target_bytes_sent_total", "Object bytes sent by GETs.")),
       puts_(stats.counter("silo_target_requests_total", "Object requests served by the target.", R"(op="put")")),

@@ -25,6 +25,7 @@
 #include "replication/peers.h"
 #include "replication/replication.h"
 #include "scrub/scrub.h"
+#include "shards/shards.h"
 #include "store/store.h"
 #include "target/object_request.h"
 
@@ -53,6 +54,7 @@ class Target {
     rebalance::Rebalance& rebalance;
     scrub::Scrub& scrub;
     cache::Cache& cache;
+    shards::Shards& shards;
   };
   // `member` is the link to the primary used to catch up when a request shows this node's
   // maps are stale; null on the primary itself (role all), whose maps are the newest.
@@ -133,6 +135,12 @@ class Target {
   // fetched from its backend.
   http::Awaitable<Status> get_object(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r,
                                      const ColdRead* cold);
+  // The same with ?archpath / archmode / archlist: the members of the archive object
+  // (shards::Shards, docs/shards.md). `object` is the copy here, unless `cold` (then it
+  // is opened once the fetch committed). By reference: a temporary beside co_await is
+  // destroyed twice by GCC 12 (docs/adr/0003).
+  http::Awaitable<Status> get_members(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r,
+                                      std::optional<store::OpenObject>& object, const ColdRead* cold);
   // A Range that is not satisfiable: S3's InvalidRange error, or the native 416 answer.
   http::Awaitable<Status> refuse_range(http::Exchange& exchange, const ObjectRequest& request, const Status& error,
                                        uint64_t size);
@@ -208,6 +216,7 @@ class Target {
   rebalance::Rebalance& rebalance_;
   scrub::Scrub& scrub_;
   cache::Cache& cache_;
+  shards::Shards& shards_;
   stats::Counter& bytes_received_;
   stats::Counter& bytes_sent_;
   stats::Counter& puts_;

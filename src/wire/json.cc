@@ -331,8 +331,9 @@ Result<User> parse_user_json(std::string_view text, std::string access_key) {
 }
 
 std::string error_json(const Status& status) {
-  return json{{"error", {{"code", code_name(status.code())}, {"message", status.message()}}}}.dump(
-      -1, ' ', false, json::error_handler_t::replace);
+  json error{{"code", code_name(status.code())}, {"message", status.message()}};
+  if (!status.reason().empty()) error["reason"] = status.reason();
+  return json{{"error", error}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 namespace {
@@ -354,6 +355,7 @@ Result<ErrorAnswer> parse_error_json(std::string_view text) {
   ASSIGN_OR_RETURN(const std::string code, error.string_or("code", ""));
   out.code = code_of_name(code);
   ASSIGN_OR_RETURN(out.message, error.string_or("message", ""));
+  ASSIGN_OR_RETURN(out.reason, error.string_or("reason", ""));
   return out;
 }
 

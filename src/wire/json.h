@@ -102,12 +102,14 @@ Result<std::string> parse_string_field_json(std::string_view json, const char* k
 Result<std::string> parse_url_json(std::string_view json);
 // `text` as a JSON string literal, quoted and escaped.
 std::string json_string(std::string_view text);
-// {"error": {"code", "message"}}
+// {"error": {"code", "message", "reason"}}: reason (S3's name of the error, such as
+// NoSuchKey or NoSuchArchiveMember) only when the status has one.
 std::string error_json(const Status& status);
 // What an error body says. `code` is nullopt when its name is not one this build knows.
 struct ErrorAnswer {
   std::optional<Code> code;
   std::string message;
+  std::string reason;  // "" when the answer names none
   bool operator==(const ErrorAnswer&) const = default;
 };
 Result<ErrorAnswer> parse_error_json(std::string_view text);

@@ -1,0 +1,184 @@
+// Archive reads (docs/shards.md) against a real cluster: one member, a WebDataset sample
+// and pattern selections as tars, the member list, Range within a member, S3 and native,
+// through the proxy; errors for missing members and objects that are no archive; members
+// of shards that a rebalance moved.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "archive/tar_reader.h"
+#include "archive/tar_writer.h"
+#include "objects_util.h"
+
+namespace silo::integration {
+namespace {
+
+using Members = std::vector<std::pair<std::string, std::string>>;  // in archive order
+
+std::string tar_of(const Members& members) {
+  std::string out;
+  for (const auto& [name, bytes] : members) {
+    out += archive::tar_header(name, bytes.size(), 1'760'000'000) + bytes + archive::tar_padding(bytes.size());
+  }
+  return out + archive::tar_end();
+}
+
+// The members of a tar answer, in order.
+Members members_of(const std::string& tar) {
+  const archive::ReadAt read = [&tar](uint64_t offset, std::span<char> out) -> Result<size_t> {
+    if (offset >= tar.size()) return size_t{0};
+    const size_t n = std::min<uint64_t>(out.size(), tar.size() - offset);
+    std::memcpy(out.data(), tar.data() + offset, n);
+    return n;
+  };
+  auto index = archive::index_tar(read, tar.size());
+  EXPECT_TRUE(index) << index.status();
+  Members out;
+  if (!index) return out;
+  for (const auto& m : index->members()) out.emplace_back(m.name(), tar.substr(m.offset(), m.size()));
+  return out;
+}
+
+// A WebDataset shard of `samples` samples: KEY.jpg (random, up to 40 KiB), KEY.cls, KEY.json.
+Members wds_shard(silo::testing::Random& random, int shard, int samples) {
+  Members members;
+  for (int i = 0; i < samples; ++i) {
+    const std::string key = fmt::format("s{:03}-{:04}", shard, i);
+    members.emplace_back(key + ".jpg", random.bytes(random.uniform(1, 40 * 1024)));
+    members.emplace_back(key + ".cls", std::to_string(i % 10));
+    members.emplace_back(key + ".json", fmt::format(R"({{"key":"{}"}})", key));
+  }
+  return members;
+}
+
+Members only(const Members& all, const std::function<bool(const std::string&)>& keep) {
+  Members out;
+  for (const auto& m : all) {
+    if (keep(m.first)) out.push_back(m);
+  }
+  return out;
+}
+
+// One S3 GET through the proxy (path style), signed with the admin keys.
+std::pair<int, std::string> s3_get(const LocalCluster& cluster, const std::string& target,
+                                   std::vector<std::pair<std::string, std::string>> headers = {}) {
+  auto conn = RawConnection::open(cluster.endpoint());
+  EXPECT_TRUE(conn.has_value()) << conn.status();
+  if (!conn) return {0, ""};
+  EXPECT_TRUE(conn->send(signed_request("GET", target, "test", std::move(headers))));
+  const std::string head = conn->read_head(std::chrono::milliseconds(30000));
+  const size_t at = head.find("Content-Length: ");
+  const size_t length = at == std::string::npos ? 0 : std::stoul(head.substr(at + 16));
+  return {status_code(head), conn->read(length)};
+}
+
+TEST(ShardsTest, MembersSamplesSelectionsAndTheListReadBackExactly) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 3, .mountpaths = 2}));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  silo::testing::Random random;
+  const Members shard = wds_shard(random, 0, 50);
+  ASSERT_OK(c.put(kBucket, "train-0000.tar", tar_of(shard)).status());
+
+  // Every member, whole and in part.
+  for (const auto& [name, bytes] : shard) {
+    ASSERT_OK_AND_ASSIGN(const std::string got, c.get_archive(kBucket, "train-0000.tar", {.path = name}));
+    ASSERT_EQ(got, bytes) << name;
+  }
+  const auto& [jpg_name, jpg] = shard[3];
+  ASSERT_GT(jpg.size(), 10u);
+  ASSERT_OK_AND_ASSIGN(const std::string part, c.get_archive(kBucket, "train-0000.tar", {.path = jpg_name},
+                                                             client::ByteRange{"bytes=3-9"}));
+  EXPECT_EQ(part, jpg.substr(3, 7));
+  ASSERT_OK_AND_ASSIGN(const std::string tail, c.get_archive(kBucket, "train-0000.tar", {.path = jpg_name},
+                                                             client::ByteRange{"bytes=-4"}));
+  EXPECT_EQ(tail, jpg.substr(jpg.size() - 4));
+
+  // A sample by its key, and selections by pattern: tars of the members, in archive order.
+  ASSERT_OK_AND_ASSIGN(const std::string sample,
+                       c.get_archive(kBucket, "train-0000.tar", {.path = "s000-0007", .mode = "wdskey"}));
+  EXPECT_EQ(members_of(sample), only(shard, [](const std::string& n) { return n.starts_with("s000-0007."); }));
+  const std::map<std::string, std::function<bool(const std::string&)>> modes = {
+      {"suffix", [](const std::string& n) { return n.ends_with(".cls"); }},
+      {"prefix", [](const std::string& n) { return n.starts_with("s000-001"); }},
+      {"substr", [](const std::string& n) { return n.find("-002") != std::string::npos; }},
+      {"regexp", [](const std::string& n) { return n == "s000-0001.json" || n == "s000-0002.json"; }}};
+  const std::map<std::string, std::string> patterns = {
+      {"suffix", ".cls"}, {"prefix", "s000-001"}, {"substr", "-002"}, {"regexp", "s000-000[12]\\.json"}};
+  for (const auto& [mode, keep] : modes) {
+    ASSERT_OK_AND_ASSIGN(const std::string selected,
+                         c.get_archive(kBucket, "train-0000.tar", {.path = patterns.at(mode), .mode = mode}));
+    EXPECT_EQ(members_of(selected), only(shard, keep)) << mode;
+  }
+
+  // The list, from the index.
+  ASSERT_OK_AND_ASSIGN(const std::string list, c.get_archive(kBucket, "train-0000.tar", {.lists = true}));
+  EXPECT_TRUE(list.starts_with(R"({"format":"tar","members":[{"name":"s000-0000.jpg","size":)")) << list.substr(0, 200);
+  size_t listed = 0;
+  for (size_t at = list.find("\"name\""); at != std::string::npos; at = list.find("\"name\"", at + 1)) ++listed;
+  EXPECT_EQ(listed, shard.size());
+
+  // S3: the query is signed like any other; Range within the member.
+  const auto [status, body] = s3_get(*cluster, fmt::format("/{}/train-0000.tar?archpath={}", kBucket, jpg_name));
+  EXPECT_EQ(status, 200) << body.substr(0, 300);
+  EXPECT_TRUE(body == jpg);
+  const auto [ranged, some] =
+      s3_get(*cluster, fmt::format("/{}/train-0000.tar?archpath={}", kBucket, jpg_name), {{"Range", "bytes=0-1"}});
+  EXPECT_EQ(ranged, 206) << some.substr(0, 300);
+  EXPECT_TRUE(some == jpg.substr(0, 2));
+  const auto [missing_status, missing_body] = s3_get(*cluster, fmt::format("/{}/train-0000.tar?archpath=nope", kBucket));
+  EXPECT_EQ(missing_status, 404);
+  EXPECT_NE(missing_body.find("<Code>NoSuchArchiveMember</Code>"), std::string::npos) << missing_body;
+
+  // Errors: a member not there, an object that is no archive, a bad mode.
+  const auto missing = c.get_archive(kBucket, "train-0000.tar", {.path = "s999.jpg"});
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+  EXPECT_EQ(missing.status().reason(), "NoSuchArchiveMember") << missing.status();
+  ASSERT_OK(c.put(kBucket, "broken.tar", random.bytes(3000)).status());
+  const auto broken = c.get_archive(kBucket, "broken.tar", {.path = "x"});
+  EXPECT_EQ(broken.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(broken.status().reason(), "NotAnArchive") << broken.status();
+  const std::string whole = tar_of(shard);
+  ASSERT_OK(c.put(kBucket, "cut.tar", whole.substr(0, whole.size() / 2)).status());
+  EXPECT_EQ(c.get_archive(kBucket, "cut.tar", {.path = shard.back().first}).status().reason(), "CorruptArchive");
+  EXPECT_EQ(c.get_archive(kBucket, "train-0000.tar", {.path = "x", .mode = "glob"}).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(c.get_archive(kBucket, "nosuch.tar", {.path = "x"}).status().code(), Code::kNotFound);
+
+  // Any object on demand: a tar under another name gets its index at the first member read.
+  ASSERT_OK(c.put(kBucket, "samples.bin", tar_of({{"a.txt", "alpha"}})).status());
+  ASSERT_OK_AND_ASSIGN(const std::string alpha, c.get_archive(kBucket, "samples.bin", {.path = "a.txt"}));
+  EXPECT_EQ(alpha, "alpha");
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_archive_index_builds_total"), 1u)
+      << "only the object not named like an archive was indexed at its read";
+  EXPECT_GT(sum_over_targets(*cluster, "silo_target_archive_reads_total"), shard.size());
+}
+
+TEST(ShardsTest, ShardsMovedByARebalanceStillServeTheirMembers) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 2, .mountpaths = 2}));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket, R"({"copies": 2})"));
+  silo::testing::Random random;
+  std::vector<Members> shards;
+  for (int i = 0; i < 12; ++i) {
+    shards.push_back(wds_shard(random, i, 5));
+    ASSERT_OK(c.put(kBucket, fmt::format("train-{:04}.tar", i), tar_of(shards.back())).status());
+  }
+  ASSERT_OK(cluster->add_node("target").status());
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
+  wait_rebalance(c, map.rebalance_job());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    for (const auto& [name, bytes] : shards[i]) {
+      ASSERT_OK_AND_ASSIGN(const std::string got,
+                           c.get_archive(kBucket, fmt::format("train-{:04}.tar", i), {.path = name}));
+      ASSERT_EQ(got, bytes) << i << "/" << name;
+    }
+  }
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_archive_index_builds_total"), 0u)
+      << "moved shards arrive with their index (built as they are installed)";
+}
+
+}  // namespace
+}  // namespace silo::integration
