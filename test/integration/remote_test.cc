@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "moto.h"
+#include "archive/tar_writer.h"
 #include "objects_util.h"
 #include "testing/random.h"
 
@@ -127,6 +128,54 @@ TEST_F(RemoteTest, ColdGetFetchesOnceAndTheCacheServesWithTheBackendStopped) {
 }
 
 
+
+// Member reads of an uncached shard (docs/shards.md): concurrent reads of its members
+// share one cold GET (single-flight), then the cached shard serves them with the backend
+// stopped; a missing member is NoSuchArchiveMember, not a second fetch.
+TEST_F(RemoteTest, MemberReadsOfAnUncachedShardFetchItOnceThenServeFromTheCache) {
+  std::vector<std::pair<std::string, std::string>> members;
+  std::string shard;
+  for (int i = 0; i < 40; ++i) {
+    members.emplace_back(fmt::format("k{:03}.bin", i), random_.bytes(random_.uniform(1, 64 * 1024)));
+    const auto& [name, bytes] = members.back();
+    shard += archive::tar_header(name, bytes.size(), 0) + bytes + archive::tar_padding(bytes.size());
+  }
+  shard += archive::tar_end();
+  put_origin("train-0000.tar", shard);
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+
+  std::vector<std::thread> readers;
+  std::vector<std::string> failures(8);
+  for (int i = 0; i < 8; ++i) {
+    readers.emplace_back([&, i] {
+      auto reader = cluster_->new_client();
+      if (!reader) {
+        failures[i] = reader.status().to_string();
+        return;
+      }
+      const auto& [name, bytes] = members[static_cast<size_t>(i) * 5];
+      auto got = (*reader)->get_archive(kRemote, "train-0000.tar", {.path = name});
+      if (!got) {
+        failures[i] = got.status().to_string();
+      } else if (*got != bytes) {
+        failures[i] = "bytes differ";
+      }
+    });
+  }
+  for (auto& t : readers) t.join();
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(failures[i], "") << "reader " << i;
+  EXPECT_EQ(metric("silo_target_cache_misses_total"), 1u) << "one fetch for 8 concurrent member reads";
+
+  moto_->stop();
+  client::Client& c = cluster_->client();
+  for (const auto& [name, bytes] : members) {
+    ASSERT_OK_AND_ASSIGN(const std::string got, c.get_archive(kRemote, "train-0000.tar", {.path = name}));
+    ASSERT_EQ(got, bytes) << name;
+  }
+  EXPECT_EQ(c.get_archive(kRemote, "train-0000.tar", {.path = "nope"}).status().reason(), "NoSuchArchiveMember");
+  EXPECT_EQ(metric("silo_target_cache_misses_total"), 1u);
+  EXPECT_EQ(metric("silo_target_archive_index_builds_total"), 0u) << "indexed as the fetch committed it";
+}
 
 // The cache commits a fetched object on the owner and hands it to the target, which gives
 // the other holders their copies (Target::replicate_fetched): after cold GETs and a
