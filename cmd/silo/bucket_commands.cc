@@ -241,8 +241,51 @@ struct ListOptions {
   bool is_long = false;
   bool is_cached_only = false;
   bool is_summary = false;
+  bool lists_members = false;  // --members: the members of an archive object
   size_t limit = 0;
 };
+
+// `silo ls BUCKET/SHARD.tar --members`: an archive's members from its index.
+Status list_members(Context& context, const ListOptions& o) {
+  ASSIGN_OR_RETURN(client::Client * c, context.client());
+  ASSIGN_OR_RETURN(const ObjectAddress address, parse_address(o.address));
+  if (address.name.empty()) {
+    return Status::invalid_argument("--members lists an archive object's members: write BUCKET/NAME, not '{}'",
+                                    o.address);
+  }
+  ASSIGN_OR_RETURN(const wire::ArchiveList list, c->list_members(address.bucket, address.name));
+  uint64_t bytes = 0;
+  for (const auto& m : list.members) bytes += m.size;
+  if (context.options.is_json) {
+    std::string out = fmt::format(R"({{"bucket":{},"name":{},"format":{},"members":[)", json_string(address.bucket),
+                                  json_string(address.name), json_string(list.format));
+    for (size_t i = 0; i < list.members.size(); ++i) {
+      const auto& m = list.members[i];
+      out += fmt::format(R"({}{{"name":{},"size":{},"offset":{}}})", i == 0 ? "" : ",", json_string(m.name), m.size,
+                         m.offset);
+    }
+    std::printf("%s]}\n", out.c_str());
+    return Status::ok();
+  }
+  if (!o.is_summary) {
+    std::vector<std::string> header = {"NAME", "SIZE"};
+    if (o.is_long) header.push_back("OFFSET");
+    Table table(header);
+    size_t shown = 0;
+    for (const auto& m : list.members) {
+      if (o.limit != 0 && shown++ >= o.limit) break;
+      std::vector<std::string> row = {m.name, o.is_long ? std::to_string(m.size) : human_bytes(m.size)};
+      if (o.is_long) row.push_back(std::to_string(m.offset));
+      table.add(row);
+    }
+    if (table.rows() > 0) table.print();
+  }
+  if (o.is_summary || o.is_long) {
+    std::printf("%zu members, %s (%llu bytes), %s\n", list.members.size(), human_bytes(bytes).c_str(),
+                static_cast<unsigned long long>(bytes), list.format.c_str());
+  }
+  return Status::ok();
+}
 
 std::string entry_json(const client::ObjectEntry& e, bool is_remote) {
   std::string out =
@@ -253,6 +296,7 @@ std::string entry_json(const client::ObjectEntry& e, bool is_remote) {
 }
 
 Status list_objects(Context& context, const ListOptions& o) {
+  if (o.lists_members) return list_members(context, o);
   if (o.address.empty()) return list_buckets(context);
   ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const ObjectAddress address, parse_address(o.address));
@@ -402,7 +446,7 @@ void add_bucket_commands(CLI::App& app, Context& context) {
   auto ls = std::make_shared<ListOptions>();
   CLI::App* list_cmd =
       add_command(app, "ls", "List buckets, or the objects of a bucket under a prefix",
-                  "silo ls photos/train/ --recursive --long");
+                  "silo ls photos/train/ --recursive --long\n  silo ls data/train-0001.tar --members");
   list_cmd->add_option("address", ls->address, "BUCKET[/PREFIX] (none: list buckets)");
   list_cmd->add_flag("--recursive,-r", ls->is_recursive,
                      "Every object under the prefix, not only the next level");
@@ -411,6 +455,8 @@ void add_bucket_commands(CLI::App& app, Context& context) {
   list_cmd->add_flag("--cached", ls->is_cached_only, "Remote buckets: only the objects Silo holds");
   list_cmd->add_flag("--summary,-s", ls->is_summary, "Only the count and total size");
   list_cmd->add_option("--limit,-n", ls->limit, "Show at most N objects");
+  list_cmd->add_flag("--members,-m", ls->lists_members,
+                     "BUCKET/NAME is an archive (a .tar shard): list its members (--long: exact sizes and offsets)");
   on_run(list_cmd, context, [&context, ls] { return list_objects(context, *ls); });
 }
 

@@ -259,6 +259,8 @@ struct GetOptions {
   std::optional<uint64_t> length;
   bool is_prefix = false;
   int workers = kDefaultWorkers;
+  std::string archpath;  // cat: a member of an archive (or a pattern with archmode)
+  std::string archmode;
 };
 
 Result<std::optional<client::ByteRange>> range_of(const GetOptions& o) {
@@ -618,17 +620,32 @@ void add_object_commands(CLI::App& app, Context& context) {
 
   auto cat = std::make_shared<GetOptions>();
   CLI::App* cat_cmd = add_command(app, "cat", "Write an object (or a byte range of it) to stdout",
-                                  "silo cat photos/labels.txt --offset 0 --length 100");
+                                  "silo cat photos/labels.txt --offset 0 --length 100\n"
+                                  "  silo cat data/train-0001.tar --archpath 000042.jpg > 000042.jpg\n"
+                                  "  silo cat data/train-0001.tar --archpath 000042 --archmode wdskey | tar -t");
   cat_cmd->add_option("object", cat->source, "BUCKET/NAME")->required();
   cat_cmd->add_option("--offset", cat->offset, "First byte of a range");
   cat_cmd->add_option("--length", cat->length, "Bytes of a range");
+  cat_cmd->add_option("--archpath", cat->archpath,
+                      "A member of the archive object (a .tar shard) instead of the object; a range applies "
+                      "within it");
+  cat_cmd->add_option("--archmode", cat->archmode,
+                      "With --archpath as a pattern: a tar of the members it selects (wdskey: a WebDataset "
+                      "sample by key; regexp, prefix, suffix, substr)");
   on_run(cat_cmd, context, [&context, cat]() -> Status {
     ASSIGN_OR_RETURN(client::Client * c, context.client());
     ASSIGN_OR_RETURN(const ObjectAddress a, parse_address(cat->source));
     if (a.name.empty())
       return Status::invalid_argument("'{}' names no object: write BUCKET/NAME", cat->source);
     ASSIGN_OR_RETURN(const auto range, range_of(*cat));
-    return write_to_stdout(*c, a.bucket, a.name, range);
+    if (!cat->archmode.empty() && cat->archpath.empty())
+      return Status::invalid_argument("--archmode needs --archpath (the pattern)");
+    if (cat->archpath.empty()) return write_to_stdout(*c, a.bucket, a.name, range);
+    ASSIGN_OR_RETURN(const std::string bytes,
+                     c->get_archive(a.bucket, a.name, {.path = cat->archpath, .mode = cat->archmode}, range));
+    if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) return Status::from_errno(errno, "stdout");
+    std::fflush(stdout);
+    return Status::ok();
   });
 
   auto rm = std::make_shared<RemoveOptions>();

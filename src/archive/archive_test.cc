@@ -119,8 +119,12 @@ TEST(TarIndexTest, TruncatedCorruptAndForeignBytesAreClearErrors) {
   ASSERT_FALSE(cut);
   EXPECT_EQ(cut.status().reason(), "CorruptArchive");
   EXPECT_NE(cut.status().message().find("truncated"), std::string::npos) << cut.status();
-  // Cut inside a header.
+  // Cut inside a header, or exactly between two members: truncated either way.
   EXPECT_EQ(index_of(archive.substr(0, 700)).status().reason(), "CorruptArchive");
+  const auto& first = whole->members(0);
+  const auto at_boundary = index_of(archive.substr(0, (first.offset() + first.size() + 511) / 512 * 512));
+  EXPECT_EQ(at_boundary.status().reason(), "CorruptArchive");
+  EXPECT_NE(at_boundary.status().message().find("end-of-archive"), std::string::npos) << at_boundary.status();
   // A flipped byte in a later header.
   std::string flipped = archive;
   flipped[whole->members(1).offset() - 512 + 10] ^= 0x20;

@@ -78,10 +78,14 @@ Result<wire::ArchiveIndex> index_tar(const ReadAt& read, uint64_t size) {
   bool is_extended = false;              // an extended header waits for its member
   uint64_t at = 0;
   bool saw_header = false;
+  bool is_ended = false;  // the end-of-archive zero block was read
   while (at < size) {
     if (size - at < kBlockSize) return corrupt(at, "truncated: a partial header block");
     RETURN_IF_ERROR(read_exactly(read, at, block, "a header block"));
-    if (is_zero_block(block)) break;  // the end of the archive (a second zero block follows)
+    if (is_zero_block(block)) {
+      is_ended = true;  // the end of the archive (a second zero block follows)
+      break;
+    }
     if (!has_valid_checksum(block)) {
       if (!saw_header) {
         return Status::invalid_argument("not a tar archive: the first header's checksum does not match")
@@ -141,6 +145,9 @@ Result<wire::ArchiveIndex> index_tar(const ReadAt& read, uint64_t size) {
     at = has_no_data(type) ? data_at : next_at;
   }
   if (is_extended) return corrupt(at, "truncated: an extended header without its member");
+  // Every writer ends an archive with zero blocks: bytes that end at a header boundary
+  // without them were cut there, and may have held more members.
+  if (!is_ended) return corrupt(at, "truncated: the archive ends without its end-of-archive blocks");
   return index;
 }
 

@@ -24,8 +24,9 @@ inline constexpr uint64_t kMaxPaxHeaderBytes = 1 << 20;    // one PAX extended h
 // archive order (directories, links and devices are not members; a name stored twice
 // is two members). Errors (kInvalidArgument, reason "NotAnArchive" when the first header
 // is not a tar header, else "CorruptArchive"): a header whose checksum fails, a member
-// or extended header that runs past the end (truncated), sizes and names past the limits
-// above, sparse members. The read's own errors pass through.
+// or extended header that runs past the end, an archive without its end-of-archive zero
+// block (truncated at a header boundary), sizes and names past the limits above, sparse
+// members. The read's own errors pass through.
 Result<wire::ArchiveIndex> index_tar(const ReadAt& read, uint64_t size);
 
 }  // namespace silo::archive

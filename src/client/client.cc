@@ -462,6 +462,13 @@ Result<std::string> Client::get_archive(std::string_view bucket, std::string_vie
   return std::move(r.body);
 }
 
+Result<wire::ArchiveList> Client::list_members(std::string_view bucket, std::string_view name) {
+  ArchiveQuery query;
+  query.lists = true;
+  ASSIGN_OR_RETURN(const std::string body, get_archive(bucket, name, query));
+  return wire::parse_archive_list_json(body);
+}
+
 Result<ObjectInfo> Client::head(std::string_view bucket, std::string_view name) {
   const std::string target = object_target(bucket, name);
   ASSIGN_OR_RETURN(const Response r, request_object(http::Method::kHead, bucket, name, {}, {}));

@@ -220,6 +220,8 @@ class Client {
   };
   Result<std::string> get_archive(std::string_view bucket, std::string_view name, const ArchiveQuery& query,
                                   std::optional<ByteRange> range = std::nullopt);
+  // The members of an archive object (?archlist=true).
+  Result<wire::ArchiveList> list_members(std::string_view bucket, std::string_view name);
   // Streams the object (or a range of it) into `sink`; follows redirects.
   Result<ObjectInfo> get_stream(std::string_view bucket, std::string_view name, const SinkFn& sink,
                                 std::optional<ByteRange> range = std::nullopt);

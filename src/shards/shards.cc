@@ -7,7 +7,7 @@
 #include "archive/tar_reader.h"
 #include "archive/tar_writer.h"
 #include "base/log.h"
-#include "wire/json.h"
+#include "wire/object_json.h"
 
 namespace silo::shards {
 
@@ -118,16 +118,6 @@ http::Awaitable<Status> Shards::send_tar(http::Exchange& exchange, http::Respons
   CO_RETURN_IF_ERROR(co_await exchange.response().write(end));
   note_member_read(sent);
   co_return Status::ok();
-}
-
-std::string Shards::list_json(const wire::ArchiveIndex& index) {
-  std::string out = fmt::format(R"({{"format":{},"members":[)", wire::json_string(archive::format_name(index.format())));
-  for (int i = 0; i < index.members_size(); ++i) {
-    const wire::ArchiveMember& m = index.members(i);
-    if (i > 0) out += ',';
-    out += fmt::format(R"({{"name":{},"size":{},"offset":{}}})", wire::json_string(m.name()), m.size(), m.offset());
-  }
-  return out + "]}";
 }
 
 void Shards::note_member_read(uint64_t bytes) {

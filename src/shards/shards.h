@@ -52,9 +52,6 @@ class Shards {
   http::Awaitable<Status> send_tar(http::Exchange& exchange, http::ResponseHead head,
                                    const store::OpenObject& opened,
                                    std::span<const wire::ArchiveMember* const> members);
-  // {"format", "members": [{"name", "size", "offset"}]}, names as valid UTF-8 (others
-  // replaced by U+FFFD).
-  static std::string list_json(const wire::ArchiveIndex& index);
   // Counts a member read of `bytes` bytes.
   void note_member_read(uint64_t bytes);
 

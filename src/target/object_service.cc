@@ -15,6 +15,7 @@
 #include "target/object_request.h"
 #include "target/target.h"
 #include "wire/json.h"
+#include "wire/object_json.h"
 
 namespace silo::target {
 namespace {
@@ -317,7 +318,7 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
     shards_.note_member_read(0);
     http::ResponseHead list_head = answer_head(request);
     list_head.headers.set("Content-Type", "application/json");
-    const std::string list = request.op == ObjectOp::kHead ? "" : shards::Shards::list_json(*index);
+    const std::string list = request.op == ObjectOp::kHead ? "" : wire::archive_list_json(*index);
     co_return co_await exchange.response().send(std::move(list_head), list);
   }
   if (read.mode) {

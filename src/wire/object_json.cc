@@ -71,6 +71,33 @@ Result<ObjectListPage> parse_object_list_json(std::string_view text) {
   return page;
 }
 
+std::string archive_list_json(const ArchiveIndex& index) {
+  json members = json::array();
+  for (const ArchiveMember& m : index.members()) {
+    members.push_back({{"name", m.name()}, {"size", m.size()}, {"offset", m.offset()}});
+  }
+  const char* format = index.format() == ARCHIVE_FORMAT_TAR ? "tar" : "unknown";
+  return json{{"format", format}, {"members", std::move(members)}}.dump(-1, ' ', false,
+                                                                         json::error_handler_t::replace);
+}
+
+Result<ArchiveList> parse_archive_list_json(std::string_view text) {
+  constexpr std::string_view kDocument = "an archive's member list";
+  ASSIGN_OR_RETURN(const json doc, detail::parse_object(text, kDocument));
+  const detail::JsonFields fields(doc, kDocument);
+  ArchiveList list;
+  ASSIGN_OR_RETURN(list.format, fields.string("format"));
+  ASSIGN_OR_RETURN(const std::vector<detail::JsonFields> members, fields.objects("members"));
+  list.members.reserve(members.size());
+  for (const detail::JsonFields& m : members) {
+    ArchiveMemberEntry& entry = list.members.emplace_back();
+    ASSIGN_OR_RETURN(entry.name, m.string("name"));
+    ASSIGN_OR_RETURN(entry.size, m.u64("size"));
+    ASSIGN_OR_RETURN(entry.offset, m.u64("offset"));
+  }
+  return list;
+}
+
 std::string object_put_json(const ObjectRecord& record) {
   return json{{"name", record.name()}, {"size", record.size()}, {"etag", record.md5_hex()}}.dump(
       -1, ' ', false, json::error_handler_t::replace);

@@ -12,6 +12,7 @@
 
 namespace silo::wire {
 
+class ArchiveIndex;  // object_record.proto
 class ListEntry;     // cluster_messages.proto
 class ObjectRecord;  // object_record.proto
 
@@ -51,5 +52,21 @@ struct PutResult {
 // {"name", "size", "etag"}
 std::string object_put_json(const ObjectRecord& record);
 Result<PutResult> parse_object_put_json(std::string_view text);
+
+// GET /v1/objects/{bucket}/{name}?archlist=true (docs/shards.md): an archive's members.
+struct ArchiveMemberEntry {
+  std::string name;
+  uint64_t size = 0;
+  uint64_t offset = 0;  // of the member's first byte in the object
+  bool operator==(const ArchiveMemberEntry&) const = default;
+};
+struct ArchiveList {
+  std::string format;  // "tar"
+  std::vector<ArchiveMemberEntry> members;
+  bool operator==(const ArchiveList&) const = default;
+};
+// {"format", "members": [{"name", "size", "offset"}]}; names that are not UTF-8 get U+FFFD.
+std::string archive_list_json(const ArchiveIndex& index);
+Result<ArchiveList> parse_archive_list_json(std::string_view text);
 
 }  // namespace silo::wire

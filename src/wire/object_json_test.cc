@@ -78,5 +78,23 @@ TEST(ObjectPutJsonTest, Malformed) {
   EXPECT_EQ(not_json.error().message(), "an object PUT answer: not valid JSON");
 }
 
+TEST(ArchiveListJsonTest, RoundTripWithANameThatIsNotUtf8) {
+  ArchiveIndex index;
+  index.set_format(ARCHIVE_FORMAT_TAR);
+  for (const char* name : {"a.jpg", "dir/b.cls", "bad\xff.bin"}) {
+    ArchiveMember& m = *index.add_members();
+    m.set_name(name);
+    m.set_size(static_cast<uint64_t>(index.members_size()) * 10);
+    m.set_offset(static_cast<uint64_t>(index.members_size()) * 512);
+  }
+  auto decoded = parse_archive_list_json(archive_list_json(index));
+  ASSERT_TRUE(decoded.has_value()) << decoded.error();
+  EXPECT_EQ(decoded->format, "tar");
+  ASSERT_EQ(decoded->members.size(), 3u);
+  EXPECT_EQ(decoded->members[1], (ArchiveMemberEntry{"dir/b.cls", 20, 1024}));
+  EXPECT_EQ(decoded->members[2].name, "bad\xef\xbf\xbd.bin") << "U+FFFD in place of the byte";
+  EXPECT_FALSE(parse_archive_list_json(R"({"format": "tar"})").has_value());
+}
+
 }  // namespace
 }  // namespace silo::wire

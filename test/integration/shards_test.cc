@@ -10,6 +10,7 @@
 
 #include "archive/tar_reader.h"
 #include "archive/tar_writer.h"
+#include "cli_util.h"
 #include "objects_util.h"
 
 namespace silo::integration {
@@ -115,7 +116,8 @@ TEST(ShardsTest, MembersSamplesSelectionsAndTheListReadBackExactly) {
 
   // The list, from the index.
   ASSERT_OK_AND_ASSIGN(const std::string list, c.get_archive(kBucket, "train-0000.tar", {.lists = true}));
-  EXPECT_TRUE(list.starts_with(R"({"format":"tar","members":[{"name":"s000-0000.jpg","size":)")) << list.substr(0, 200);
+  EXPECT_TRUE(list.starts_with(R"({"format":"tar","members":[{"name":"s000-0000.jpg","offset":512,"size":)"))
+      << list.substr(0, 200);
   size_t listed = 0;
   for (size_t at = list.find("\"name\""); at != std::string::npos; at = list.find("\"name\"", at + 1)) ++listed;
   EXPECT_EQ(listed, shard.size());
@@ -154,6 +156,24 @@ TEST(ShardsTest, MembersSamplesSelectionsAndTheListReadBackExactly) {
   EXPECT_EQ(sum_over_targets(*cluster, "silo_target_archive_index_builds_total"), 1u)
       << "only the object not named like an archive was indexed at its read";
   EXPECT_GT(sum_over_targets(*cluster, "silo_target_archive_reads_total"), shard.size());
+
+  // The CLI: the member list and one member, a sample as a tar, and a clear error.
+  Cli cli(cluster->endpoint());
+  CliResult r = cli.run({"ls", std::string(kBucket) + "/train-0000.tar", "--members", "--json"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(r.out.find(R"("format":"tar","members":[{"name":"s000-0000.jpg")") != std::string::npos) << r;
+  r = cli.run({"ls", std::string(kBucket) + "/train-0000.tar", "--members", "--long"});
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(r.out.find(fmt::format("{} members", shard.size())) != std::string::npos) << r;
+  r = cli.run({"cat", std::string(kBucket) + "/train-0000.tar", "--archpath", jpg_name});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.out == jpg);
+  r = cli.run({"cat", std::string(kBucket) + "/train-0000.tar", "--archpath", "s000-0007", "--archmode", "wdskey"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(members_of(r.out), only(shard, [](const std::string& n) { return n.starts_with("s000-0007."); }));
+  r = cli.run({"cat", std::string(kBucket) + "/train-0000.tar", "--archpath", "nope.jpg"});
+  EXPECT_EQ(r.code, kNotFound) << r;
+  EXPECT_TRUE(r.err.find("has no member nope.jpg") != std::string::npos) << r;
 }
 
 TEST(ShardsTest, ShardsMovedByARebalanceStillServeTheirMembers) {

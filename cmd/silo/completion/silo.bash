@@ -53,10 +53,10 @@ _silo() {
   if [[ "$cur" == -* ]]; then
     local flags="$globals"
     case "$path" in
-      ls*) flags="$flags --recursive --long --cached --summary --limit" ;;
+      ls*) flags="$flags --recursive --long --cached --summary --limit --members" ;;
       put*) flags="$flags --workers" ;;
       get*) flags="$flags --offset --length --prefix --workers" ;;
-      cat*) flags="$flags --offset --length" ;;
+      cat*) flags="$flags --offset --length --archpath --archmode" ;;
       rm*) flags="$flags --prefix" ;;
       prefetch*) flags="$flags --prefix --template --list --workers --wait" ;;
       evict*) flags="$flags --prefix --template --list --forget" ;;
