@@ -459,22 +459,56 @@ ClusterOptions overwrite_options() {
           .env = {{"SILO_DURABILITY", "page_cache"}, {"SILO_KEEPALIVE_TIMEOUT_MS", "15000"}}};
 }
 
+// A 3-target cluster whose EC 2+1 bucket holds `name` (v1, 3 MiB + 5) as one slice on
+// each of its holders; after a failed overwrite, expect_untouched() checks that every
+// holder kept its very slice of v1 (generation included) and v1 reads back.
+struct CodedVersion {
+  std::unique_ptr<LocalCluster> cluster;
+  client::Client* client = nullptr;
+  client::BucketEntry props;
+  std::string name;
+  std::vector<std::string> holders;
+  silo::testing::Random random;
+  std::string v1;
+  std::vector<wire::ObjectRecord> before;
+
+  void start(std::string object_name) {
+    ASSERT_OK_AND_ASSIGN(cluster, LocalCluster::start(overwrite_options()));
+    client = &cluster->client();
+    ASSERT_OK(client->create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 16384}})"));
+    ASSERT_OK_AND_ASSIGN(props, client->bucket_props(kBucket));
+    name = std::move(object_name);
+    holders = holders_of(*cluster, props.id, name, 3);
+    v1 = random.bytes(3 * kMiB + 5);
+    ASSERT_OK(client->put(kBucket, name, v1).status());
+    before = expect_slices(*cluster, props.id, name, holders, v1.size());
+    ASSERT_EQ(before.size(), 3u);
+  }
+  // References to the members, for structured bindings.
+  auto parts() {
+    return std::tie(cluster, *client, props, name, holders, random, v1, before);
+  }
+  void expect_untouched() {
+    const std::vector<wire::ObjectRecord> after = expect_slices(*cluster, props.id, name, holders, v1.size());
+    ASSERT_EQ(after.size(), 3u);
+    for (size_t i = 0; i < after.size(); ++i) {
+      EXPECT_EQ(after[i].generation(), before[i].generation()) << holders[i] << "'s slice was rewritten";
+    }
+    ASSERT_OK_AND_ASSIGN(const std::string read, client->get(kBucket, name));
+    EXPECT_EQ(difference(v1, read), "");
+    EXPECT_EQ(bucket_files(*cluster, props.id), 3u);
+    expect_nothing_staged(*cluster);
+  }
+};
+
 // Issue #18 (docs/adr/0014): an overwrite of a coded object that fails while its slices
 // travel (a holder stopped, then killed, while it receives its slice) must leave the
 // previous version with all k + m slices, untouched. It used to leave one full copy of
 // the failed version at the owner (in place of its old slice) and two old slices.
 TEST(ErasureOverwriteTest, AFailedOverwriteLeavesEverySliceOfThePreviousVersion) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(overwrite_options()));
-  client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 16384}})"));
-  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
-  const std::string name = "overwritten";
-  const std::vector<std::string> holders = holders_of(*cluster, props.id, name, 3);
-  silo::testing::Random random;
-  const std::string v1 = random.bytes(3 * kMiB + 5);
-  ASSERT_OK(c.put(kBucket, name, v1).status());
-  const std::vector<wire::ObjectRecord> before = expect_slices(*cluster, props.id, name, holders, v1.size());
-  ASSERT_EQ(before.size(), 3u);
+  CodedVersion setup;
+  ASSERT_NO_FATAL_FAILURE(setup.start("overwritten"));
+  auto [cluster, c, props, name, holders, random, v1, before] = setup.parts();
 
   // The last holder stops: it accepts the owner's connection but takes no slice. Once the
   // owner has the whole new body it is killed, mid-transfer.
@@ -499,16 +533,7 @@ TEST(ErasureOverwriteTest, AFailedOverwriteLeavesEverySliceOfThePreviousVersion)
   ASSERT_OK(cluster->restart(holders[2]));
   ASSERT_OK(cluster->wait_for_node_state(holders[2], "online", seconds(30)));
 
-  // Every holder still has its slice of v1, the very same (generation included).
-  const std::vector<wire::ObjectRecord> after = expect_slices(*cluster, props.id, name, holders, v1.size());
-  ASSERT_EQ(after.size(), 3u);
-  for (size_t i = 0; i < after.size(); ++i) {
-    EXPECT_EQ(after[i].generation(), before[i].generation()) << holders[i] << "'s slice was rewritten";
-  }
-  ASSERT_OK_AND_ASSIGN(const std::string read, c.get(kBucket, name));
-  EXPECT_EQ(difference(v1, read), "");
-  EXPECT_EQ(bucket_files(*cluster, props.id), 3u);
-  expect_nothing_staged(*cluster);
+  ASSERT_NO_FATAL_FAILURE(setup.expect_untouched());
 
   // The cluster whole again, the same overwrite succeeds.
   ASSERT_OK(c.put(kBucket, name, v2).status());
@@ -616,17 +641,9 @@ TEST(ErasureOverwriteTest, S3PutAndCopyOverwriteCodedObjects) {
 // holder is gone (killed, not yet known down) it fails with every slice of the previous
 // version untouched, and the upload stays to be completed again, which then codes it.
 TEST(ErasureOverwriteTest, AFailedMultipartCompletionLeavesThePreviousVersionAndItsUpload) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(overwrite_options()));
-  client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 16384}})"));
-  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
-  const std::string name = "assembled";
-  const std::vector<std::string> holders = holders_of(*cluster, props.id, name, 3);
-  silo::testing::Random random;
-  const std::string v1 = random.bytes(3 * kMiB + 5);
-  ASSERT_OK(c.put(kBucket, name, v1).status());
-  const std::vector<wire::ObjectRecord> before = expect_slices(*cluster, props.id, name, holders, v1.size());
-  ASSERT_EQ(before.size(), 3u);
+  CodedVersion setup;
+  ASSERT_NO_FATAL_FAILURE(setup.start("assembled"));
+  auto [cluster, c, props, name, holders, random, v1, before] = setup.parts();
 
   // v2 in two parts (5 MiB is S3's least part but the last).
   const std::string path = fmt::format("/{}/{}", kBucket, name);
@@ -653,14 +670,7 @@ TEST(ErasureOverwriteTest, AFailedMultipartCompletionLeavesThePreviousVersionAnd
   EXPECT_EQ(failed.status, 503) << failed.body;
   ASSERT_OK(cluster->restart(holders[2]));
   ASSERT_OK(cluster->wait_for_node_state(holders[2], "online", seconds(30)));
-  const std::vector<wire::ObjectRecord> after = expect_slices(*cluster, props.id, name, holders, v1.size());
-  ASSERT_EQ(after.size(), 3u);
-  for (size_t i = 0; i < after.size(); ++i) {
-    EXPECT_EQ(after[i].generation(), before[i].generation()) << holders[i] << "'s slice was rewritten";
-  }
-  ASSERT_OK_AND_ASSIGN(const std::string read, c.get(kBucket, name));
-  EXPECT_EQ(difference(v1, read), "");
-  expect_nothing_staged(*cluster);
+  ASSERT_NO_FATAL_FAILURE(setup.expect_untouched());
 
   // The same completion again: the upload is still there, and v2 is coded.
   const S3Answer completed = s3_call(*cluster, "POST", path + "?uploadId=" + upload_id, {}, complete_xml);
