@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, command 2 (CONTRACT.md): installs what is missing, builds everything with
-# warnings as errors, and runs the whole test suite (unit, integration, then e2e: S3
-# conformance and the stock S3 clients against real clusters).
+# warnings as errors, and runs the whole test suite (unit, a short fuzz run,
+# integration, then e2e: S3 conformance and the stock S3 clients against real clusters).
 #   SILO_TEST_LABEL  run only tests with this ctest label (unit|integration|e2e)
 #   SILO_TEST_JOBS   parallel test processes (default: number of cores)
 set -euo pipefail
@@ -17,6 +17,7 @@ if [ -n "${SILO_TEST_LABEL:-}" ]; then
   ctest --preset ci -L "$SILO_TEST_LABEL" -j "$jobs"
 else
   ctest --preset ci -L unit -j "$jobs"
+  tools/fuzz.sh 20  # the libFuzzer targets, briefly (tools/fuzz.sh SECONDS for longer)
   ctest --preset ci -L integration -j "$jobs"
   ctest --preset ci -L e2e -j "$jobs"
 fi
