@@ -484,10 +484,6 @@ struct CodedVersion {
     before = expect_slices(*cluster, props.id, name, holders, v1.size());
     ASSERT_EQ(before.size(), 3u);
   }
-  // References to the members, for structured bindings.
-  auto parts() {
-    return std::tie(cluster, *client, props, name, holders, random, v1, before);
-  }
   void expect_untouched() {
     const std::vector<wire::ObjectRecord> after = expect_slices(*cluster, props.id, name, holders, v1.size());
     ASSERT_EQ(after.size(), 3u);
@@ -508,7 +504,12 @@ struct CodedVersion {
 TEST(ErasureOverwriteTest, AFailedOverwriteLeavesEverySliceOfThePreviousVersion) {
   CodedVersion setup;
   ASSERT_NO_FATAL_FAILURE(setup.start("overwritten"));
-  auto [cluster, c, props, name, holders, random, v1, before] = setup.parts();
+  LocalCluster* cluster = setup.cluster.get();
+  client::Client& c = *setup.client;
+  const auto& props = setup.props;
+  const std::string& name = setup.name;
+  const std::vector<std::string>& holders = setup.holders;
+  silo::testing::Random& random = setup.random;
 
   // The last holder stops: it accepts the owner's connection but takes no slice. Once the
   // owner has the whole new body it is killed, mid-transfer.
@@ -643,7 +644,12 @@ TEST(ErasureOverwriteTest, S3PutAndCopyOverwriteCodedObjects) {
 TEST(ErasureOverwriteTest, AFailedMultipartCompletionLeavesThePreviousVersionAndItsUpload) {
   CodedVersion setup;
   ASSERT_NO_FATAL_FAILURE(setup.start("assembled"));
-  auto [cluster, c, props, name, holders, random, v1, before] = setup.parts();
+  LocalCluster* cluster = setup.cluster.get();
+  client::Client& c = *setup.client;
+  const auto& props = setup.props;
+  const std::string& name = setup.name;
+  const std::vector<std::string>& holders = setup.holders;
+  silo::testing::Random& random = setup.random;
 
   // v2 in two parts (5 MiB is S3's least part but the last).
   const std::string path = fmt::format("/{}/{}", kBucket, name);
