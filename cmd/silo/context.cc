@@ -2,6 +2,8 @@
 
 #include "wire/settings_json.h"
 
+#include <atomic>
+#include <thread>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -295,6 +297,19 @@ void Table::print() const {
     }
     std::printf("%s\n", line.c_str());
   }
+}
+
+void run_parallel(size_t count, int workers, const std::function<void(size_t)>& work) {
+  std::atomic<size_t> next{0};
+  auto loop = [&] {
+    for (size_t i = next++; i < count; i = next++) work(i);
+  };
+  const int threads =
+      static_cast<int>(std::min<size_t>(count, static_cast<size_t>(std::max(1, workers))));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(loop);
+  loop();
+  for (auto& t : pool) t.join();
 }
 
 }  // namespace silo::cli

@@ -19,6 +19,7 @@
 #include "placement/hrw.h"
 #include "wire/codec.h"
 #include "progress.h"
+#include "shard_packing.h"
 
 namespace silo::cli {
 namespace {
@@ -35,20 +36,6 @@ struct Transfer {
   std::string etag;
   Status status;
 };
-
-// Runs `work(i)` for i in [0, count) on `workers` threads.
-void run_parallel(size_t count, int workers, const std::function<void(size_t)>& work) {
-  std::atomic<size_t> next{0};
-  auto loop = [&] {
-    for (size_t i = next++; i < count; i = next++) work(i);
-  };
-  const int threads =
-      static_cast<int>(std::min<size_t>(count, static_cast<size_t>(std::max(1, workers))));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(loop);
-  loop();
-  for (auto& t : pool) t.join();
-}
 
 // Prints the per-object results (JSON under --json) and returns the first failure,
 // annotated with how many failed.
@@ -105,6 +92,7 @@ struct PutOptions {
   uint64_t multipart_threshold_mib = 256;
   uint64_t part_size_mib = 16;
   int part_workers = 4;
+  std::string shard_size;  // --shard-size: pack a directory into tar shards of about this size
 };
 
 // A large file as an S3 multipart upload: its parts read with pread and sent in parallel.
@@ -200,6 +188,13 @@ Status put_objects(Context& context, const PutOptions& o) {
     return report_transfers(context, "uploaded", to.bucket, {t});
   }
 
+  if (!o.shard_size.empty()) {
+    ASSIGN_OR_RETURN(const uint64_t shard_size, parse_size(o.shard_size));
+    if (!fs::is_directory(o.source)) {
+      return Status::invalid_argument("--shard-size packs a DIRECTORY into shards; {} is not one", o.source);
+    }
+    return put_shards(context, o.source, to.bucket, to.name, shard_size, o.workers);
+  }
   // One clear answer for a wrong bucket, before any file is opened or streamed.
   RETURN_IF_ERROR(c->head_bucket(to.bucket));
   std::error_code ec;
@@ -581,7 +576,8 @@ void add_object_commands(CLI::App& app, Context& context) {
       add_command(app, "put", "Upload a file, a directory (recursively, in parallel) or stdin (-)",
                   "silo put ./shards photos/train/    (./shards/a.tar -> photos/train/a.tar)\n"
                   "  silo put model.bin photos          (-> photos/model.bin)\n"
-                  "  tar c dir | silo put - photos/dir.tar");
+                  "  tar c dir | silo put - photos/dir.tar\n"
+                  "  silo put ./samples data/train- --shard-size 256MiB   (-> data/train-000000.tar, ...)");
   put_cmd->add_option("source", put->source, "FILE, DIRECTORY or - (stdin)")->required();
   put_cmd->add_option("destination", put->destination, "BUCKET[/NAME] or BUCKET/PREFIX/")
       ->required();
@@ -596,6 +592,10 @@ void add_object_commands(CLI::App& app, Context& context) {
       ->add_option("--part-workers", put->part_workers,
                    "Parts of one file sent at once (memory: workers x part-workers x part size)")
       ->check(CLI::Range(1, 64));
+  put_cmd->add_option("--shard-size", put->shard_size,
+                      "Pack the DIRECTORY into tar shards of about this size (256MiB, 1GiB), each WebDataset "
+                      "sample (files sharing a key: dir/KEY.ext) whole in one shard, keys in natural order; "
+                      "named PREFIX000000.tar, ...");
   on_run(put_cmd, context, [&context, put] { return put_objects(context, *put); });
 
   auto get = std::make_shared<GetOptions>();

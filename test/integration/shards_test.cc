@@ -4,10 +4,13 @@
 // of shards that a rebalance moved.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "archive/members.h"
 #include "archive/tar_reader.h"
 #include "archive/tar_writer.h"
 #include "cli_util.h"
@@ -198,6 +201,50 @@ TEST(ShardsTest, ShardsMovedByARebalanceStillServeTheirMembers) {
   }
   EXPECT_EQ(sum_over_targets(*cluster, "silo_target_archive_index_builds_total"), 0u)
       << "moved shards arrive with their index (built as they are installed)";
+}
+
+// `silo put DIR BUCKET/PREFIX --shard-size`: samples whole and in natural key order, each
+// shard near the size asked for, every file a member that reads back.
+TEST(ShardsTest, TheCliPacksADirectoryIntoShardsOfSamples) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 2, .mountpaths = 1}));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  ASSERT_OK_AND_ASSIGN(auto dir, silo::testing::TempDir::create("silo-pack"));
+  silo::testing::Random random;
+  std::map<std::string, std::string> files;  // relative name -> bytes
+  for (int i = 0; i < 30; ++i) {
+    const std::string key = fmt::format("part{}/sample{}", i % 2, i);  // sample9 before sample10
+    files[key + ".jpg"] = random.bytes(random.uniform(1000, 8000));
+    files[key + ".cls"] = std::to_string(i);
+  }
+  for (const auto& [name, bytes] : files) {
+    std::filesystem::create_directories(std::filesystem::path(dir.path() + "/" + name).parent_path());
+    std::ofstream(dir.path() + "/" + name, std::ios::binary) << bytes;
+  }
+  Cli cli(cluster->endpoint());
+  const CliResult r = cli.run({"put", dir.path(), std::string(kBucket) + "/train-", "--shard-size", "20KiB"});
+  ASSERT_EQ(r.code, 0) << r;
+  ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all(kBucket, "train-"));
+  ASSERT_GT(listed.size(), 3u) << r.out;
+  std::map<std::string, std::string> read;
+  std::vector<std::string> keys_in_order;
+  for (const auto& entry : listed) {
+    EXPECT_NE(r.out.find(entry.name), std::string::npos) << "printed: " << entry.name;
+    EXPECT_LE(entry.size, 20u * 1024 + 8 * 1024 + 3 * 512) << entry.name << ": one sample past the size at most";
+    ASSERT_OK_AND_ASSIGN(const std::string shard, c.get(kBucket, entry.name));
+    std::string last_key;
+    for (const auto& [name, bytes] : members_of(shard)) {
+      read[name] = bytes;
+      const std::string key(archive::split_sample_key(name).first);
+      if (key != last_key) keys_in_order.push_back(key);
+      last_key = key;
+    }
+  }
+  EXPECT_EQ(read, files);
+  EXPECT_EQ(keys_in_order.size(), files.size() / 2) << "every sample whole in one shard";
+  EXPECT_TRUE(std::find(keys_in_order.begin(), keys_in_order.end(), "part1/sample9") + 1 ==
+              std::find(keys_in_order.begin(), keys_in_order.end(), "part1/sample11"))
+      << "natural key order";
 }
 
 }  // namespace

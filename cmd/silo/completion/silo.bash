@@ -54,7 +54,7 @@ _silo() {
     local flags="$globals"
     case "$path" in
       ls*) flags="$flags --recursive --long --cached --summary --limit --members" ;;
-      put*) flags="$flags --workers" ;;
+      put*) flags="$flags --workers --shard-size" ;;
       get*) flags="$flags --offset --length --prefix --workers" ;;
       cat*) flags="$flags --offset --length --archpath --archmode" ;;
       rm*) flags="$flags --prefix" ;;
