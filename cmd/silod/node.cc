@@ -179,7 +179,10 @@ http::Awaitable<void> Node::start() {
     peers_ = std::make_unique<replication::Peers>(self_, *maps_, live_config_);
     replication_ = std::make_unique<replication::Replication>(*peers_, *store_, data_client_, stats_);
     erasure_ = std::make_unique<erasure::Erasure>(*peers_, *store_, data_client_, *replication_, stats_);
-    rebalance_ = std::make_unique<rebalance::Rebalance>(*peers_, *store_, data_client_, *replication_, *erasure_);
+    rebalance::WalkOptions walk_options;
+    walk_options.give_up_after = live_config_->get()->rebalance_give_up;
+    rebalance_ = std::make_unique<rebalance::Rebalance>(*peers_, *store_, data_client_, *replication_, *erasure_,
+                                                        walk_options);
     mountpaths_ = std::make_unique<rebalance::Mountpaths>(*store_, nc.data_dir + "/state");
     scrub_ = std::make_unique<scrub::Scrub>(*peers_, *store_, *replication_, *erasure_);
     shards_ = std::make_unique<shards::Shards>(*store_, stats_);

@@ -145,6 +145,7 @@ write_config() {  # id role port mountpath-count primary-url
     $(meta_store_json "$id")
     "keepalive_interval_ms": ${SILO_KEEPALIVE_INTERVAL_MS:-1000},
     "keepalive_timeout_ms": ${SILO_KEEPALIVE_TIMEOUT_MS:-5000},
+    "rebalance_give_up_s": ${SILO_REBALANCE_GIVE_UP_S:-180},
     "durability": "${SILO_DURABILITY:-fsync}",
     "proxy_mode": "${SILO_PROXY_MODE:-stream}",
     "cache": $cache_json,

@@ -183,6 +183,7 @@ Status read_cluster(const json& j, ClusterConfig& c) {
   Reader r(j, "cluster");
   r.duration("keepalive_interval_ms", c.keepalive_interval);
   r.duration("keepalive_timeout_ms", c.keepalive_timeout);
+  r.duration("rebalance_give_up_s", c.rebalance_give_up);
   r.choice("durability", c.durability, {{"fsync", Durability::kFsync}, {"page_cache", Durability::kPageCache}});
   r.choice("proxy_mode", c.proxy_mode, {{"stream", ProxyMode::kStream}, {"redirect", ProxyMode::kRedirect}});
   RETURN_IF_ERROR(read_section(r, j, "http", c.http, read_http));
@@ -214,6 +215,7 @@ json cluster_json(const ClusterConfig& c) {
   return json{
       {"keepalive_interval_ms", c.keepalive_interval.count()},
       {"keepalive_timeout_ms", c.keepalive_timeout.count()},
+      {"rebalance_give_up_s", c.rebalance_give_up.count()},
       {"durability", c.durability == Durability::kFsync ? "fsync" : "page_cache"},
       {"proxy_mode", c.proxy_mode == ProxyMode::kStream ? "stream" : "redirect"},
       {"http",

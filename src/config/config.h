@@ -100,6 +100,10 @@ struct ClusterConfig {
   std::chrono::milliseconds keepalive_interval{1000};
   // A node not heard from for this long is marked down in the node map.
   std::chrono::milliseconds keepalive_timeout{5000};
+  // A rebalance walk gives up on objects that keep failing for a reason other than a
+  // target that is down only after this long (and 5 passes): longer than a coded
+  // object's staged commit can look short of slices (its 60 s deadline, docs/adr/0014).
+  std::chrono::seconds rebalance_give_up{180};
   Durability durability = Durability::kFsync;
   ProxyMode proxy_mode = ProxyMode::kStream;
   HttpLimits http;

@@ -164,6 +164,7 @@ http::Awaitable<void> Rebalance::walk(std::shared_ptr<Walk> walk) {
   SILO_LOG_INFO("rebalance walk {} ({}) starts over ~{} objects", walk->rebalance_id, wire::phase_name(walk->phase),
                 walk->total);
   int failing_passes = 0;  // in a row
+  auto failing_since = std::chrono::steady_clock::now();
   auto pause = options_.retry_pause;
   while (!walk->cancelled) {
     walk->scanned = 0;
@@ -182,17 +183,23 @@ http::Awaitable<void> Rebalance::walk(std::shared_ptr<Walk> walk) {
       co_return;
     }
     if (!s.is_ok()) walk->fail(s);
-    failing_passes = walk->lasting_errors > 0 ? failing_passes + 1 : 0;
+    if (walk->lasting_errors == 0) {
+      failing_passes = 0;
+    } else if (failing_passes++ == 0) {
+      failing_since = std::chrono::steady_clock::now();
+    }
+    const bool gives_up = failing_passes >= options_.max_failing_passes &&
+                          std::chrono::steady_clock::now() - failing_since >= options_.give_up_after;
     std::string last_error;
     {
       MutexLock lock(walk->mutex);
-      if (failing_passes >= options_.max_failing_passes) {
+      if (gives_up) {
         walk->last_error = fmt::format("{} objects still failed after {} passes; the last: {}", walk->errors.load(),
                                        failing_passes, walk->last_error);
       }
       last_error = walk->last_error;
     }
-    if (failing_passes >= options_.max_failing_passes) {
+    if (gives_up) {
       // Objects not moved stay where they are, readable through get-from-neighbor while
       // the node map keeps this phase; a new rebalance tries them again.
       walk->finished_unix_nanos = Clock::real().unix_nanos();

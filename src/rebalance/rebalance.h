@@ -25,9 +25,12 @@ namespace silo::rebalance {
 // How long a walk keeps at objects that fail for a reason other than a target that is
 // down or busy (which it waits out, however long: the primary names whom it waits for).
 struct WalkOptions {
-  // Consecutive passes in which such an object failed before the walk gives up and
-  // reports itself failed, with the reason (the job then ends `failed`).
+  // Consecutive passes in which such an object failed, and for at least how long, before
+  // the walk gives up and reports itself failed, with the reason (the job then ends
+  // `failed`). The time covers a coded object whose staged commit makes it look short of
+  // slices until its deadline (docs/adr/0014).
   int max_failing_passes = 5;
+  std::chrono::milliseconds give_up_after{180'000};
   // The pause after a pass with failures; it doubles after each such pass, up to 16 times.
   std::chrono::milliseconds retry_pause{1000};
 };

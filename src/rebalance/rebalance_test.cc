@@ -22,7 +22,8 @@ using replication::testing::TestTargets;
 
 constexpr uint64_t kOne = 1;  // one copy
 constexpr uint64_t kTwo = 2;  // two copies
-const WalkOptions kQuickRetries{.max_failing_passes = 3, .retry_pause = std::chrono::milliseconds(10)};
+const WalkOptions kQuickRetries{
+    .max_failing_passes = 3, .give_up_after = std::chrono::milliseconds(0), .retry_pause = std::chrono::milliseconds(10)};
 
 // `count` targets, each with its Erasure and Rebalance beside its Replication.
 class RebalanceTest : public ::testing::Test {
