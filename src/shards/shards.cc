@@ -97,6 +97,18 @@ Result<const wire::ArchiveMember*> Shards::find(const wire::ArchiveIndex& index,
   return member;
 }
 
+http::Awaitable<Status> Shards::send_member(http::Exchange& exchange, http::ResponseHead head,
+                                            const store::OpenObject& opened, const wire::ArchiveMember& member,
+                                            uint64_t offset, uint64_t length, bool sends_bytes) {
+  head.headers.set("Content-Type", "application/octet-stream");
+  head.headers.set("Accept-Ranges", "bytes");
+  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
+  if (!sends_bytes || length == 0) co_return Status::ok();
+  CO_RETURN_IF_ERROR(co_await exchange.response().send_file(opened.fd(), member.offset() + offset, length));
+  note_member_read(length);
+  co_return Status::ok();
+}
+
 http::Awaitable<Status> Shards::send_tar(http::Exchange& exchange, http::ResponseHead head,
                                          const store::OpenObject& opened,
                                          std::span<const wire::ArchiveMember* const> members) {

@@ -47,6 +47,11 @@ class Shards {
   // The member `name`; kNotFound, reason NoSuchArchiveMember.
   static Result<const wire::ArchiveMember*> find(const wire::ArchiveIndex& index, std::string_view name,
                                                  const ObjectRef& object);
+  // Sends `head` (Content-Type and length set here) and, when `sends_bytes` (a GET, not a
+  // HEAD), `length` bytes of `member` from `offset` within it, by sendfile from the shard.
+  http::Awaitable<Status> send_member(http::Exchange& exchange, http::ResponseHead head,
+                                      const store::OpenObject& opened, const wire::ArchiveMember& member,
+                                      uint64_t offset, uint64_t length, bool sends_bytes);
   // Sends `head` (Content-Type and length set here), then `members` of the opened object
   // as one tar stream (sendfile for the bytes), members named as in the archive.
   http::Awaitable<Status> send_tar(http::Exchange& exchange, http::ResponseHead head,

@@ -312,8 +312,7 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
   CO_RETURN_IF_ERROR(co_await replication_.verify_read(r.bucket, *object));
   CO_ASSIGN_OR_RETURN(const std::shared_ptr<const wire::ArchiveIndex> index, co_await shards_.index_of(r.object, *object));
   const shards::ArchiveRead& read = *request.archive;
-  // Each branch's locals have names of their own: GCC 12 mixes up same-named locals of
-  // different scopes in a coroutine frame and destroys one twice (docs/adr/0003).
+  // Each branch's locals have names of their own (GCC 12, docs/adr/0003 rule 3).
   if (read.lists) {
     shards_.note_member_read(0);
     http::ResponseHead list_head = answer_head(request);
@@ -340,21 +339,15 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
   }
   if (!selected) co_return std::move(selected).error();
   http::ResponseHead head = answer_head(request);
-  head.headers.set("Content-Type", "application/octet-stream");
   head.headers.set("Last-Modified", s3api::http_date(object->record().mtime_unix_nanos()));
-  head.headers.set("Accept-Ranges", "bytes");
   if (selected->is_partial) {
     head.status = 206;
     head.headers.set("Content-Range", content_range(selected->offset, selected->length, member->size()));
   }
-  if (request.op == ObjectOp::kHead || selected->length == 0) {
-    co_return co_await exchange.response().begin(std::move(head), selected->length);
-  }
-  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), selected->length));
-  CO_RETURN_IF_ERROR(co_await exchange.response().send_file(object->fd(), member->offset() + selected->offset,
-                                                            selected->length));
-  shards_.note_member_read(selected->length);
-  bytes_sent_.add(selected->length);
+  const bool sends_bytes = request.op == ObjectOp::kGet;
+  CO_RETURN_IF_ERROR(co_await shards_.send_member(exchange, std::move(head), *object, *member, selected->offset,
+                                                  selected->length, sends_bytes));
+  if (sends_bytes) bytes_sent_.add(selected->length);
   co_return Status::ok();
 }
 

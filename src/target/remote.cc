@@ -142,5 +142,4 @@ http::Awaitable<void> Target::handle_evict(http::Exchange& exchange, std::string
   co_await http::send_json(exchange, 200, answer);
 }
 
-
 }  // namespace silo::target

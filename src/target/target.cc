@@ -44,7 +44,6 @@ http::Awaitable<Result<uint64_t>> Target::receive(http::BodyReader& body, store:
   co_return received;
 }
 
-
 Target::Target(TargetOptions options, cluster::ClusterMaps& maps, store::Store& store,
                std::shared_ptr<http::Client> client, cluster::Member* member, stats::Registry& stats,
                Services services)

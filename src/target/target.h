@@ -135,10 +135,8 @@ class Target {
   // fetched from its backend.
   http::Awaitable<Status> get_object(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r,
                                      const ColdRead* cold);
-  // The same with ?archpath / archmode / archlist: the members of the archive object
-  // (shards::Shards, docs/shards.md). `object` is the copy here, unless `cold` (then it
-  // is opened once the fetch committed). By reference: a temporary beside co_await is
-  // destroyed twice by GCC 12 (docs/adr/0003).
+  // With ?archpath / archmode / archlist: the archive's members (docs/shards.md), from
+  // `object`, or with `cold` from the copy the fetch commits (by reference: adr/0003).
   http::Awaitable<Status> get_members(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r,
                                       std::optional<store::OpenObject>& object, const ColdRead* cold);
   // A Range that is not satisfiable: S3's InvalidRange error, or the native 416 answer.
