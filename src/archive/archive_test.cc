@@ -19,16 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ReadAt reader_of(const std::string& bytes) {
-  return [&bytes](uint64_t offset, std::span<char> out) -> Result<size_t> {
-    if (offset >= bytes.size()) return size_t{0};
-    const size_t n = std::min<uint64_t>(out.size(), bytes.size() - offset);
-    std::memcpy(out.data(), bytes.data() + offset, n);
-    return n;
-  };
-}
-
-Result<wire::ArchiveIndex> index_of(const std::string& bytes) { return index_tar(reader_of(bytes), bytes.size()); }
+Result<wire::ArchiveIndex> index_of(const std::string& bytes) { return index_tar(read_bytes(bytes), bytes.size()); }
 
 std::string member_bytes(const std::string& archive, const wire::ArchiveMember& m) {
   return archive.substr(m.offset(), m.size());

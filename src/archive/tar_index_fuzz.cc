@@ -3,19 +3,14 @@
 // and every member it reports lies inside them; selections never fail on an index.
 #include <cstdint>
 #include <cstring>
-#include <span>
+#include <string_view>
 
 #include "archive/members.h"
 #include "archive/tar_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const silo::archive::ReadAt read = [data, size](uint64_t offset, std::span<char> out) -> silo::Result<size_t> {
-    if (offset >= size) return size_t{0};
-    const size_t n = std::min<uint64_t>(out.size(), size - offset);
-    std::memcpy(out.data(), data + offset, n);
-    return n;
-  };
-  const auto index = silo::archive::index_tar(read, size);
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  const auto index = silo::archive::index_tar(silo::archive::read_bytes(bytes), size);
   if (!index) return 0;
   for (const auto& m : index->members()) {
     if (m.offset() > size || m.size() > size - m.offset()) __builtin_trap();

@@ -64,6 +64,15 @@ Result<Pax> parse_pax(std::string_view text, uint64_t at) {
 
 }  // namespace
 
+ReadAt read_bytes(std::string_view bytes) {
+  return [bytes](uint64_t offset, std::span<char> out) -> Result<size_t> {
+    if (offset >= bytes.size()) return size_t{0};
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), bytes.size() - offset));
+    std::copy_n(bytes.data() + offset, n, out.data());
+    return n;
+  };
+}
+
 Result<wire::ArchiveIndex> index_tar(const ReadAt& read, uint64_t size) {
   wire::ArchiveIndex index;
   index.set_format(wire::ARCHIVE_FORMAT_TAR);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string_view>
 
 #include "base/result.h"
 #include "wire/codec.h"
@@ -14,6 +15,9 @@ namespace silo::archive {
 
 // Reads up to out.size() bytes at `offset`; fewer only at the end of the object.
 using ReadAt = std::function<Result<size_t>(uint64_t offset, std::span<char> out)>;
+
+// A ReadAt over bytes in memory (`bytes` must outlive it).
+ReadAt read_bytes(std::string_view bytes);
 
 // Limits that keep a hostile archive from costing more than its headers.
 inline constexpr uint64_t kMaxMembers = 4'000'000;

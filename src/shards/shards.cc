@@ -1,10 +1,8 @@
 #include "shards/shards.h"
 
-#include <unistd.h>
 
 #include <fmt/format.h>
 
-#include "archive/tar_reader.h"
 #include "archive/tar_writer.h"
 #include "base/log.h"
 #include "wire/object_json.h"
@@ -68,14 +66,8 @@ http::Awaitable<Result<std::shared_ptr<const wire::ArchiveIndex>>> Shards::index
   // from the headers of the version this read opened, then kept.
   const int fd = opened.fd();
   const uint64_t size = opened.record().size();
-  Result<wire::ArchiveIndex> built = co_await reader_.run([fd, size]() -> Result<wire::ArchiveIndex> {
-    const archive::ReadAt read = [fd](uint64_t offset, std::span<char> out) -> Result<size_t> {
-      const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
-      if (n < 0) return Status::from_errno(errno, "read an archive header");
-      return static_cast<size_t>(n);
-    };
-    return archive::index_tar(read, size);
-  });
+  Result<wire::ArchiveIndex> built =
+      co_await reader_.run([fd, size]() -> Result<wire::ArchiveIndex> { return store::index_of_fd(fd, size); });
   if (!built) {
     index_failures_.add();
     Status status = std::move(built).error();

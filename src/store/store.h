@@ -198,6 +198,9 @@ struct UploadList {
 // XXH3-64 of the first `size` bytes of `fd`, read with pread in bounded chunks. kDataLoss
 // when the file is shorter. Blocking: call on a disk executor.
 Result<uint64_t> xxh3_of_fd(int fd, uint64_t size);
+// The archive index (docs/shards.md) of the tar in the first `size` bytes of `fd`, read
+// with pread (headers only); archive::index_tar's errors. Blocking: call on a disk executor.
+Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size);
 
 // One target's objects on its mountpaths (DESIGN.md "Storage on a target"). Thread-safe;
 // every method that touches a disk runs on that mountpath's DiskExecutor and resumes on

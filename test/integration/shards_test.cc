@@ -31,13 +31,7 @@ std::string tar_of(const Members& members) {
 
 // The members of a tar answer, in order.
 Members members_of(const std::string& tar) {
-  const archive::ReadAt read = [&tar](uint64_t offset, std::span<char> out) -> Result<size_t> {
-    if (offset >= tar.size()) return size_t{0};
-    const size_t n = std::min<uint64_t>(out.size(), tar.size() - offset);
-    std::memcpy(out.data(), tar.data() + offset, n);
-    return n;
-  };
-  auto index = archive::index_tar(read, tar.size());
+  auto index = archive::index_tar(archive::read_bytes(tar), tar.size());
   EXPECT_TRUE(index) << index.status();
   Members out;
   if (!index) return out;

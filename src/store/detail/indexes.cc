@@ -8,18 +8,24 @@
 #include "base/log.h"
 #include "store/detail/store_impl.h"
 
-namespace silo::store::detail {
+namespace silo::store {
 
-std::string index_of_archive(const std::string& path, const ObjectRef& object, const wire::ObjectRecord& record) {
-  if (!archive::format_of_name(object.name)) return "";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";  // the install that follows reports it
+Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size) {
   const archive::ReadAt read = [fd](uint64_t offset, std::span<char> out) -> Result<size_t> {
     const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
     if (n < 0) return Status::from_errno(errno, "read an archive header");
     return static_cast<size_t>(n);
   };
-  Result<wire::ArchiveIndex> index = archive::index_tar(read, record.size());
+  return archive::index_tar(read, size);
+}
+
+namespace detail {
+
+std::string index_of_archive(const std::string& path, const ObjectRef& object, const wire::ObjectRecord& record) {
+  if (!archive::format_of_name(object.name)) return "";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";  // the install that follows reports it
+  Result<wire::ArchiveIndex> index = index_of_fd(fd, record.size());
   ::close(fd);
   if (!index) {
     SILO_LOG_INFO("{}/{} is named like an archive but has no index: {}", object.bucket_id, object.name,
@@ -53,4 +59,5 @@ Awaitable<Status> StoreImpl::put_index(const ObjectRef& object, uint64_t generat
   });
 }
 
-}  // namespace silo::store::detail
+}  // namespace detail
+}  // namespace silo::store
