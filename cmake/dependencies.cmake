@@ -13,3 +13,8 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 find_package(EXPAT REQUIRED)
+# archive/ only (tools/check_deps.py): compressed shards. libarchive reads LZ4 frames (and
+# writes the tests' archives); zlib inflates gzip streams and zip members, because
+# libarchive 3.6 does not check a gzip stream's trailing CRC-32 and length.
+find_package(LibArchive REQUIRED)
+find_package(ZLIB REQUIRED)

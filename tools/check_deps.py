@@ -47,6 +47,8 @@ LIBRARY_RULES = [
     ("nlohmann_json", re.compile(r"^<nlohmann/"), ("src/config/", "src/wire/")),
     ("spdlog", re.compile(r"^<spdlog/"), ("src/base/",)),
     ("generated protobuf", re.compile(r'^"[a-z0-9_]+\.pb\.h"'), ("src/wire/",)),
+    ("libarchive", re.compile(r"^<archive(_entry)?\.h>"), ("src/archive/",)),
+    ("zlib", re.compile(r"^<zlib\.h>"), ("src/archive/",)),
 ]
 # Rule 3: L2 stays pure (no sockets, no files, no threads, no Asio/Beast/RocksDB). Applies
 # to the non-test files of every L2 module.

@@ -14,9 +14,10 @@ build_packages=(
 # Tools the tests and bench scripts drive (integration tests use curl and python3; the
 # client tests drive s3cmd, rclone and an s3fs-fuse mount; the bench scripts' smoke runs
 # drive nginx and wrk; the HA tests run etcd; partition tests use nftables and network
-# namespaces; the CLI tests source the bash and zsh completions; aws-cli and boto3 come with
+# namespaces; the CLI tests source the bash and zsh completions; the archive tests write
+# tgz, tar.lz4 and zip shards with lz4 and zip; aws-cli and boto3 come with
 # the machine image's python3).
-test_packages=(procps zsh s3cmd rclone s3fs fuse3 nginx wrk etcd-server etcd-client nftables iproute2)
+test_packages=(procps zsh s3cmd rclone s3fs fuse3 nginx wrk etcd-server etcd-client nftables iproute2 lz4 zip)
 
 missing=()
 for p in "${build_packages[@]}" "${test_packages[@]}"; do

@@ -17,7 +17,7 @@ namespace silo::bench {
 bool stop_requested();
 void install_stop_handler();
 
-enum class Mode { kGet, kPut, kMixed, kList, kAccel };
+enum class Mode { kGet, kPut, kMixed, kList, kAccel, kBatch };
 // How requests reach the data: to the owner target (direct), S3 through a proxy
 // (gateway), plain GETs of `url`/NAME (a reference server such as nginx), or local files.
 enum class Path { kDirect, kGateway, kUrl, kFile };
@@ -32,6 +32,11 @@ struct Config {
   std::string prefix;        // names are prefix + format(index), or listed under it
   std::string name_format;   // fmt format of the index, e.g. "shard-{:06}.tar"
   size_t objects = 0;        // 0: list the bucket (get/accel on direct/gateway)
+  // Archive members (docs/shards.md): with members > 0 a GET reads member
+  // format(member_format, j) of the object (?archpath=), j uniform in [0, members).
+  size_t members = 0;
+  std::string member_format = "{:06}";
+  size_t batch_entries = 1000;  // batch: entries (random object, random member) per POST /v1/batch
   uint64_t size_min = 1 << 20, size_max = 1 << 20;  // put sizes, uniform in [min, max]
   bool random_order = true;
   int concurrency = 16;

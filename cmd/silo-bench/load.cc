@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "route.h"
+#include "wire/batch_json.h"
 
 namespace silo::bench {
 namespace {
@@ -172,6 +173,24 @@ http::Awaitable<Outcome> put_object(http::Client& http, Destination to, uint64_t
   co_return out;
 }
 
+// POSTs `body` (a batch request) and reads the tar stream to its end.
+http::Awaitable<Outcome> post_batch(http::Client& http, Destination to, const std::string& body,
+                                    std::span<char> buffer) {
+  const auto start = Clock::now();
+  http::ClientRequest request;
+  request.method = http::Method::kPost;
+  request.target = std::move(to.target);
+  auto call = co_await http.start(*to.endpoint, std::move(request), uint64_t{body.size()});
+  Status sent = call ? Status::ok() : call.status();
+  if (sent.is_ok()) sent = co_await (*call)->write({body.data(), body.size()});
+  if (!sent.is_ok()) {
+    Outcome failed;
+    failed.status = std::move(sent);
+    co_return failed;
+  }
+  co_return co_await read_answer(**call, start, buffer, nullptr);
+}
+
 std::string xml_unescape(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -262,6 +281,11 @@ class Worker {
         const std::string source =
             shared_.config.dir.empty() ? std::string() : shared_.config.dir + "/" + shared_.names[op->index];
         out = co_await put_object(http_, shared_.router->object(shared_.names[op->index]), op->size, source, buffer);
+      } else if (shared_.config.mode == Mode::kBatch) {
+        out = co_await get_batch(buffer);
+      } else if (shared_.config.members > 0) {
+        const std::string member = member_name(random_member());
+        out = co_await get_object(http_, shared_.router->member(shared_.names[op->index], member), buffer, nullptr);
       } else {
         out = co_await get_object(http_, shared_.router->object(shared_.names[op->index]), buffer, nullptr);
       }
@@ -272,6 +296,25 @@ class Worker {
   Report& report() { return report_; }
 
  private:
+  size_t random_member() { return std::uniform_int_distribution<size_t>(0, shared_.config.members - 1)(rng_); }
+  std::string member_name(size_t index) const {
+    return fmt::format(fmt::runtime(shared_.config.member_format), index);
+  }
+
+  // One batch of `batch_entries` random members of random objects; its samples count as keys.
+  http::Awaitable<Outcome> get_batch(std::span<char> buffer) {
+    wire::BatchRequest request;
+    for (size_t i = 0; i < shared_.config.batch_entries; ++i) {
+      const size_t object = std::uniform_int_distribution<size_t>(0, shared_.names.size() - 1)(rng_);
+      request.entries.push_back(
+          {.bucket = shared_.config.bucket, .name = shared_.names[object], .archpath = member_name(random_member())});
+    }
+    const std::string body = wire::batch_request_json(request);
+    Outcome out = co_await post_batch(http_, shared_.router->batch(), body, buffer);
+    if (out.status.is_ok()) out.keys = request.entries.size();
+    co_return out;
+  }
+
   // One full listing; every page is one recorded op.
   http::Awaitable<void> list_all() {
     const bool is_s3 = shared_.config.path == Path::kGateway;

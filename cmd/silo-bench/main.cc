@@ -113,7 +113,14 @@ int main(int argc, char** argv) {
   auto* mixed = app.add_subcommand("mixed", "GET and PUT objects");
   auto* list = app.add_subcommand("list", "List the bucket, page after page");
   auto* accel = app.add_subcommand("accel", "Simulated accelerators (MLPerf Storage rule)");
-  for (auto* sub : {get, put, mixed, list}) {
+  auto* batch = app.add_subcommand("batch", "POST /v1/batch of random archive members (one op = one batch)");
+  for (auto* sub : {get, batch}) {
+    sub->add_option("--members", config.members, "Read archive members: N per object (?archpath=)");
+    sub->add_option("--member-format", config.member_format, "fmt format of the member index (default {:06})");
+  }
+  batch->add_option("--batch-entries", config.batch_entries, "Entries per batch (default 1000)")
+      ->check(CLI::Range(1, 100000));
+  for (auto* sub : {get, put, mixed, list, batch}) {
     common(sub);
     sub->add_option("--count,-n", config.count, "Run this many operations (list: full listings)");
   }
@@ -142,6 +149,7 @@ int main(int argc, char** argv) {
   if (put->parsed()) config.mode = Mode::kPut;
   if (mixed->parsed()) config.mode = Mode::kMixed;
   if (list->parsed()) config.mode = Mode::kList;
+  if (batch->parsed()) config.mode = Mode::kBatch;
   if (accel->parsed()) {
     config.mode = Mode::kAccel;
     config.compute_s /= 1000;  // given in ms
@@ -180,6 +188,9 @@ int main(int argc, char** argv) {
   }
   if (config.mode == Mode::kList && (config.path == Path::kUrl || config.path == Path::kFile)) {
     return fail(Status::invalid_argument("list needs --path direct (native listing) or gateway (S3 ListObjectsV2)"));
+  }
+  if (config.mode == Mode::kBatch && (config.members == 0 || config.path != Path::kGateway)) {
+    return fail(Status::invalid_argument("batch needs --members N and --path gateway (batches go to --endpoint)"));
   }
   if (config.duration_s > 0 && (config.count > 0 || config.epochs > 0)) {
     return fail(Status::invalid_argument("give one of --duration, --count and --epochs"));

@@ -57,6 +57,7 @@ const char* mode_name(Mode mode) {
     case Mode::kMixed: return "mixed";
     case Mode::kList: return "list";
     case Mode::kAccel: return "accel";
+    case Mode::kBatch: return "batch";
   }
   return "?";
 }
@@ -87,6 +88,10 @@ void print(const Config& config, const Report& r, bool json) {
               static_cast<unsigned long long>(r.errors), ok_ops / seconds);
   std::printf("  bytes     %.1f MB  (%.1f MB/s)\n", static_cast<double>(r.bytes) / 1e6,
               static_cast<double>(r.bytes) / seconds / 1e6);
+  if (config.mode == Mode::kBatch) {
+    std::printf("  samples   %llu  (%.0f samples/s)\n", static_cast<unsigned long long>(r.keys),
+                static_cast<double>(r.keys) / seconds);
+  }
   if (config.mode == Mode::kList) {
     std::printf("  keys      %llu  (%.0f keys/s)\n", static_cast<unsigned long long>(r.keys),
                 static_cast<double>(r.keys) / seconds);

@@ -57,6 +57,12 @@ Destination Router::object(std::string_view name) const {
   return {};
 }
 
+Destination Router::member(std::string_view name, std::string_view member) const {
+  Destination to = object(name);
+  to.target += "?archpath=" + text::percent_encode(member);
+  return to;
+}
+
 Destination Router::list_page(std::string_view token, size_t limit) const {
   std::string target;
   if (path_ == Path::kGateway) {
@@ -136,28 +142,34 @@ http::Awaitable<Status> drain_error(http::Call& call, int status, std::span<char
 }
 
 http::Awaitable<Outcome> get_object(http::Client& http, Destination to, std::span<char> buffer, ChunkSink* sink) {
-  Outcome out;
   const auto start = std::chrono::steady_clock::now();
   http::ClientRequest request;
   request.method = http::Method::kGet;
   request.target = std::move(to.target);
   auto call = co_await http.start(*to.endpoint, std::move(request), uint64_t{0});
   if (!call) {
-    out.status = std::move(call).error();
-    co_return out;
+    Outcome failed;
+    failed.status = std::move(call).error();
+    co_return failed;
   }
-  auto head = co_await (*call)->finish();
+  co_return co_await read_answer(**call, start, buffer, sink);
+}
+
+http::Awaitable<Outcome> read_answer(http::Call& call, std::chrono::steady_clock::time_point start,
+                                     std::span<char> buffer, ChunkSink* sink) {
+  Outcome out;
+  auto head = co_await call.finish();
   out.ttfb_ns = nanos_since(start);
   if (!head) {
     out.status = std::move(head).error();
     co_return out;
   }
   if (head->status != 200 && head->status != 206) {
-    out.status = co_await drain_error(**call, head->status, buffer);
+    out.status = co_await drain_error(call, head->status, buffer);
     co_return out;
   }
   for (;;) {
-    auto n = co_await (*call)->body().read(buffer);
+    auto n = co_await call.body().read(buffer);
     if (!n) {
       out.status = std::move(n).error();
       co_return out;

@@ -34,6 +34,10 @@ class Router {
   static Result<std::shared_ptr<const Router>> create(const Config& config);
 
   Destination object(std::string_view name) const;
+  // The same for member `member` of the archive object `name` (?archpath=).
+  Destination member(std::string_view name, std::string_view member) const;
+  // POST /v1/batch on the endpoint (the proxy).
+  Destination batch() const { return {&gateway_, "/v1/batch"}; }
   // One page of the bucket's listing through the proxy (native JSON or S3 XML).
   Destination list_page(std::string_view token, size_t limit) const;
   bool signs() const { return path_ != Path::kUrl; }
@@ -110,6 +114,10 @@ class ChunkSink {
 http::Awaitable<Status> drain_error(http::Call& call, int status, std::span<char> buffer);
 // GETs an object through `buffer`, dropping its bytes after `sink` (may be null) saw them.
 http::Awaitable<Outcome> get_object(http::Client& http, Destination to, std::span<char> buffer, ChunkSink* sink);
+// The answer of a request sent at `start` (its body sent too): 200 or 206 read to its end
+// through `buffer` (to `sink`, may be null), else the error drained.
+http::Awaitable<Outcome> read_answer(http::Call& call, std::chrono::steady_clock::time_point start,
+                                     std::span<char> buffer, ChunkSink* sink);
 // Reads a local file the same way (blocking reads on the calling io thread).
 http::Awaitable<Outcome> read_file(const std::string& path, std::span<char> buffer, ChunkSink* sink);
 std::string status_kind(const Status& status);

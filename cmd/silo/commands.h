@@ -16,6 +16,7 @@ void add_bucket_commands(CLI::App& app, Context& context);   // bucket ..., ls
 void add_object_commands(CLI::App& app, Context& context);   // put, get, rm, cat, stat
 void add_job_commands(CLI::App& app, Context& context);      // job ..., prefetch, evict
 void add_cluster_commands(CLI::App& app, Context& context);  // cluster, node, mountpath, config
+void add_batch_commands(CLI::App& app, Context& context);    // batch get
 
 // A subcommand with a description and an example shown by --help.
 CLI::App* add_command(CLI::App& parent, const std::string& name, const std::string& description,

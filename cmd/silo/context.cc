@@ -299,6 +299,27 @@ void Table::print() const {
   }
 }
 
+Status write_whole_file(const std::string& path, const std::function<Status(const client::SinkFn& sink)>& fetch) {
+  const std::string partial = path + ".silo-partial";
+  std::FILE* out = std::fopen(partial.c_str(), "wb");
+  if (out == nullptr) return Status::from_errno(errno, "open " + partial);
+  const Status got = fetch([out](std::span<const char> data) -> Status {
+    if (std::fwrite(data.data(), 1, data.size(), out) != data.size()) return Status::from_errno(errno, "write");
+    return Status::ok();
+  });
+  const bool is_closed = std::fclose(out) == 0;
+  const int close_errno = errno;
+  std::error_code ec;
+  if (!got.is_ok() || !is_closed) {
+    std::filesystem::remove(partial, ec);
+    if (!got.is_ok()) return got;
+    return Status::from_errno(close_errno, "close " + partial);
+  }
+  std::filesystem::rename(partial, path, ec);
+  if (ec) return Status::invalid_argument("rename {} to {}: {}", partial, path, ec.message());
+  return Status::ok();
+}
+
 void run_parallel(size_t count, int workers, const std::function<void(size_t)>& work) {
   std::atomic<size_t> next{0};
   auto loop = [&] {

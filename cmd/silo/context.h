@@ -83,6 +83,9 @@ std::string human_bytes(uint64_t bytes);         // "1.5 MiB"
 std::string human_time(int64_t unix_nanos);      // "2024-05-01 12:00:00" (UTC)
 // Parses "123", "4KiB", "10MB", "1.5GiB" into bytes; kInvalidArgument otherwise.
 Result<uint64_t> parse_size(std::string_view text);
+// Writes the bytes `fetch` hands its sink to `path` through `path`.silo-partial, renamed
+// once fetch succeeded: a failed download leaves no file, whole or partial.
+Status write_whole_file(const std::string& path, const std::function<Status(const client::SinkFn& sink)>& fetch);
 // Runs `work(i)` for i in [0, count) on `workers` threads.
 void run_parallel(size_t count, int workers, const std::function<void(size_t)>& work);
 

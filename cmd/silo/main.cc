@@ -62,6 +62,7 @@ int run(int argc, char** argv) {
   add_object_commands(app, context);
   add_job_commands(app, context);
   add_cluster_commands(app, context);
+  add_batch_commands(app, context);
 
   try {
     app.parse(argc, argv);

@@ -276,29 +276,19 @@ Status get_to_file(client::Client& c, const std::string& bucket, Transfer& t,
   if (ec)
     return Status::invalid_argument("cannot create directory {}: {}", path.parent_path().string(),
                                     ec.message());
-  const std::string partial = t.local + ".silo-partial";
-  std::FILE* out = std::fopen(partial.c_str(), "wb");
-  if (out == nullptr) return Status::from_errno(errno, "open " + partial);
-  auto got = c.get_stream(
-      bucket, t.name,
-      [out, &t, &progress](std::span<const char> data) -> Status {
-        if (std::fwrite(data.data(), 1, data.size(), out) != data.size())
-          return Status::from_errno(errno, "write");
-        t.size += data.size();
-        progress.add(0, data.size());
-        return Status::ok();
-      },
-      range);
-  const bool is_closed = std::fclose(out) == 0;
-  if (!got || !is_closed) {
-    fs::remove(partial, ec);
-    if (!got) return got.error();
-    return Status::from_errno(errno, "close " + partial);
-  }
-  t.etag = got->etag;
-  fs::rename(partial, path, ec);
-  if (ec) return Status::invalid_argument("rename {} to {}: {}", partial, t.local, ec.message());
-  return Status::ok();
+  return write_whole_file(t.local, [&](const client::SinkFn& sink) -> Status {
+    auto got = c.get_stream(
+        bucket, t.name,
+        [&sink, &t, &progress](std::span<const char> data) -> Status {
+          RETURN_IF_ERROR(sink(data));
+          t.size += data.size();
+          progress.add(0, data.size());
+          return Status::ok();
+        },
+        range);
+    if (got) t.etag = got->etag;
+    return got.status();
+  });
 }
 
 Status write_to_stdout(client::Client& c, const std::string& bucket, const std::string& name,

@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "batch/owner_fetcher.h"
 #include "http/reply.h"
 #include "wire/json.h"
 
@@ -206,6 +207,8 @@ http::Awaitable<void> Node::start() {
     }
     proxy_ = std::make_unique<proxy::Proxy>(std::move(options), *maps_, data_client_, primary_.get(), stats_);
   }
+  batch_ = std::make_unique<batch::Batch>(std::make_unique<batch::OwnerFetcher>(*maps_, data_client_, self_.id()),
+                                          batch::StreamOptions{}, stats_);
   add_native_routes();
   stats_.gauge("silo_http_connections", "Open client connections.",
                [this] { return static_cast<double>(server_->connection_count()); });
@@ -457,6 +460,9 @@ void Node::add_native_routes() {
   }
   routes.add(std::nullopt, "/v1/objects/*", [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
     return route_object(exchange, rest);
+  });
+  routes.add(Method::kPost, "/v1/batch", [this](Exchange& exchange, const NativeCaller&, std::string_view) {
+    return batch_->handle(exchange);
   });
   // /v1/buckets, /v1/users, /v1/cluster/nodes and /v1/jobs: a route per method and path
   // (after the object route, which the data path looks up first).

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 
+#include "batch/batch.h"
 #include "cluster/cluster_maps.h"
 #include "cluster/intra_auth.h"
 #include "cluster/meta_store.h"
@@ -97,6 +98,7 @@ class Node {
   std::unique_ptr<shards::Shards> shards_;
   std::unique_ptr<target::Target> target_;
   std::unique_ptr<proxy::Proxy> proxy_;
+  std::unique_ptr<batch::Batch> batch_;  // POST /v1/batch, on every node
   http::RouteTable<NativeCaller> native_routes_;  // /v1/...: filled before serving
   wire::NodeInfo self_;
   std::atomic<bool> is_ready_{false};

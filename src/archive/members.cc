@@ -6,12 +6,18 @@ namespace silo::archive {
 
 std::optional<wire::ArchiveFormat> format_of_name(std::string_view object_name) {
   if (object_name.ends_with(".tar")) return wire::ARCHIVE_FORMAT_TAR;
+  if (object_name.ends_with(".tgz") || object_name.ends_with(".tar.gz")) return wire::ARCHIVE_FORMAT_TGZ;
+  if (object_name.ends_with(".tar.lz4")) return wire::ARCHIVE_FORMAT_TAR_LZ4;
+  if (object_name.ends_with(".zip")) return wire::ARCHIVE_FORMAT_ZIP;
   return std::nullopt;
 }
 
 std::string_view format_name(wire::ArchiveFormat format) {
   switch (format) {
     case wire::ARCHIVE_FORMAT_TAR: return "tar";
+    case wire::ARCHIVE_FORMAT_TGZ: return "tgz";
+    case wire::ARCHIVE_FORMAT_TAR_LZ4: return "tar.lz4";
+    case wire::ARCHIVE_FORMAT_ZIP: return "zip";
     default: return "unknown";
   }
 }

@@ -19,7 +19,8 @@ namespace silo::archive {
 inline constexpr const char* kNoSuchMember = "NoSuchArchiveMember";
 inline bool is_member_miss(const Status& s) { return s.code() == Code::kNotFound && s.reason() == kNoSuchMember; }
 
-// The format an object's name says it has: .tar (WebDataset shards), else nullopt.
+// The format an object's name says it has: .tar (WebDataset shards), .tgz and .tar.gz,
+// .tar.lz4, .zip; else nullopt (compressed.h sniff_format() reads the bytes instead).
 std::optional<wire::ArchiveFormat> format_of_name(std::string_view object_name);
 std::string_view format_name(wire::ArchiveFormat format);
 

@@ -16,6 +16,7 @@
 
 #include "client/detail/decode_answer.h"
 #include "client/owner_map.h"
+#include "http/reply.h"
 #include "wire/json.h"
 
 namespace silo::client {
@@ -25,30 +26,6 @@ namespace asio = boost::asio;
 
 constexpr size_t kStreamBufferBytes = 1024 * 1024;
 constexpr size_t kMaxSmallBody = 1024 * 1024;  // JSON answers of streamed calls
-constexpr size_t kMaxMessageSnippet = 300;
-
-Code code_of_http_status(int status) {
-  switch (status) {
-    case 400: return Code::kInvalidArgument;
-    case 401: return Code::kUnauthenticated;
-    case 403: return Code::kPermissionDenied;
-    case 404: return Code::kNotFound;
-    case 408: return Code::kDeadlineExceeded;
-    case 409: return Code::kAlreadyExists;
-    case 412: return Code::kFailedPrecondition;
-    case 416: return Code::kOutOfRange;
-    case 429: return Code::kResourceExhausted;
-    case 499: return Code::kCancelled;
-    case 501: return Code::kUnimplemented;
-    case 502:
-    case 503: return Code::kUnavailable;
-    case 504: return Code::kDeadlineExceeded;
-    case 507: return Code::kResourceExhausted;
-    default: break;
-  }
-  if (status >= 400 && status < 500) return Code::kInvalidArgument;
-  return status >= 500 ? Code::kInternal : Code::kUnknown;
-}
 
 std::string unquote(std::string_view etag) {
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
@@ -58,6 +35,21 @@ std::string unquote(std::string_view etag) {
 Status with_context(Status s, std::string_view what) {
   s.annotate("{}", what);
   return s;
+}
+
+// Hands the rest of `call`'s body to `sink` through one buffer; the bytes it saw. A body
+// cut short (the server stopped mid-answer) is the connection's error, after `what`.
+http::Awaitable<Result<uint64_t>> stream_body(http::Call& call, const SinkFn& sink, std::string_view what) {
+  std::vector<char> buffer(kStreamBufferBytes);
+  uint64_t received = 0;
+  for (;;) {
+    auto n = co_await call.body().read(buffer);
+    if (!n) co_return with_context(n.error(), fmt::format("{}: after {} bytes", what, received));
+    if (*n == 0) break;
+    CO_RETURN_IF_ERROR(sink({buffer.data(), *n}));
+    received += *n;
+  }
+  co_return received;
 }
 
 bool is_redirect(int status) { return status == 301 || status == 302 || status == 307 || status == 308; }
@@ -254,19 +246,7 @@ Result<Response> Client::request_object(http::Method method, std::string_view bu
 
 Status Client::status_of(const Response& response, std::string_view what) {
   if (response.status < 400) return Status::ok();
-  Code code = code_of_http_status(response.status);
-  std::string message;
-  std::string reason;
-  if (auto error = wire::parse_error_json(response.body)) {
-    if (error->code && *error->code != Code::kOk) code = *error->code;
-    message = std::move(error->message);
-    reason = std::move(error->reason);
-  } else {
-    message = response.body.substr(0, kMaxMessageSnippet);
-  }
-  Status status(code, fmt::format("{}: HTTP {}: {}", what, response.status, message));
-  if (!reason.empty()) status.with_reason(std::move(reason));
-  return status;
+  return http::status_of_answer(response.status, response.body, what);
 }
 
 Result<Response> Client::request(http::Method method, std::string_view target, std::string body,
@@ -555,6 +535,29 @@ Result<PutResult> Client::put_stream(std::string_view bucket, std::string_view n
   });
 }
 
+Result<uint64_t> Client::get_batch(const wire::BatchRequest& batch, const SinkFn& sink) {
+  constexpr std::string_view kWhat = "POST /v1/batch";
+  const std::string body = wire::batch_request_json(batch);
+  ASSIGN_OR_RETURN(auto resolved, resolve("/v1/batch"));
+  return run<uint64_t>([&]() -> http::Awaitable<Result<uint64_t>> {
+    http::ClientRequest request;
+    request.method = http::Method::kPost;
+    request.target = resolved.second;
+    request.headers.set("Content-Type", "application/json");
+    CO_ASSIGN_OR_RETURN(std::unique_ptr<http::Call> call,
+                        co_await http_->start(resolved.first, std::move(request), uint64_t{body.size()}));
+    CO_RETURN_IF_ERROR(co_await call->write({body.data(), body.size()}));
+    auto head = co_await call->finish();
+    if (!head) co_return with_context(head.error(), kWhat);
+    if (head->status != 200) {
+      auto error_body = co_await http::read_all(call->body(), kMaxSmallBody);
+      if (error_body) head->body = std::move(*error_body);
+      co_return status_of(to_response(std::move(*head)), kWhat);
+    }
+    co_return co_await stream_body(*call, sink, kWhat);
+  });
+}
+
 Result<ObjectInfo> Client::get_stream(std::string_view bucket, std::string_view name, const SinkFn& sink,
                                       std::optional<ByteRange> range) {
   std::string target = object_url(bucket, name);
@@ -585,15 +588,7 @@ Result<ObjectInfo> Client::get_stream(std::string_view bucket, std::string_view 
         }
         co_return status_of(r, what);
       }
-      std::vector<char> buffer(kStreamBufferBytes);
-      uint64_t received = 0;
-      for (;;) {
-        auto n = co_await call->body().read(buffer);
-        if (!n) co_return with_context(n.error(), fmt::format("{}: after {} bytes", what, received));
-        if (*n == 0) break;
-        CO_RETURN_IF_ERROR(sink({buffer.data(), *n}));
-        received += *n;
-      }
+      CO_ASSIGN_OR_RETURN(const uint64_t received, co_await stream_body(*call, sink, what));
       if (head->content_length && received != *head->content_length) {
         co_return Status::unavailable("{}: the body ended after {} of {} bytes", what, received,
                                       *head->content_length);

@@ -23,6 +23,7 @@
 #include "wire/job_json.h"
 #include "wire/mountpath_json.h"
 #include "wire/node_map_json.h"
+#include "wire/batch_json.h"
 #include "wire/object_json.h"
 #include "wire/settings_json.h"
 
@@ -222,6 +223,10 @@ class Client {
                                   std::optional<ByteRange> range = std::nullopt);
   // The members of an archive object (?archlist=true).
   Result<wire::ArchiveList> list_members(std::string_view bucket, std::string_view name);
+  // Batch GET (POST /v1/batch, docs/shards.md "Batch GET"): the tar stream of `request`'s
+  // entries into `sink` as it arrives; the bytes received. A stream the server cut (an
+  // entry failed after the first byte) is an error, never a shorter archive.
+  Result<uint64_t> get_batch(const wire::BatchRequest& request, const SinkFn& sink);
   // Streams the object (or a range of it) into `sink`; follows redirects.
   Result<ObjectInfo> get_stream(std::string_view bucket, std::string_view name, const SinkFn& sink,
                                 std::optional<ByteRange> range = std::nullopt);

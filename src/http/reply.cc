@@ -1,5 +1,6 @@
 #include "http/reply.h"
 
+#include <fmt/format.h>
 #include <strings.h>
 
 #include "wire/json.h"
@@ -27,6 +28,46 @@ int http_status(Code code) {
     case Code::kUnknown: return 500;
   }
   return 500;
+}
+
+Code code_of_http_status(int status) {
+  switch (status) {
+    case 400: return Code::kInvalidArgument;
+    case 401: return Code::kUnauthenticated;
+    case 403: return Code::kPermissionDenied;
+    case 404: return Code::kNotFound;
+    case 408: return Code::kDeadlineExceeded;
+    case 409: return Code::kAlreadyExists;
+    case 412: return Code::kFailedPrecondition;
+    case 416: return Code::kOutOfRange;
+    case 429: return Code::kResourceExhausted;
+    case 499: return Code::kCancelled;
+    case 501: return Code::kUnimplemented;
+    case 502:
+    case 503: return Code::kUnavailable;
+    case 504: return Code::kDeadlineExceeded;
+    case 507: return Code::kResourceExhausted;
+    default: break;
+  }
+  if (status >= 400 && status < 500) return Code::kInvalidArgument;
+  return status >= 500 ? Code::kInternal : Code::kUnknown;
+}
+
+Status status_of_answer(int status, std::string_view body, std::string_view what) {
+  constexpr size_t kMaxMessageSnippet = 300;
+  Code code = code_of_http_status(status);
+  std::string message;
+  std::string reason;
+  if (auto error = wire::parse_error_json(body)) {
+    if (error->code && *error->code != Code::kOk) code = *error->code;
+    message = std::move(error->message);
+    reason = std::move(error->reason);
+  } else {
+    message = std::string(body.substr(0, kMaxMessageSnippet));
+  }
+  Status out(code, fmt::format("{}: HTTP {}: {}", what, status, message));
+  if (!reason.empty()) out.with_reason(std::move(reason));
+  return out;
 }
 
 http::Awaitable<void> send_json(http::Exchange& exchange, int status, std::string body) {

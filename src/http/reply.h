@@ -17,6 +17,13 @@ inline constexpr const char* kLocalOnlyHeader = "X-Silo-Local-Only";
 
 // The HTTP status a Status code maps to on the native API.
 int http_status(Code code);
+// The code an HTTP error status stands for (the inverse of http_status(), for answers
+// whose body names none).
+Code code_of_http_status(int status);
+// An error answer of the native API (`status` >= 400, `body` {"error": {"code",
+// "message", "reason"}}) as a Status: the code and reason the body names, else the HTTP
+// status's; the message after `what` ("GET b/o: HTTP 404: ...").
+Status status_of_answer(int status, std::string_view body, std::string_view what);
 // Sends `status` as {"error": {"code", "message"}} with its HTTP status. Send failures
 // (the client went away) are ignored: there is no one left to tell.
 http::Awaitable<void> send_error(http::Exchange& exchange, const Status& status);

@@ -152,6 +152,7 @@ class ServerExchange final : public Exchange, public BodyReader, public Response
   void wrote_raw(uint64_t n) override { response_written_ += n; }
   Status fail_raw(Status status) override { return fail_response(std::move(status)); }
   bool has_begun() const override { return state_ != ResponseState::kNotBegun; }
+  void cut() override { has_response_failed_ = true; }
 
   // Completes the exchange after the handler returned; returns whether the connection can
   // serve another request.

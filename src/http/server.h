@@ -26,6 +26,10 @@ class ResponseWriter {
   // borrowed, not closed. Requires: begin() was called with a known content length.
   virtual Awaitable<Status> send_file(int fd, uint64_t offset, uint64_t length) = 0;
   virtual bool has_begun() const = 0;
+  // Ends a begun response as failed: the connection closes without ending the body (a
+  // chunked body gets no last chunk, a sized one stays short), so that no client takes
+  // what it got for the whole answer. Later writes fail.
+  virtual void cut() = 0;
 };
 
 // One request being served: its head, its body stream and the response writer.

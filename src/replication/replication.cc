@@ -146,7 +146,11 @@ http::Awaitable<Result<uint64_t>> Replication::xxh3_of(const store::OpenObject& 
   co_return co_await reader_.run([fd, size] { return store::xxh3_of_fd(fd, size); });
 }
 
-
+http::Awaitable<Result<store::FileSums>> Replication::sums_of(const store::OpenObject& object) {
+  const int fd = object.fd();
+  const uint64_t size = object.record().size();
+  co_return co_await reader_.run([fd, size] { return store::sums_of_fd(fd, size); });
+}
 
 http::Awaitable<Status> Replication::verify_read(const wire::Bucket& bucket, const store::OpenObject& object) {
   if (bucket.props().skip_read_verify()) co_return Status::ok();
@@ -160,6 +164,69 @@ http::Awaitable<Status> Replication::verify_read(const wire::Bucket& bucket, con
                  peers_.self().id(), why);
   co_return Status::data_loss("the stored bytes of {} do not match their checksum ({})", record.name(), why)
       .with_reason("InternalError");  // S3 has no code of its own for it
+}
+
+store::ReadCheck Replication::read_check(const wire::Bucket& bucket) {
+  return bucket.props().skip_read_verify() ? store::ReadCheck::kNone : store::ReadCheck::kVerify;
+}
+
+http::Awaitable<Status> Replication::verify_block(store::BlockVerifier& verifier, const store::OpenObject& object,
+                                                  uint64_t offset) {
+  Status checked = co_await reader_.run([&verifier, offset] { return verifier.verify(offset); });
+  if (checked.is_ok()) co_return checked;
+  corrupt_found_.add();
+  const wire::ObjectRecord& record = object.record();
+  SILO_LOG_ERROR("corrupt copy of {} (generation {}) on {}: {}", record.name(), record.generation(),
+                 peers_.self().id(), checked.message());
+  co_return checked;
+}
+
+http::Awaitable<Status> Replication::send_verified(http::Exchange& exchange, store::ReadCheck check,
+                                                   const ObjectRef& object, const store::OpenObject& opened,
+                                                   http::ResponseHead head, uint64_t offset, uint64_t length,
+                                                   std::string_view prefix) {
+  store::BlockVerifier verifier(opened, check);
+  const uint64_t end = offset + length;
+  // The first block before the head: a copy found corrupt now is served from another.
+  if (length > 0 && verifier.verified_bytes(offset, length) == 0) {
+    CO_RETURN_IF_ERROR(co_await verify_block(verifier, opened, offset));
+  }
+  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), prefix.size() + length));
+  if (!prefix.empty()) CO_RETURN_IF_ERROR(co_await exchange.response().write({prefix.data(), prefix.size()}));
+  for (uint64_t at = offset; at < end;) {
+    uint64_t ready = verifier.verified_bytes(at, end - at);
+    if (ready == 0) {
+      Status checked = co_await verify_block(verifier, opened, at);
+      if (!checked.is_ok()) {
+        co_await repair_later(object, opened.record().generation());
+        co_return checked;
+      }
+      ready = verifier.verified_bytes(at, end - at);
+    }
+    CO_RETURN_IF_ERROR(co_await exchange.response().send_file(opened.fd(), at, ready));
+    at += ready;
+  }
+  co_return Status::ok();
+}
+
+http::Awaitable<void> Replication::repair_later(const ObjectRef& object, uint64_t generation) {
+  if (peers_.holders_of(object).size() < 2 && !peers_.is_rebalancing()) co_return;  // no other copy to take
+  const auto executor = co_await boost::asio::this_coro::executor;
+  std::string what = fmt::format("repairing the corrupt copy of {}", object.name);
+  boost::asio::co_spawn(executor, in_background(repair_copy(object, generation), std::move(what)),
+                        boost::asio::detached);
+}
+
+http::Awaitable<Status> Replication::repair_copy(ObjectRef object, uint64_t generation) {
+  // Another read may have repaired it meanwhile: only a copy still broken is counted.
+  const std::optional<BrokenCopy> broken = co_await broken_copy(object);
+  if (!broken || broken->generation != generation) co_return Status::ok();
+  CO_RETURN_IF_ERROR(co_await pull_copy(object, generation));
+  const std::optional<BrokenCopy> still = co_await broken_copy(object);
+  if (still) co_return Status::data_loss("no good copy of {} was found", object.name);
+  corrupt_repaired_.add();
+  SILO_LOG_INFO("corrupt copy of {} replaced by a good one from another target", object.name);
+  co_return Status::ok();
 }
 
 http::Awaitable<Result<bool>> Replication::ensure_copy(const wire::NodeInfo& holder, const ObjectRef& object,
@@ -416,14 +483,12 @@ http::Awaitable<Status> Replication::serve_copy(http::Exchange& exchange, const 
   const uint64_t offset = std::min(query_u64(request, "offset"), file_size);
   const uint64_t length =
       request.query_param("length") ? std::min(query_u64(request, "length"), file_size - offset) : file_size - offset;
-  // A corrupt copy never leaves (the reader goes elsewhere or reconstructs).
-  if (const auto bucket = peers_.bucket_by_id(object.bucket_id.value())) {
-    CO_RETURN_IF_ERROR(co_await verify_read(*bucket, opened));
-  }
+  // A corrupt copy never leaves (the reader goes elsewhere or reconstructs): checked block
+  // by block as it is sent (a slice, which has no block sums: whole, first).
+  store::ReadCheck check = store::ReadCheck::kNone;
+  if (const auto bucket = peers_.bucket_by_id(object.bucket_id.value())) check = read_check(*bucket);
   const std::string prefix = copy_prefix(opened.record());
-  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), prefix.size() + length));
-  CO_RETURN_IF_ERROR(co_await exchange.response().write({prefix.data(), prefix.size()}));
-  if (length > 0) CO_RETURN_IF_ERROR(co_await exchange.response().send_file(opened.fd(), offset, length));
+  CO_RETURN_IF_ERROR(co_await send_verified(exchange, check, object, opened, std::move(head), offset, length, prefix));
   bytes_sent_.add(length);
   co_return Status::ok();
 }

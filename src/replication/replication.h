@@ -21,6 +21,7 @@
 #include "replication/copy_wire.h"
 #include "replication/peers.h"
 #include "stats/registry.h"
+#include "store/block_sums.h"
 #include "store/store.h"
 
 namespace silo::replication {
@@ -83,9 +84,31 @@ class Replication {
   http::Awaitable<std::optional<BrokenCopy>> broken_copy(const ObjectRef& object);
   // The XXH3 of the file's bytes, read on the disk executor.
   http::Awaitable<Result<uint64_t>> xxh3_of(const store::OpenObject& object);
+  // The XXH3 and the block sums of the file's bytes, in one read on the disk executor.
+  http::Awaitable<Result<store::FileSums>> sums_of(const store::OpenObject& object);
   // Checks the bytes of `object` against its XXH3 when the bucket verifies reads.
-  // kDataLoss (S3 InternalError) when they differ; nothing was sent then.
+  // kDataLoss (S3 InternalError) when they differ; nothing was sent then. Reads whole
+  // files: a read that sends bytes uses send_verified().
   http::Awaitable<Status> verify_read(const wire::Bucket& bucket, const store::OpenObject& object);
+  // Whether reads of `bucket` check what they send (its verify_reads).
+  static store::ReadCheck read_check(const wire::Bucket& bucket);
+  // Sends `head` (its length set here: `prefix` and `length` bytes), `prefix`, then bytes
+  // [offset, offset + length) of `object` by sendfile. With kVerify each block the range
+  // touches is checked just before its bytes go (store::BlockVerifier; a record without
+  // block sums whole, first), the first one before `head`: a corrupt first block fails
+  // as verify_read does, kDataLoss (InternalError) with nothing sent, which the reader
+  // answers from another copy; a later one ends the response short with kDataLoss (the
+  // server closes the connection: no client takes it for complete). Both are counted in
+  // silo_target_corrupt_copies_total; after the head, the copy is also repaired in the
+  // background (repair_later()). Requires: offset + length <= the record's size.
+  http::Awaitable<Status> send_verified(http::Exchange& exchange, store::ReadCheck check, const ObjectRef& object,
+                                        const store::OpenObject& opened, http::ResponseHead head, uint64_t offset,
+                                        uint64_t length, std::string_view prefix = {});
+  // For a read that found the copy here corrupt after its answer began (so get-from-
+  // neighbor could not step in): replaces it in the background with a good copy from
+  // another holder, if the object has one (counted as repaired), so the next read is
+  // served. Returns at once.
+  http::Awaitable<void> repair_later(const ObjectRef& object, uint64_t generation);
   // A corrupt copy here was replaced by a good one (counts it).
   void note_repaired() { corrupt_repaired_.add(); }
   // Counts a corrupt copy found by a reader other than verify_read (a scrub).
@@ -143,6 +166,12 @@ class Replication {
   http::Awaitable<Status> take_record(http::Exchange& exchange, const ObjectRef& object);
   http::Awaitable<Status> take_copy(http::Exchange& exchange, const ObjectRef& object);
   http::Awaitable<Status> drop_copy(http::Exchange& exchange, const ObjectRef& object);
+  // repair_later()'s work: a corrupt copy (still `generation`, still broken) pulled again.
+  http::Awaitable<Status> repair_copy(ObjectRef object, uint64_t generation);
+  // Checks the block of `object` that holds `offset` on reader_; a failure is counted and
+  // logged as a corrupt copy here.
+  http::Awaitable<Status> verify_block(store::BlockVerifier& verifier, const store::OpenObject& object,
+                                       uint64_t offset);
 
   Peers& peers_;
   store::Store& store_;

@@ -3,6 +3,9 @@
 // XXH3, and copies pulled back from the target with the newest one.
 #include "replication/replication.h"
 
+#include <fmt/format.h>
+
+#include "store/block_sums.h"
 #include <gtest/gtest.h>
 
 #include "replication/testing/test_targets.h"
@@ -181,6 +184,48 @@ TEST(ReplicationTest, ACorruptCopyFailsItsReadIsCountedAndNeverLeaves) {
   wire::Bucket unchecked = bucket;
   unchecked.mutable_props()->set_skip_read_verify(true);
   EXPECT_OK(targets.run(t1.replication->verify_read(unchecked, *opened)));
+}
+
+TEST(ReplicationTest, ARangeIsCheckedOnlyInTheBlocksItTouchesAndACorruptBlockNeverLeaves) {
+  TestTargets targets(1, buckets());
+  auto& t1 = targets[0];
+  const ObjectRef object{BucketId(kOne), "big"};
+  constexpr uint64_t kBlock = store::kBlockSize;
+  std::string bytes(4 * kBlock + 10, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>('a' + (i * 7 + i / kBlock) % 26);
+  ASSERT_OK(targets.put(t1, object, bytes));
+  const auto record = targets.record_at(t1, object);
+  ASSERT_TRUE(record.has_value());
+  ASSERT_EQ(record->block_xxh3_size(), 5);
+  targets.corrupt(t1, object, 2 * kBlock + 100);  // block 2
+  const std::string prefix = copy_prefix(*record);
+
+  // Ranges away from block 2 are served, their blocks checked.
+  auto head = targets.call(t1, http::Method::kGet, url(object, fmt::format("?offset=10&length={}", 2 * kBlock - 10)));
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, prefix + bytes.substr(10, 2 * kBlock - 10));
+  auto tail = targets.call(t1, http::Method::kGet, url(object, fmt::format("?offset={}", 3 * kBlock + 1)));
+  EXPECT_EQ(tail.status, 200);
+  EXPECT_EQ(tail.body, prefix + bytes.substr(3 * kBlock + 1));
+  EXPECT_EQ(t1.counter("silo_target_corrupt_copies_total"), 0u);
+
+  // A range that starts in it: refused before anything is sent.
+  auto bad = targets.call(t1, http::Method::kGet, url(object, fmt::format("?offset={}&length=10", 2 * kBlock + 50)));
+  EXPECT_EQ(bad.status, 500);
+  EXPECT_NE(bad.body.find("block 2"), std::string::npos) << bad.body;
+  EXPECT_EQ(t1.counter("silo_target_corrupt_copies_total"), 1u);
+
+  // The whole copy: blocks 0 and 1 go, then the response ends short (no reader takes it
+  // for complete) and block 2 never leaves.
+  http::ClientRequest whole;
+  whole.target = url(object);
+  auto cut = targets.run(t1.client->call(t1.endpoint(), std::move(whole), "", 64 * kBlock));
+  EXPECT_FALSE(cut.has_value() && cut->status == 200 && cut->body.size() == prefix.size() + bytes.size())
+      << "a copy with a corrupt block was sent whole";
+  if (cut) {
+    EXPECT_LE(cut->body.size(), prefix.size() + 2 * kBlock) << "bytes past block 1 were sent";
+  }
+  EXPECT_EQ(t1.counter("silo_target_corrupt_copies_total"), 2u);
 }
 
 TEST(ReplicationTest, AFileThatIsGoneIsABrokenCopyButNotACorruptOne) {

@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "cluster/task_failures.h"
+#include "store/block_sums.h"
 
 namespace silo::scrub {
 namespace {
@@ -24,6 +25,17 @@ namespace asio = boost::asio;
 
 constexpr size_t kScrubPage = 1000;
 constexpr size_t kMaxTasksKept = 16;
+
+// Whether the record of a good copy should get `sums` (it was written before block sums,
+// or the ones it has are wrong). A slice keeps none; nor does an object over kMaxBlocks.
+bool needs_block_sums(const wire::ObjectRecord& record, const store::FileSums& sums) {
+  if (record.has_ec() || (sums.blocks.empty() && record.size() > 0)) return false;
+  if (record.block_size() != sums.block_size ||
+      static_cast<size_t>(record.block_xxh3_size()) != sums.blocks.size()) {
+    return true;
+  }
+  return !std::equal(sums.blocks.begin(), sums.blocks.end(), record.block_xxh3().begin());
+}
 
 }  // namespace
 
@@ -38,6 +50,7 @@ struct Scrub::Task {
   std::atomic<uint64_t> corrupt{0};
   std::atomic<uint64_t> repaired{0};
   std::atomic<uint64_t> restored{0};
+  std::atomic<uint64_t> sums_added{0};  // records given block sums
   std::atomic<uint64_t> total{0};
   int64_t started_unix_nanos = 0;
   std::atomic<int64_t> finished_unix_nanos{0};
@@ -142,9 +155,12 @@ http::Awaitable<void> Scrub::run(std::shared_ptr<Task> task) {
   }
   task->finished_unix_nanos = Clock::real().unix_nanos();
   task->finished = true;
-  SILO_LOG_INFO("{} {}: {} objects, {} bytes checked; {} corrupt, {} repaired, {} copies restored, {} errors",
-                task->id, task->cancelled ? "stopped" : "finished", task->scanned.load(), task->bytes.load(),
-                task->corrupt.load(), task->repaired.load(), task->restored.load(), task->failures.count());
+  SILO_LOG_INFO(
+      "{} {}: {} objects, {} bytes checked; {} corrupt, {} repaired, {} copies restored, {} given block sums, {} "
+      "errors",
+      task->id, task->cancelled ? "stopped" : "finished", task->scanned.load(), task->bytes.load(),
+      task->corrupt.load(), task->repaired.load(), task->restored.load(), task->sums_added.load(),
+      task->failures.count());
 }
 
 http::Awaitable<Status> Scrub::check_object(Task& task, const ObjectRef& object) {
@@ -155,12 +171,25 @@ http::Awaitable<Status> Scrub::check_object(Task& task, const ObjectRef& object)
   }
   if (!opened) co_return std::move(opened).error();
   const wire::ObjectRecord& record = opened->record();
-  const Result<uint64_t> xxh3 = co_await replication_.xxh3_of(*opened);
+  // One read gives the whole XXH3 and the block sums (store/block_sums.h).
+  Result<store::FileSums> sums = co_await replication_.sums_of(*opened);
   task.bytes += record.size();
-  if (!xxh3 || *xxh3 != record.xxh3()) {
+  if (!sums || sums->xxh3 != record.xxh3()) {
     SILO_LOG_ERROR("{}: corrupt copy of {} (generation {}) on {}: {}", task.id, object.name, record.generation(),
-                   peers_.self().id(), xxh3 ? "XXH3 mismatch" : xxh3.error().to_string());
+                   peers_.self().id(), sums ? "XXH3 mismatch" : sums.error().to_string());
     co_return co_await repair_corrupt(task, object, record);
+  }
+  if (needs_block_sums(record, *sums)) {
+    // A good copy written before block sums gets them, so reads check only what they send.
+    const uint64_t generation = record.generation();
+    const uint64_t block_size = sums->block_size;
+    std::vector<uint64_t> blocks = std::move(sums->blocks);
+    const Status kept = co_await store_.set_block_sums(object, generation, block_size, std::move(blocks));
+    if (kept.is_ok()) {
+      ++task.sums_added;
+    } else if (kept.code() != Code::kAborted && kept.code() != Code::kNotFound) {
+      SILO_LOG_WARN("{}: {}", task.id, kept);  // rewritten or deleted meanwhile: nothing to do
+    }
   }
   // The first holder that is up makes sure the others have their copy (slices: the first
   // holder with a slice, that every slice exists).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "replication/testing/test_targets.h"
+#include "store/block_sums.h"
 #include "testing/status_matchers.h"
 
 namespace silo::scrub {
@@ -106,6 +107,27 @@ TEST_F(ScrubTest, AGoodCopyOnEveryHolderIsScannedAndLeftAlone) {
   for (const auto& object : objects) {
     EXPECT_EQ(targets().record_at(target(1), object)->mtime_unix_nanos(), 1000) << "not sent again";
   }
+}
+
+TEST_F(ScrubTest, AGoodCopyWhoseRecordHasWrongOrNoBlockSumsGetsTheRightOnes) {
+  start(1);
+  const ObjectRef object{BucketId(kOne), "o"};
+  const std::string bytes(3 * store::kBlockSize + 17, 'z');
+  ASSERT_OK(targets().put(target(0), object, bytes));
+  const wire::ObjectRecord right = *targets().record_at(target(0), object);
+  ASSERT_TRUE(store::has_block_sums(right));
+  // Sums that do not describe the bytes (as a record written before them has none): a read
+  // trusts them and fails; the scrub finds the whole file good and puts the right ones.
+  ASSERT_OK(targets().run(target(0).store->set_block_sums(object, right.generation(), store::kBlockSize,
+                                                          std::vector<uint64_t>{1, 2, 3, 4})));
+  const std::string url = replication::internal_object_target(object);
+  EXPECT_EQ(targets().call(target(0), http::Method::kGet, url).status, 500);
+  const auto p = scrub_to_end(0, "scrub-1");
+  EXPECT_EQ(p.corrupt_found(), 0u) << "the bytes are good";
+  EXPECT_EQ(p.errors(), 0u) << p.last_error();
+  const wire::ObjectRecord fixed = *targets().record_at(target(0), object);
+  EXPECT_EQ(wire::encode(fixed), wire::encode(right)) << "the right sums, nothing else changed";
+  EXPECT_EQ(targets().call(target(0), http::Method::kGet, url).status, 200);
 }
 
 TEST_F(ScrubTest, TheOnlyCopyCorruptIsReportedAndKept) {

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "archive/tar_writer.h"
 #include "base/log.h"
 #include "wire/object_json.h"
@@ -14,6 +16,11 @@ Result<std::optional<ArchiveRead>> parse_archive_read(
   const std::optional<std::string> path = param("archpath");
   const std::optional<std::string> mode = param("archmode");
   const std::optional<std::string> list = param("archlist");
+  std::optional<std::string> batch_prefix = param("batchprefix");
+  if (batch_prefix && !mode) {
+    return Status::invalid_argument("batchprefix names the members of a selection: it needs archmode")
+        .with_reason("InvalidArgument");
+  }
   if (!path && !mode && !list) return std::optional<ArchiveRead>();
   ArchiveRead read;
   if (list) {
@@ -36,6 +43,7 @@ Result<std::optional<ArchiveRead>> parse_archive_read(
     if (mode) {
       ASSIGN_OR_RETURN(read.mode, archive::parse_select_mode(*mode));
     }
+    read.batch_prefix = std::move(batch_prefix);
   }
   return std::optional<ArchiveRead>(std::move(read));
 }
@@ -48,16 +56,21 @@ Shards::Shards(store::Store& store, stats::Registry& stats)
       index_builds_(stats.counter("silo_target_archive_index_builds_total",
                                   "Archive indexes built at a first member read (not at install).")),
       index_failures_(stats.counter("silo_target_archive_index_failures_total",
-                                    "Member reads of objects that are no archive or a corrupt one.")) {}
+                                    "Member reads of objects that are no archive or a corrupt one.")),
+      corrupt_found_(stats.counter("silo_target_corrupt_copies_total",
+                                   "Copies whose bytes did not match their XXH3 (found by reads and scrubs).")) {}
 
 http::Awaitable<Result<std::shared_ptr<const wire::ArchiveIndex>>> Shards::index_of(
     const ObjectRef& object, const store::OpenObject& opened) {
   const uint64_t generation = opened.record().generation();
+  if (std::shared_ptr<const wire::ArchiveIndex> cached = index_cache_.find(object, generation)) co_return cached;
   Result<std::string> kept = co_await store_.get_index(object);
   if (kept) {
     auto index = wire::decode<wire::ArchiveIndex>(*kept, wire::Source::kDisk);
     if (index && index->generation() == generation) {
-      co_return std::make_shared<const wire::ArchiveIndex>(std::move(*index));
+      auto decoded = std::make_shared<const wire::ArchiveIndex>(std::move(*index));
+      index_cache_.put(object, decoded);
+      co_return decoded;
     }
   } else if (kept.error().code() != Code::kNotFound) {
     co_return std::move(kept).error();
@@ -77,7 +90,9 @@ http::Awaitable<Result<std::shared_ptr<const wire::ArchiveIndex>>> Shards::index
   built->set_generation(generation);
   const Status kept_now = co_await store_.put_index(object, generation, wire::encode(*built));
   if (!kept_now.is_ok()) SILO_LOG_INFO("the index of {} is not kept: {}", object.name, kept_now);
-  co_return std::make_shared<const wire::ArchiveIndex>(std::move(*built));
+  auto made = std::make_shared<const wire::ArchiveIndex>(std::move(*built));
+  if (kept_now.is_ok()) index_cache_.put(object, made);
+  co_return made;
 }
 
 Result<const wire::ArchiveMember*> Shards::find(const wire::ArchiveIndex& index, std::string_view name,
@@ -89,37 +104,92 @@ Result<const wire::ArchiveMember*> Shards::find(const wire::ArchiveIndex& index,
   return member;
 }
 
+http::Awaitable<Status> Shards::verify_block(store::BlockVerifier& verifier, const store::OpenObject& opened,
+                                             uint64_t offset) {
+  if (verifier.verified_bytes(offset, 1) > 0) co_return Status::ok();
+  Status checked = co_await reader_.run([&verifier, offset] { return verifier.verify(offset); });
+  if (checked.is_ok()) co_return checked;
+  corrupt_found_.add();
+  SILO_LOG_ERROR("corrupt copy of {} (generation {}) found by a member read: {}", opened.record().name(),
+                 opened.record().generation(), checked.message());
+  co_return checked;
+}
+
+http::Awaitable<Status> Shards::send_checked(http::Exchange& exchange, store::BlockVerifier& verifier,
+                                             const store::OpenObject& opened, uint64_t offset, uint64_t length) {
+  const uint64_t end = offset + length;
+  for (uint64_t at = offset; at < end;) {
+    CO_RETURN_IF_ERROR(co_await verify_block(verifier, opened, at));
+    const uint64_t ready = verifier.verified_bytes(at, end - at);
+    CO_RETURN_IF_ERROR(co_await exchange.response().send_file(opened.fd(), at, ready));
+    at += ready;
+  }
+  co_return Status::ok();
+}
+
 http::Awaitable<Status> Shards::send_member(http::Exchange& exchange, http::ResponseHead head,
-                                            const store::OpenObject& opened, const wire::ArchiveMember& member,
-                                            uint64_t offset, uint64_t length, bool sends_bytes) {
+                                            const store::OpenObject& opened, wire::ArchiveFormat format,
+                                            const wire::ArchiveMember& member, uint64_t offset, uint64_t length,
+                                            bool sends_bytes, store::ReadCheck check) {
   head.headers.set("Content-Type", "application/octet-stream");
   head.headers.set("Accept-Ranges", "bytes");
+  if (format != wire::ARCHIVE_FORMAT_TAR) {
+    // Decompressed as it goes: the object's blocks are checked as the decompressor reads them.
+    CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
+    if (!sends_bytes || length == 0) co_return Status::ok();
+    CO_RETURN_IF_ERROR(co_await send_decompressed(exchange.response(), opened, format, member, offset, length, check));
+    note_member_read(length);
+    co_return Status::ok();
+  }
+  store::BlockVerifier verifier(opened, check);
+  const uint64_t start = member.offset() + offset;
+  // Only the member's blocks, the first before the head (nothing sent yet if it fails).
+  if (sends_bytes && length > 0) CO_RETURN_IF_ERROR(co_await verify_block(verifier, opened, start));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
   if (!sends_bytes || length == 0) co_return Status::ok();
-  CO_RETURN_IF_ERROR(co_await exchange.response().send_file(opened.fd(), member.offset() + offset, length));
+  CO_RETURN_IF_ERROR(co_await send_checked(exchange, verifier, opened, start, length));
   note_member_read(length);
   co_return Status::ok();
 }
 
 http::Awaitable<Status> Shards::send_tar(http::Exchange& exchange, http::ResponseHead head,
-                                         const store::OpenObject& opened,
-                                         std::span<const wire::ArchiveMember* const> members) {
+                                         const store::OpenObject& opened, wire::ArchiveFormat format,
+                                         std::span<const wire::ArchiveMember* const> members,
+                                         std::string_view name_prefix, bool ends, store::ReadCheck check) {
   const int64_t mtime = opened.record().mtime_unix_nanos() / 1'000'000'000;
-  uint64_t length = 2 * 512;  // the end blocks
-  for (const wire::ArchiveMember* m : members) length += archive::tar_member_bytes(m->name(), m->size());
+  store::BlockVerifier verifier(opened, check);
+  const bool is_tar = format == wire::ARCHIVE_FORMAT_TAR;
+  // The first member's first block before the head: nothing is sent if it is corrupt.
+  const auto first = std::find_if(members.begin(), members.end(),
+                                  [](const wire::ArchiveMember* m) { return m->size() > 0; });
+  if (is_tar && first != members.end()) {
+    CO_RETURN_IF_ERROR(co_await verify_block(verifier, opened, (*first)->offset()));
+  }
+  std::string name;
+  uint64_t length = ends ? 2 * 512 : 0;  // the end blocks
+  for (const wire::ArchiveMember* m : members) {
+    name.assign(name_prefix).append(m->name());
+    length += archive::tar_member_bytes(name, m->size());
+  }
   head.headers.set("Content-Type", "application/x-tar");
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
+  if (!is_tar) {
+    co_return co_await send_decompressed_tar(exchange.response(), opened, format, members, name_prefix, ends, check);
+  }
   uint64_t sent = 0;
   for (const wire::ArchiveMember* m : members) {
-    const std::string header = archive::tar_header(m->name(), m->size(), mtime);
+    name.assign(name_prefix).append(m->name());
+    const std::string header = archive::tar_header(name, m->size(), mtime);
     CO_RETURN_IF_ERROR(co_await exchange.response().write(header));
-    if (m->size() > 0) CO_RETURN_IF_ERROR(co_await exchange.response().send_file(opened.fd(), m->offset(), m->size()));
+    if (m->size() > 0) CO_RETURN_IF_ERROR(co_await send_checked(exchange, verifier, opened, m->offset(), m->size()));
     const std::string padding = archive::tar_padding(m->size());
     if (!padding.empty()) CO_RETURN_IF_ERROR(co_await exchange.response().write(padding));
     sent += m->size();
   }
-  const std::string end = archive::tar_end();
-  CO_RETURN_IF_ERROR(co_await exchange.response().write(end));
+  if (ends) {
+    const std::string end = archive::tar_end();
+    CO_RETURN_IF_ERROR(co_await exchange.response().write(end));
+  }
   note_member_read(sent);
   co_return Status::ok();
 }

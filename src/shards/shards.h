@@ -11,10 +11,12 @@
 #include <string_view>
 
 #include "archive/members.h"
+#include "shards/index_cache.h"
 #include "async/disk_executor.h"
 #include "base/result.h"
 #include "http/server.h"
 #include "stats/registry.h"
+#include "store/block_sums.h"
 #include "store/store.h"
 #include "wire/codec.h"
 
@@ -26,11 +28,16 @@ struct ArchiveRead {
   std::string path;
   std::optional<archive::SelectMode> mode;
   bool lists = false;
+  // &batchprefix=PREFIX (with archmode; batch GET asks it of the owner, docs/shards.md
+  // "Batch GET"): the members are named PREFIX + their name and the tar has no end
+  // blocks: a piece of the batch's stream, sent on as it comes.
+  std::optional<std::string> batch_prefix;
   bool operator==(const ArchiveRead&) const = default;
 };
 // From the query parameters `param` returns; nullopt when the request names none.
 // Errors (kInvalidArgument, InvalidArgument): archmode without archpath or with an
-// unknown mode, an empty archpath, archlist other than true/false.
+// unknown mode, an empty archpath, archlist other than true/false, batchprefix without
+// archmode.
 Result<std::optional<ArchiveRead>> parse_archive_read(
     const std::function<std::optional<std::string>(std::string_view)>& param);
 
@@ -49,24 +56,65 @@ class Shards {
                                                  const ObjectRef& object);
   // Sends `head` (Content-Type and length set here) and, when `sends_bytes` (a GET, not a
   // HEAD), `length` bytes of `member` from `offset` within it, by sendfile from the shard.
+  // With kVerify only the blocks of those bytes are checked, each just before it goes
+  // (store::BlockVerifier), the first before `head`: a corrupt one fails with kDataLoss
+  // (InternalError), before anything was sent when it is the first (the reader then turns
+  // to another copy), else cutting the response short. Counted in
+  // silo_target_corrupt_copies_total.
   http::Awaitable<Status> send_member(http::Exchange& exchange, http::ResponseHead head,
-                                      const store::OpenObject& opened, const wire::ArchiveMember& member,
-                                      uint64_t offset, uint64_t length, bool sends_bytes);
+                                      const store::OpenObject& opened,
+                                      wire::ArchiveFormat format, const wire::ArchiveMember& member,
+                                      uint64_t offset, uint64_t length, bool sends_bytes,
+                                      store::ReadCheck check = store::ReadCheck::kVerify);
   // Sends `head` (Content-Type and length set here), then `members` of the opened object
-  // as one tar stream (sendfile for the bytes), members named as in the archive.
+  // as one tar stream (sendfile for the bytes), members named as in the archive after
+  // `name_prefix`; with `ends`, closed by the end-of-archive blocks. With kVerify each
+  // member's blocks are checked as it is sent (a block two members share, once), as
+  // send_member() does; the first member's first block before `head`.
   http::Awaitable<Status> send_tar(http::Exchange& exchange, http::ResponseHead head,
-                                   const store::OpenObject& opened,
-                                   std::span<const wire::ArchiveMember* const> members);
+                                   const store::OpenObject& opened, wire::ArchiveFormat format,
+                                   std::span<const wire::ArchiveMember* const> members,
+                                   std::string_view name_prefix = "", bool ends = true,
+                                   store::ReadCheck check = store::ReadCheck::kVerify);
   // Counts a member read of `bytes` bytes.
   void note_member_read(uint64_t bytes);
 
+  // Compressed archives (tgz, tar.lz4, zip; decompressed.cc): writes bytes [offset,
+  // offset + length) of `member`, decompressed on a thread of this module's own pool
+  // while they are sent (a few 256 KiB chunks in memory; the blocks of the object it reads
+  // verified per `check`), to `out`, which was begun with their length. An error after
+  // bytes went out (a CRC-32 that fails at the member's end) leaves `out` short: the caller
+  // returns it and the connection closes.
+  http::Awaitable<Status> send_decompressed(http::ResponseWriter& out, const store::OpenObject& opened,
+                                            wire::ArchiveFormat format, const wire::ArchiveMember& member,
+                                            uint64_t offset, uint64_t length, store::ReadCheck check);
+  // The same for a tar of `members` (begun with its length), as send_tar() writes one.
+  http::Awaitable<Status> send_decompressed_tar(http::ResponseWriter& out, const store::OpenObject& opened,
+                                                wire::ArchiveFormat format,
+                                                std::span<const wire::ArchiveMember* const> members,
+                                                std::string_view name_prefix, bool ends, store::ReadCheck check);
+
  private:
+  // Checks the block of `opened` holding `offset` unless `verifier` has; a failure is
+  // counted and logged as a corrupt copy.
+  http::Awaitable<Status> verify_block(store::BlockVerifier& verifier, const store::OpenObject& opened,
+                                       uint64_t offset);
+  // Sends [offset, offset + length) of `opened` (after begin()), each block checked just
+  // before its bytes go.
+  http::Awaitable<Status> send_checked(http::Exchange& exchange, store::BlockVerifier& verifier,
+                                       const store::OpenObject& opened, uint64_t offset, uint64_t length);
+
   store::Store& store_;
-  async::DiskExecutor reader_{2};  // builds indexes (preads of the headers)
+  async::DiskExecutor reader_{2};  // builds indexes (preads of the headers), checks blocks
+  // Decompresses members of compressed archives: a thread per read in progress, held back
+  // by a slow client, so a pool of its own.
+  async::DiskExecutor decompressor_{8};
+  IndexCache index_cache_{64ull << 20};  // decoded indexes of recent reads
   stats::Counter& member_reads_;
   stats::Counter& member_bytes_;
   stats::Counter& index_builds_;
   stats::Counter& index_failures_;
+  stats::Counter& corrupt_found_;
 };
 
 }  // namespace silo::shards

@@ -22,6 +22,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/text.h"
+#include "store/block_sums.h"
 #include "store/detail/object_file.h"
 #include "store/detail/object_lister.h"
 #include "store/detail/store_impl.h"
@@ -423,6 +424,8 @@ Result<wire::ObjectRecord> StoreImpl::update_blocking(
   updated.set_md5_hex(found.record.md5_hex());
   updated.set_etag(found.record.etag());
   *updated.mutable_parts() = found.record.parts();
+  updated.set_block_size(found.record.block_size());
+  *updated.mutable_block_xxh3() = found.record.block_xxh3();
   if (found.record.has_ec()) {
     *updated.mutable_ec() = found.record.ec();
   } else {
@@ -447,6 +450,31 @@ Awaitable<Result<wire::ObjectRecord>> StoreImpl::update(
     co_return status.annotate("update {}/{}", object.bucket_id, object.name);
   }
   co_return updated;
+}
+
+Awaitable<Status> StoreImpl::set_block_sums(const ObjectRef& object, uint64_t generation, uint64_t block_size,
+                                            std::vector<uint64_t> sums) {
+  const OpGate::Ticket ticket = gate_.enter();
+  if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
+  const size_t owner = owner_of(object);
+  Status status = co_await mountpaths_[owner]->disk().run([this, &object, owner, generation, block_size,
+                                                           &sums]() -> Status {
+    const auto lock = locks_.lock(object);
+    ASSIGN_OR_RETURN(Found found, find_record(object, owner));
+    if (found.record.generation() != generation) {
+      return Status::aborted("{}/{} changed while its block sums were computed", object.bucket_id, object.name);
+    }
+    if (found.record.has_ec()) return Status::invalid_argument("a slice keeps no block sums");
+    wire::ObjectRecord updated = std::move(found.record);
+    store::set_block_sums(updated, block_size, sums);
+    if (!has_block_sums(updated)) {
+      return Status::invalid_argument("{} block sums of {} bytes do not fit {} bytes", sums.size(), block_size,
+                                      updated.size());
+    }
+    // Derived from the bytes, so redone by the next scrub if lost: no fsync.
+    return mountpaths_[found.index]->meta().put(object.bucket_id, updated, Durability::kPageCache);
+  });
+  co_return status.annotate("block sums of {}/{}", object.bucket_id, object.name);
 }
 
 Awaitable<Status> StoreImpl::remove(const ObjectRef& object) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "archive/tar_reader.h"
 #include "base/object_ref.h"
 #include "base/result.h"
 #include "store/file_system.h"
@@ -198,9 +199,16 @@ struct UploadList {
 // XXH3-64 of the first `size` bytes of `fd`, read with pread in bounded chunks. kDataLoss
 // when the file is shorter. Blocking: call on a disk executor.
 Result<uint64_t> xxh3_of_fd(int fd, uint64_t size);
-// The archive index (docs/shards.md) of the tar in the first `size` bytes of `fd`, read
-// with pread (headers only); archive::index_tar's errors. Blocking: call on a disk executor.
+// The archive index (docs/shards.md) of the archive in the first `size` bytes of `fd`,
+// read with pread, in the format its first bytes say (archive::sniff_format: gzip, LZ4,
+// zip, else tar); archive::index_archive's errors. A tar's headers only are read; a tgz or
+// tar.lz4 is decompressed once, whole; a zip's central directory and local headers.
+// Blocking: call on a disk executor.
 Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size);
+// The same in the given format (the one an object's name says, archive::format_of_name).
+Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size, wire::ArchiveFormat format);
+// An archive::ReadAt of the open file `fd` (pread; blocking: call on a disk executor).
+archive::ReadAt pread_of(int fd);
 
 // One target's objects on its mountpaths (DESIGN.md "Storage on a target"). Thread-safe;
 // every method that touches a disk runs on that mountpath's DiskExecutor and resumes on
@@ -247,11 +255,20 @@ class Store {
   // Rewrites the object's metadata record without touching its bytes (tagging, copy onto
   // itself with new metadata), under the object lock. `mutate` may change descriptive
   // fields and times; fields that describe the bytes (name, size, generation, xxh3,
-  // md5_hex, etag, parts) are kept whatever it does. Errors: kNotFound reason "NoSuchKey";
-  // mutate's error as is (then nothing changed).
+  // md5_hex, etag, parts, block_size, block_xxh3, ec) are kept whatever it does.
+  // Errors: kNotFound reason "NoSuchKey"; mutate's error as is (then nothing changed).
   virtual Awaitable<Result<wire::ObjectRecord>> update(
       const ObjectRef& object, std::function<Status(wire::ObjectRecord&)> mutate,
       Durability durability) = 0;
+
+  // Gives the record of `object` the block sums of its bytes (store/block_sums.h; a
+  // record written before them, or one whose sums a scrub found wrong) when its current
+  // version is `generation`, touching no other field, under the object lock. The caller
+  // computed `sums` from that version's file (sums_of_fd) and checked its xxh3 first.
+  // Errors: kAborted (another version is there now), kInvalidArgument (`sums` do not fit
+  // the size, or the record is a slice, which keeps none), kNotFound.
+  virtual Awaitable<Status> set_block_sums(const ObjectRef& object, uint64_t generation, uint64_t block_size,
+                                           std::vector<uint64_t> sums) = 0;
 
   // Multipart uploads (docs/on-disk-format.md "Multipart uploads"). An upload and its
   // parts live on the mountpath that owns the object when the upload is created. An

@@ -1,5 +1,15 @@
-// Archive indexes in the store (docs/shards.md): built when a .tar is installed, tied to
-// its version, gone with it, kept by a record update, carried by a resilver.
+// Archive indexes in the store (docs/shards.md): built when a .tar (.tgz, .tar.gz,
+// .tar.lz4, .zip) is installed, tied to its version, gone with it, kept by a record update,
+// carried by a resilver; index_of_fd in the format an object's first bytes say.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include "archive/tar_writer.h"
@@ -18,6 +28,16 @@ std::string tar_of(const std::vector<std::pair<std::string, std::string>>& membe
     out += archive::tar_header(name, bytes.size(), 0) + bytes + archive::tar_padding(bytes.size());
   }
   return out + archive::tar_end();
+}
+
+// `command` run in `dir` (the system's gzip, lz4, zip), then the bytes of dir/`out`.
+std::string made_by(const std::string& dir, const std::string& command, const std::string& out) {
+  const std::string full = "cd '" + dir + "' && (" + command + ") >/dev/null 2>&1";
+  EXPECT_EQ(std::system(full.c_str()), 0) << full;
+  std::ifstream in(dir + "/" + out, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
 }
 
 Result<wire::ArchiveIndex> index_of(Store& store, const ObjectRef& object) {
@@ -71,6 +91,64 @@ TEST_F(StoreIndexTest, ATarGetsItsIndexWithItsVersionAndLosesItWithIt) {
   ASSERT_TRUE(run(store_->remove(other)).is_ok());
   ASSERT_TRUE(put(*store_, other, "again"));
   EXPECT_EQ(run(store_->get_index(other)).status().code(), Code::kNotFound) << "removed with its object";
+}
+
+TEST_F(StoreIndexTest, CompressedArchivesGetTheirIndexAtInstallAndOnDemand) {
+  const std::string work = dir_.sub("work");
+  ASSERT_EQ(::mkdir(work.c_str(), 0755), 0);
+  std::ofstream(work + "/shard.tar", std::ios::binary) << tar_of({{"a.jpg", "AAAA"}, {"a.cls", "1"}});
+  std::ofstream(work + "/a.jpg", std::ios::binary) << "AAAA";
+  std::ofstream(work + "/a.cls", std::ios::binary) << "1";
+  const std::string tgz = made_by(work, "gzip -n -c shard.tar > shard.tgz", "shard.tgz");
+  const std::string lz4 = made_by(work, "lz4 -q shard.tar shard.tar.lz4", "shard.tar.lz4");
+  const std::string zip = made_by(work, "zip -q -X shard.zip a.jpg a.cls", "shard.zip");
+  const std::vector<std::tuple<std::string, std::string, wire::ArchiveFormat>> cases = {
+      {"train-0001.tgz", tgz, wire::ARCHIVE_FORMAT_TGZ},
+      {"train-0002.tar.gz", tgz, wire::ARCHIVE_FORMAT_TGZ},
+      {"train-0003.tar.lz4", lz4, wire::ARCHIVE_FORMAT_TAR_LZ4},
+      {"train-0004.zip", zip, wire::ARCHIVE_FORMAT_ZIP}};
+  for (const auto& [name, bytes, format] : cases) {
+    const ObjectRef shard{bucket_, name};
+    auto v1 = put(*store_, shard, bytes);
+    ASSERT_TRUE(v1) << v1.status();
+    auto index = index_of(*store_, shard);
+    ASSERT_TRUE(index) << name << ": " << index.status();
+    EXPECT_EQ(index->format(), format) << name;
+    EXPECT_EQ(index->generation(), v1->generation());
+    ASSERT_EQ(index->members_size(), 2) << name;
+    EXPECT_EQ(index->members(0).name(), "a.jpg");
+    EXPECT_EQ(index->members(0).size(), 4u);
+    EXPECT_EQ(index->members(1).name(), "a.cls");
+    if (format == wire::ARCHIVE_FORMAT_ZIP) {
+      EXPECT_EQ(index->members(0).offset(), 0u) << "its local header";
+    } else {
+      EXPECT_EQ(index->members(0).offset(), 512u) << "in the decompressed stream";
+      EXPECT_EQ(index->members(1).offset(), 1536u);
+    }
+    // Named like an archive of another format: stored, with no index.
+    const ObjectRef misnamed{bucket_, name + ".tar"};
+    ASSERT_TRUE(put(*store_, misnamed, bytes));
+    EXPECT_EQ(run(store_->get_index(misnamed)).status().code(), Code::kNotFound) << name;
+  }
+
+  // On demand (any name): the first bytes say the format.
+  for (const auto& [file, format] : {std::pair{"shard.tgz", wire::ARCHIVE_FORMAT_TGZ},
+                                     {"shard.tar.lz4", wire::ARCHIVE_FORMAT_TAR_LZ4},
+                                     {"shard.zip", wire::ARCHIVE_FORMAT_ZIP},
+                                     {"shard.tar", wire::ARCHIVE_FORMAT_TAR}}) {
+    const int fd = ::open((work + "/" + file).c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    const off_t size = ::lseek(fd, 0, SEEK_END);
+    auto index = index_of_fd(fd, static_cast<uint64_t>(size));
+    auto as_zip = index_of_fd(fd, static_cast<uint64_t>(size), wire::ARCHIVE_FORMAT_ZIP);
+    ::close(fd);
+    ASSERT_TRUE(index) << file << ": " << index.status();
+    EXPECT_EQ(index->format(), format) << file;
+    EXPECT_EQ(index->members_size(), 2) << file;
+    if (format != wire::ARCHIVE_FORMAT_ZIP) {
+      EXPECT_EQ(as_zip.status().reason(), "NotAnArchive") << file;
+    }
+  }
 }
 
 TEST_F(StoreIndexTest, AResilverCarriesTheIndexWithTheObject) {

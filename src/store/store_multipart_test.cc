@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/hash.h"
+#include "store/block_sums.h"
 #include "store/store.h"
 #include "store/store_test_util.h"
 
@@ -173,6 +175,36 @@ TEST_F(StoreMultipartTest, ThreePartsMakeOneObjectWithTheMultipartEtag) {
   EXPECT_EQ(count_files("work"), 0u);
   EXPECT_EQ(count_files("obj"), 1u);
   EXPECT_TRUE(listed_ids({}).empty());
+}
+
+TEST_F(StoreMultipartTest, AnAssembledObjectHasTheBlockSumsOfItsWholeBytes) {
+  // Parts whose edges fall inside blocks: the sums are of the object's blocks, not the parts'.
+  const UploadInfo upload = create("big");
+  const std::vector<std::string> data = {std::string(700 * 1024, 'a'), std::string(900 * 1024 + 3, 'b'),
+                                         std::string(1024 * 1024, 'c'), "tail"};
+  std::vector<CompletePart> parts;
+  std::string whole;
+  for (int i = 0; i < 4; ++i) {
+    Result<wire::ObjectRecord> record = part("big", upload.upload_id, i + 1, data[i]);
+    ASSERT_TRUE(record) << record.status();
+    parts.push_back({i + 1, record->md5_hex()});
+    whole += data[i];
+  }
+  Result<wire::ObjectRecord> record = complete("big", upload.upload_id, parts);
+  ASSERT_TRUE(record) << record.status();
+  std::vector<uint64_t> expected;
+  for (size_t at = 0; at < whole.size(); at += kBlockSize) {
+    hash::Xxh3Stream block;
+    const std::string_view bytes = std::string_view(whole).substr(at, kBlockSize);
+    block.update(std::span<const char>(bytes.data(), bytes.size()));
+    expected.push_back(block.digest());
+  }
+  ASSERT_GT(expected.size(), 2u);
+  Result<wire::ObjectRecord> stat = run(store_->stat({bucket_, "big"}));
+  ASSERT_TRUE(stat) << stat.status();
+  EXPECT_EQ(stat->block_size(), kBlockSize);
+  EXPECT_EQ(std::vector<uint64_t>(stat->block_xxh3().begin(), stat->block_xxh3().end()), expected);
+  EXPECT_TRUE(has_block_sums(*stat));
 }
 
 TEST_F(StoreMultipartTest, CompletionReplacesAnExistingObject) {

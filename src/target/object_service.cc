@@ -11,6 +11,7 @@
 #include "http/reply.h"
 #include "s3/http_time.h"
 #include "s3/xml.h"
+#include "store/block_sums.h"
 #include "s3api/object_headers.h"
 #include "target/object_request.h"
 #include "target/target.h"
@@ -280,10 +281,10 @@ http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const Objec
     co_return co_await erasure_.send_ec(exchange, r.bucket, r.object, *object, std::move(head), selected->offset,
                                selected->length);
   }
-  CO_RETURN_IF_ERROR(co_await replication_.verify_read(r.bucket, *object));
-  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), selected->length));
-  CO_RETURN_IF_ERROR(
-      co_await exchange.response().send_file(object->fd(), selected->offset, selected->length));
+  // Checked block by block as it goes (only the blocks the range touches).
+  const store::ReadCheck check = replication::Replication::read_check(r.bucket);
+  CO_RETURN_IF_ERROR(co_await replication_.send_verified(exchange, check, r.object, *object, std::move(head),
+                                                         selected->offset, selected->length));
   bytes_sent_.add(selected->length);
   co_return Status::ok();
 }
@@ -309,7 +310,13 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
     co_return Status::unimplemented("member reads of erasure-coded objects are not built yet ({})", r.object.name)
         .with_reason("NotImplemented");
   }
-  CO_RETURN_IF_ERROR(co_await replication_.verify_read(r.bucket, *object));
+  // Member bytes are checked block by block as Shards sends them (the index is trusted);
+  // a shard written before block sums is checked whole here, as before, and only once.
+  store::ReadCheck member_check = replication::Replication::read_check(r.bucket);
+  if (!store::has_block_sums(object->record())) {
+    CO_RETURN_IF_ERROR(co_await replication_.verify_read(r.bucket, *object));
+    member_check = store::ReadCheck::kNone;
+  }
   CO_ASSIGN_OR_RETURN(const std::shared_ptr<const wire::ArchiveIndex> index, co_await shards_.index_of(r.object, *object));
   const shards::ArchiveRead& read = *request.archive;
   // Each branch's locals have names of their own (GCC 12, docs/adr/0003 rule 3).
@@ -328,7 +335,14 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
       tar_head.headers.set("Content-Type", "application/x-tar");
       co_return co_await exchange.response().begin(std::move(tar_head), 0);
     }
-    co_return co_await shards_.send_tar(exchange, std::move(tar_head), *object, chosen);
+    const std::string_view prefix = read.batch_prefix ? std::string_view(*read.batch_prefix) : std::string_view();
+    const Status tar_sent = co_await shards_.send_tar(exchange, std::move(tar_head), *object, index->format(), chosen, prefix,
+                                                      /*ends=*/!read.batch_prefix, member_check);
+    // A corrupt block found once bytes went out: the answer is cut; the copy is repaired.
+    if (tar_sent.code() == Code::kDataLoss && exchange.response().has_begun()) {
+      co_await replication_.repair_later(r.object, object->record().generation());
+    }
+    co_return tar_sent;
   }
   CO_ASSIGN_OR_RETURN(const wire::ArchiveMember* member, shards::Shards::find(*index, read.path, r.object));
   wire::ObjectRecord view;  // the member as a Range sees it
@@ -345,8 +359,13 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
     head.headers.set("Content-Range", content_range(selected->offset, selected->length, member->size()));
   }
   const bool sends_bytes = request.op == ObjectOp::kGet;
-  CO_RETURN_IF_ERROR(co_await shards_.send_member(exchange, std::move(head), *object, *member, selected->offset,
-                                                  selected->length, sends_bytes));
+  const Status member_sent = co_await shards_.send_member(exchange, std::move(head), *object, index->format(), *member,
+                                                          selected->offset, selected->length, sends_bytes,
+                                                          member_check);
+  if (member_sent.code() == Code::kDataLoss && exchange.response().has_begun()) {
+    co_await replication_.repair_later(r.object, object->record().generation());
+  }
+  CO_RETURN_IF_ERROR(member_sent);
   if (sends_bytes) bytes_sent_.add(selected->length);
   co_return Status::ok();
 }

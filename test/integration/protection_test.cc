@@ -4,6 +4,9 @@
 // while a reader runs. Every test checks every byte of every object.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include "archive/tar_writer.h"
 #include "objects_util.h"
 #include "placement/hrw.h"
 
@@ -75,6 +78,40 @@ TEST(ProtectionTest, TwoCopiesSurviveAKilledTargetAndComeBackWhenItIsReplaced) {
   EXPECT_GT(files_on(*cluster, {added}), objects.size() / 4) << "the new target holds its share";
 }
 
+// Whether `metric` summed over the targets reaches `value` within `timeout`.
+bool wait_for_sum(const LocalCluster& cluster, std::string_view metric, uint64_t value, std::chrono::seconds timeout) {
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  while (sum_over_targets(cluster, metric) < value) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// Reads each object twice in a row, as read_each_twice(), but a read may fail once the
+// copy it reads is found corrupt after its first block went out (the answer is cut: a
+// client cannot take it for complete): it is read again until the copy was repaired.
+// Returns how many reads were cut.
+size_t read_each_twice_again_when_cut(client::Client& c, const Objects& objects) {
+  size_t cut = 0;
+  for (const auto& [name, bytes] : objects) {
+    for (int i = 0; i < 2; ++i) {
+      auto got = c.get(kBucket, name);
+      const auto give_up = std::chrono::steady_clock::now() + seconds(20);
+      if (!got) ++cut;
+      while (!got && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        got = c.get(kBucket, name);
+      }
+      EXPECT_TRUE(got.has_value()) << name << ": " << got.status();
+      if (got) {
+        EXPECT_EQ(difference(bytes, *got), "") << name;
+      }
+    }
+  }
+  return cut;
+}
+
 TEST(ProtectionTest, CorruptCopiesAreNeverServedAndAreRepaired) {
   Objects objects;
   ASSERT_OK_AND_ASSIGN(auto cluster, start_filled(3, R"({"copies": 2})", 200, objects));
@@ -84,10 +121,15 @@ TEST(ProtectionTest, CorruptCopiesAreNeverServedAndAreRepaired) {
   ASSERT_GT(corrupted, objects.size() / 4);
 
   // Reads alternate between the two copies: reading each object twice in a row reads
-  // every copy.
-  read_each_twice(c, objects);
+  // every copy. A byte flipped past an object's first block (1 MiB) is found only once
+  // that block went out: that read is cut and the copy repaired behind it.
+  size_t large = 0;
+  for (const auto& [name, bytes] : objects) large += bytes.size() / 2 >= (1u << 20) ? 1 : 0;
+  const size_t cut = read_each_twice_again_when_cut(c, objects);
+  EXPECT_LE(cut, large) << "only reads of a corrupt block past the first are cut";
   const uint64_t found = sum_over_targets(*cluster, "silo_target_corrupt_copies_total");
   EXPECT_EQ(found, corrupted) << "every corrupt copy was found by a read";
+  EXPECT_TRUE(wait_for_sum(*cluster, "silo_target_corrupt_copies_repaired_total", found, seconds(20)));
   EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_repaired_total"), found);
   // Repaired for good: reading every copy again finds nothing new.
   read_each_twice(c, objects);
@@ -105,6 +147,142 @@ TEST(ProtectionTest, CorruptCopiesAreNeverServedAndAreRepaired) {
   auto got = c.get("single", "only");
   ASSERT_FALSE(got) << "a corrupt object was served";
   EXPECT_NE(got.error().to_string().find("checksum"), std::string::npos) << got.error();
+}
+
+// The object files of bucket `bucket_id` on every target whose size is `size`.
+std::vector<std::string> files_of_size(const LocalCluster& cluster, uint64_t bucket_id, uint64_t size) {
+  std::vector<std::string> out;
+  for (const auto& id : cluster.target_ids()) {
+    auto node = cluster.node(id);
+    if (!node) continue;
+    for (const auto& mp : node->mountpaths) {
+      for (const auto& path : object_files(mp)) {
+        struct stat st {};
+        if (path.find(fmt::format("/obj/{}/", bucket_id)) != std::string::npos && ::stat(path.c_str(), &st) == 0 &&
+            static_cast<uint64_t>(st.st_size) == size) {
+          out.push_back(path);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Flips the byte at `offset` of the file at `path`.
+void flip_byte(const std::string& path, uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << path;
+  char c = 0;
+  ASSERT_EQ(::pread(fd, &c, 1, static_cast<off_t>(offset)), 1);
+  c = static_cast<char>(c ^ 0x5a);
+  ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(offset)), 1);
+  ::close(fd);
+}
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+TEST(ProtectionTest, ReadsCheckOnlyTheBlocksTheyTouch) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket("plain"));
+  ASSERT_OK(c.create_bucket("two", R"({"copies": 2})"));
+  ASSERT_OK_AND_ASSIGN(const auto plain, c.bucket_props("plain"));
+  ASSERT_OK_AND_ASSIGN(const auto two, c.bucket_props("two"));
+  silo::testing::Random random;
+  const std::string bytes = random.bytes(5 * kMiB + 123);
+  ASSERT_OK(c.put("plain", "big", bytes));
+  ASSERT_OK(c.put("two", "big", bytes));
+  // While the joining targets' rebalance runs a read also looks for copies elsewhere:
+  // the counts below are those of a settled cluster.
+  ASSERT_OK_AND_ASSIGN(const client::NodeMap map, c.node_map());
+  if (!map.rebalance_job().empty()) wait_rebalance(c, map.rebalance_job());
+  // Block 2 of the plain object and of one copy of the other.
+  const uint64_t bad = 2 * kMiB + 100;
+  const std::vector<std::string> plain_files = files_of_size(*cluster, plain.id, bytes.size());
+  const std::vector<std::string> copies = files_of_size(*cluster, two.id, bytes.size());
+  ASSERT_EQ(plain_files.size(), 1u);
+  ASSERT_EQ(copies.size(), 2u);
+  flip_byte(plain_files[0], bad);
+  flip_byte(copies[0], bad);
+  const auto range = [&](const char* bucket, uint64_t first, uint64_t last) {
+    return c.get(bucket, "big", client::ByteRange::first_last(first, last));
+  };
+
+  // Ranges away from block 2 are served from either copy, and nothing is found corrupt.
+  for (const char* bucket : {"plain", "two", "two"}) {
+    auto head = range(bucket, 0, 2 * kMiB - 1);
+    ASSERT_TRUE(head.has_value()) << bucket << ": " << head.status();
+    EXPECT_EQ(*head, bytes.substr(0, 2 * kMiB)) << bucket;
+    auto tail = range(bucket, 3 * kMiB + 5, bytes.size() - 1);
+    ASSERT_TRUE(tail.has_value()) << bucket << ": " << tail.status();
+    EXPECT_EQ(*tail, bytes.substr(3 * kMiB + 5)) << bucket;
+  }
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), 0u);
+
+  // A range in block 2 of the lone copy fails cleanly, before any byte; a whole GET is cut
+  // after the good blocks went out. Neither is taken for complete.
+  auto refused = range("plain", bad - 50, bad + 50);
+  ASSERT_FALSE(refused.has_value()) << "a corrupt block was served";
+  EXPECT_NE(refused.error().to_string().find("checksum"), std::string::npos) << refused.error();
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), 1u);
+  auto whole = c.get("plain", "big");
+  EXPECT_FALSE(whole.has_value() && *whole == bytes) << "a corrupt object was served whole";
+  EXPECT_FALSE(whole.has_value()) << "a cut answer was taken for complete";
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), 2u);
+
+  // With two copies a range in block 2 is served from the good one (the bad one repaired).
+  for (int i = 0; i < 2; ++i) {
+    auto served = range("two", bad - 50, bad + 50);
+    ASSERT_TRUE(served.has_value()) << served.status();
+    EXPECT_EQ(*served, bytes.substr(bad - 50, 101));
+  }
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), 3u);
+  EXPECT_TRUE(wait_for_sum(*cluster, "silo_target_corrupt_copies_repaired_total", 1, seconds(20)));
+  for (int i = 0; i < 2; ++i) {
+    auto again = c.get("two", "big");
+    ASSERT_TRUE(again.has_value()) << again.status();
+    EXPECT_EQ(difference(bytes, *again), "");
+  }
+
+  // A tar shard: a (2 MiB, blocks 0-2), b (20 KiB, block 2), c (2 MiB, blocks 2-4), the
+  // corrupt byte in c's block 3. Members and selections that do not touch block 3 are
+  // served; c's first block goes, then its answer is cut.
+  const std::string a = random.bytes(2 * kMiB);
+  const std::string b = random.bytes(20 * 1024);
+  const std::string c_bytes = random.bytes(2 * kMiB);
+  std::string tar;
+  for (const auto& [name, member] : std::vector<std::pair<std::string, std::string>>{
+           {"a.bin", a}, {"b.bin", b}, {"c.bin", c_bytes}}) {
+    tar += archive::tar_header(name, member.size(), 1'760'000'000) + member + archive::tar_padding(member.size());
+  }
+  tar += archive::tar_end();
+  ASSERT_OK(c.put("plain", "shard.tar", tar));
+  const uint64_t c_offset = tar.find(c_bytes.substr(0, 4096));
+  ASSERT_EQ(c_offset / kMiB, 2u);
+  const uint64_t in_c = c_offset + kMiB + 7;  // block 3
+  ASSERT_EQ(in_c / kMiB, 3u);
+  const std::vector<std::string> shard_files = files_of_size(*cluster, plain.id, tar.size());
+  ASSERT_EQ(shard_files.size(), 1u);
+  flip_byte(shard_files[0], in_c);
+  const uint64_t before = sum_over_targets(*cluster, "silo_target_corrupt_copies_total");
+  auto member_a = c.get_archive("plain", "shard.tar", {.path = "a.bin"});
+  ASSERT_TRUE(member_a.has_value()) << member_a.status();
+  EXPECT_EQ(*member_a, a);
+  auto member_b = c.get_archive("plain", "shard.tar", {.path = "b.bin"});
+  ASSERT_TRUE(member_b.has_value()) << member_b.status();
+  EXPECT_EQ(*member_b, b);
+  auto start_of_c = c.get_archive("plain", "shard.tar", {.path = "c.bin"}, client::ByteRange::first_last(0, 999));
+  ASSERT_TRUE(start_of_c.has_value()) << start_of_c.status();
+  EXPECT_EQ(*start_of_c, c_bytes.substr(0, 1000));
+  auto selection = c.get_archive("plain", "shard.tar", {.path = "^[ab]\\.bin$", .mode = "regexp"});
+  ASSERT_TRUE(selection.has_value()) << selection.status();
+  EXPECT_NE(selection->find(b), std::string::npos);
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), before) << "block 3 was never read";
+  auto member_c = c.get_archive("plain", "shard.tar", {.path = "c.bin"});
+  EXPECT_FALSE(member_c.has_value()) << "a member with a corrupt block was served";
+  auto all = c.get_archive("plain", "shard.tar", {.path = ".bin", .mode = "suffix"});
+  EXPECT_FALSE(all.has_value()) << "a selection with a corrupt block was served";
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), before + 2);
 }
 
 TEST(ProtectionTest, CopiesChangeOnAFilledBucketWhileReadsNeverFail) {

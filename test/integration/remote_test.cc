@@ -11,8 +11,11 @@
 #include <thread>
 
 #include "moto.h"
+#include "archive/tar_reader.h"
 #include "archive/tar_writer.h"
+#include "wire/batch_json.h"
 #include "objects_util.h"
+#include "shards_util.h"
 #include "testing/random.h"
 
 namespace silo::integration {
@@ -175,6 +178,50 @@ TEST_F(RemoteTest, MemberReadsOfAnUncachedShardFetchItOnceThenServeFromTheCache)
   EXPECT_EQ(c.get_archive(kRemote, "train-0000.tar", {.path = "nope"}).status().reason(), "NoSuchArchiveMember");
   EXPECT_EQ(metric("silo_target_cache_misses_total"), 1u);
   EXPECT_EQ(metric("silo_target_archive_index_builds_total"), 0u) << "indexed as the fetch committed it";
+}
+
+// Batch GET of uncached shards' members (docs/shards.md "Batch GET"): the owners fetch each
+// shard once (entries of one shard share the single-flight cold GET), the stream comes back
+// in order, and the next batch is served from the cache with the backend stopped.
+TEST_F(RemoteTest, BatchGetFetchesUncachedShardsOnceAndServesTheirMembers) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> shards(4);
+  for (size_t s = 0; s < shards.size(); ++s) {
+    std::string shard;
+    for (int i = 0; i < 20; ++i) {
+      shards[s].emplace_back(fmt::format("k{:03}.bin", i), random_.bytes(random_.uniform(1, 16 * 1024)));
+      const auto& [name, bytes] = shards[s].back();
+      shard += archive::tar_header(name, bytes.size(), 0) + bytes + archive::tar_padding(bytes.size());
+    }
+    put_origin(fmt::format("train-{}.tar", s), shard + archive::tar_end());
+  }
+  put_origin("plain", "plain bytes");
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  wire::BatchRequest request;
+  std::string expected;
+  for (int i = 0; i < 200; ++i) {
+    const size_t s = static_cast<size_t>(i) % shards.size();
+    const auto& [name, bytes] = shards[s][static_cast<size_t>(i * 7) % shards[s].size()];
+    request.entries.push_back({.bucket = std::string(kRemote), .name = fmt::format("train-{}.tar", s), .archpath = name});
+    expected += request.entries.back().tar_name() + "=" + bytes + ";";
+  }
+  request.entries.push_back({.bucket = std::string(kRemote), .name = "plain"});
+  expected += std::string(kRemote) + "/plain=plain bytes;";
+  const auto read_all = [&](client::Client& c) -> Result<std::string> {
+    ASSIGN_OR_RETURN(const std::string tar, get_batch(c, request));
+    auto index = archive::index_tar(archive::read_bytes(tar), tar.size());
+    RETURN_IF_ERROR(index.status());
+    std::string out;
+    for (const auto& m : index->members()) out += m.name() + "=" + tar.substr(m.offset(), m.size()) + ";";
+    return out;
+  };
+  client::Client& c = cluster_->client();
+  ASSERT_OK_AND_ASSIGN(const std::string first, read_all(c));
+  EXPECT_TRUE(first == expected);
+  EXPECT_EQ(metric("silo_target_cache_misses_total"), shards.size() + 1) << "one fetch per object";
+  moto_->stop();
+  ASSERT_OK_AND_ASSIGN(const std::string again, read_all(c));
+  EXPECT_TRUE(again == expected);
+  EXPECT_EQ(metric("silo_target_cache_misses_total"), shards.size() + 1);
 }
 
 // The cache commits a fetched object on the owner and hands it to the target, which gives

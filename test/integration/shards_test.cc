@@ -15,29 +15,12 @@
 #include "archive/tar_writer.h"
 #include "cli_util.h"
 #include "objects_util.h"
+#include "shards_util.h"
+#include "testing/subprocess.h"
+#include "wire/batch_json.h"
 
 namespace silo::integration {
 namespace {
-
-using Members = std::vector<std::pair<std::string, std::string>>;  // in archive order
-
-std::string tar_of(const Members& members) {
-  std::string out;
-  for (const auto& [name, bytes] : members) {
-    out += archive::tar_header(name, bytes.size(), 1'760'000'000) + bytes + archive::tar_padding(bytes.size());
-  }
-  return out + archive::tar_end();
-}
-
-// The members of a tar answer, in order.
-Members members_of(const std::string& tar) {
-  auto index = archive::index_tar(archive::read_bytes(tar), tar.size());
-  EXPECT_TRUE(index) << index.status();
-  Members out;
-  if (!index) return out;
-  for (const auto& m : index->members()) out.emplace_back(m.name(), tar.substr(m.offset(), m.size()));
-  return out;
-}
 
 // A WebDataset shard of `samples` samples: KEY.jpg (random, up to 40 KiB), KEY.cls, KEY.json.
 Members wds_shard(silo::testing::Random& random, int shard, int samples) {
@@ -193,8 +176,84 @@ TEST(ShardsTest, ShardsMovedByARebalanceStillServeTheirMembers) {
       ASSERT_EQ(got, bytes) << i << "/" << name;
     }
   }
+  // And through batch GET: every sample of every moved shard in one request.
+  wire::BatchRequest batch;
+  Members expected;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    for (const auto& [name, bytes] : shards[i]) {
+      if (!name.ends_with(".jpg")) continue;
+      const std::string key(archive::split_sample_key(name).first);
+      batch.entries.push_back({.bucket = std::string(kBucket), .name = fmt::format("train-{:04}.tar", i),
+                               .archpath = key, .archmode = "wdskey"});
+      for (const auto& m : only(shards[i], [&key](const std::string& n) { return n.starts_with(key + "."); })) {
+        expected.emplace_back(fmt::format("{}/train-{:04}.tar/{}", kBucket, i, m.first), m.second);
+      }
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string tar, get_batch(c, batch));
+  EXPECT_EQ(members_of(tar), expected);
   EXPECT_EQ(sum_over_targets(*cluster, "silo_target_archive_index_builds_total"), 0u)
       << "moved shards arrive with their index (built as they are installed)";
+}
+
+// Compressed shards (tgz, tar.lz4, zip; docs/shards.md "Formats"), written by the system's
+// tar, gzip, lz4 and zip: every member whole and in part, a sample, the list, and batch GET
+// of all of them; the object's own bytes stay what was PUT.
+TEST(ShardsTest, CompressedShardsServeTheirMembersDecompressed) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 2, .mountpaths = 1}));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  ASSERT_OK_AND_ASSIGN(auto dir, silo::testing::TempDir::create("silo-compressed"));
+  silo::testing::Random random;
+  const Members shard = wds_shard(random, 0, 30);
+  std::filesystem::create_directories(dir.path() + "/files");
+  for (const auto& [name, bytes] : shard) std::ofstream(dir.path() + "/files/" + name, std::ios::binary) << bytes;
+  const std::string list = dir.path() + "/names.txt";
+  {
+    std::ofstream names(list);
+    for (const auto& m : shard) names << m.first << "\n";
+  }
+  const std::map<std::string, std::string> commands = {
+      {"s.tgz", "tar -czf ../s.tgz -T " + list},
+      {"s.tar.lz4", "tar -cf - -T " + list + " | lz4 -q > ../s.tar.lz4"},
+      {"s.zip", "zip -q ../s.zip -@ < " + list},
+  };
+  for (const auto& [name, command] : commands) {
+    ASSERT_OK_AND_ASSIGN(const int exit_code,
+                         silo::testing::run_command({"bash", "-c", "cd " + dir.path() + "/files && " + command}, {}));
+    ASSERT_EQ(exit_code, 0) << command;
+    std::ifstream in(dir.path() + "/" + name, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_OK(c.put(kBucket, name, bytes).status());
+    for (const auto& [member, member_bytes] : shard) {
+      ASSERT_OK_AND_ASSIGN(const std::string got, c.get_archive(kBucket, name, {.path = member}));
+      ASSERT_TRUE(got == member_bytes) << name << "/" << member;
+    }
+    const auto& [jpg_name, jpg] = shard[6];
+    ASSERT_OK_AND_ASSIGN(const std::string part,
+                         c.get_archive(kBucket, name, {.path = jpg_name}, client::ByteRange{"bytes=2-9"}));
+    EXPECT_EQ(part, jpg.substr(2, 8)) << name;
+    ASSERT_OK_AND_ASSIGN(const std::string sample, c.get_archive(kBucket, name, {.path = "s000-0011", .mode = "wdskey"}));
+    EXPECT_EQ(members_of(sample), only(shard, [](const std::string& n) { return n.starts_with("s000-0011."); }))
+        << name;
+    ASSERT_OK_AND_ASSIGN(const std::string listed, c.get_archive(kBucket, name, {.lists = true}));
+    EXPECT_NE(listed.find(R"("name":"s000-0029.json")"), std::string::npos) << listed.substr(0, 300);
+    EXPECT_EQ(c.get_archive(kBucket, name, {.path = "nope"}).status().reason(), "NoSuchArchiveMember");
+    ASSERT_OK_AND_ASSIGN(const std::string whole, c.get(kBucket, name));
+    EXPECT_TRUE(whole == bytes) << name;
+  }
+  wire::BatchRequest batch;
+  Members expected;
+  for (const auto& [name, command] : commands) {
+    for (size_t i = 0; i < shard.size(); i += 7) {
+      batch.entries.push_back({.bucket = std::string(kBucket), .name = name, .archpath = shard[i].first});
+      expected.emplace_back(fmt::format("{}/{}/{}", kBucket, name, shard[i].first), shard[i].second);
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string tar, get_batch(c, batch));
+  EXPECT_EQ(members_of(tar), expected);
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_archive_index_builds_total"), 0u)
+      << "indexed as they were installed";
 }
 
 // `silo put DIR BUCKET/PREFIX --shard-size`: samples whole and in natural key order, each

@@ -9,7 +9,7 @@ _silo() {
     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   fi
   local globals="--endpoint --access-key --secret-key --config --json --quiet --help --version"
-  local top="bucket ls put get cat rm stat prefetch evict scrub rebalance job cluster node mountpath config"
+  local top="bucket ls put get cat batch rm stat prefetch evict scrub rebalance job cluster node mountpath config"
 
   # The command path typed so far, options left out.
   local path="" w i
@@ -37,6 +37,8 @@ _silo() {
       words_now="copies= ec.data= ec.parity= ec.min_size= ec=none durability=fsync durability=page_cache write=sync write=async verify_reads= anonymous_read= backend.url=s3:// backend.endpoint= backend.region= backend.access_key= backend.secret_key= backend.revalidate= backend=none"
       compopt -o nospace 2>/dev/null ;;
     job) words_now="ls show wait abort" ;;
+    batch) words_now="get" ;;
+    "batch get"|"batch get "*) COMPREPLY=($(compgen -f -- "$cur")) ;;
     cluster) words_now="show" ;;
     node) words_now="maintenance decommission" ;;
     "node maintenance") words_now="start stop" ;;
@@ -58,6 +60,7 @@ _silo() {
       get*) flags="$flags --offset --length --prefix --workers" ;;
       cat*) flags="$flags --offset --length --archpath --archmode" ;;
       rm*) flags="$flags --prefix" ;;
+      "batch get"*) flags="$flags --archmode --continue-on-error" ;;
       prefetch*) flags="$flags --prefix --template --list --workers --wait" ;;
       evict*) flags="$flags --prefix --template --list --forget" ;;
       scrub*) flags="$flags --rate --wait" ;;

@@ -58,6 +58,7 @@ class FakeExchange : public http::Exchange, public http::ResponseWriter, public 
     co_return Status::ok();
   }
   bool has_begun() const override { return has_begun_; }
+  void cut() override { is_cut_ = true; }
   http::Awaitable<Result<size_t>> read(std::span<char> out) override {
     const size_t n = std::min(out.size(), body_.size() - read_);
     std::memcpy(out.data(), body_.data() + read_, n);
@@ -73,11 +74,13 @@ class FakeExchange : public http::Exchange, public http::ResponseWriter, public 
   const std::string& sent() const { return sent_; }
   std::optional<uint64_t> length() const { return length_; }  // as begin() announced it
   int sends() const { return sends_; }  // send_file calls
+  bool is_cut() const { return is_cut_; }
 
  private:
   boost::asio::any_io_executor executor_;
   http::RequestHead request_;
   std::string body_;
+  bool is_cut_ = false;
   size_t read_ = 0;
   http::ResponseHead head_;
   std::optional<uint64_t> length_;

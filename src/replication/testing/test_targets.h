@@ -244,16 +244,17 @@ class TestTargets {
     if (!record) return std::nullopt;
     return std::move(*record);
   }
-  // Flips the first byte of the object's file in `t`'s store; its record stays, so the
-  // bytes no longer match their XXH3.
-  void corrupt(TestTarget& t, const ObjectRef& object) {
+  // Flips the byte at `offset` (the first one by default) of the object's file in `t`'s
+  // store; its record stays, so the bytes no longer match their XXH3 (nor the sum of the
+  // block holding it).
+  void corrupt(TestTarget& t, const ObjectRef& object, uint64_t offset = 0) {
     const std::string path = file_of(t, object);
     const int fd = ::open(path.c_str(), O_RDWR);
     ASSERT_GE(fd, 0) << path;
     char c = 0;
-    ASSERT_EQ(::pread(fd, &c, 1, 0), 1);
+    ASSERT_EQ(::pread(fd, &c, 1, static_cast<off_t>(offset)), 1);
     c = static_cast<char>(~c);
-    ASSERT_EQ(::pwrite(fd, &c, 1, 0), 1);
+    ASSERT_EQ(::pwrite(fd, &c, 1, static_cast<off_t>(offset)), 1);
     ::close(fd);
   }
   // Removes the object's file in `t`'s store; its record stays (a lost file).

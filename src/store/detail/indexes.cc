@@ -3,29 +3,41 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <optional>
+
+#include "archive/compressed.h"
 #include "archive/members.h"
-#include "archive/tar_reader.h"
 #include "base/log.h"
 #include "store/detail/store_impl.h"
 
 namespace silo::store {
 
-Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size) {
-  const archive::ReadAt read = [fd](uint64_t offset, std::span<char> out) -> Result<size_t> {
+archive::ReadAt pread_of(int fd) {
+  return [fd](uint64_t offset, std::span<char> out) -> Result<size_t> {
     const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
-    if (n < 0) return Status::from_errno(errno, "read an archive header");
+    if (n < 0) return Status::from_errno(errno, "read an archive");
     return static_cast<size_t>(n);
   };
-  return archive::index_tar(read, size);
+}
+
+Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size) {
+  const archive::ReadAt read = pread_of(fd);
+  ASSIGN_OR_RETURN(const wire::ArchiveFormat format, archive::sniff_format(read, size));
+  return archive::index_archive(format, read, size);
+}
+
+Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size, wire::ArchiveFormat format) {
+  return archive::index_archive(format, pread_of(fd), size);
 }
 
 namespace detail {
 
 std::string index_of_archive(const std::string& path, const ObjectRef& object, const wire::ObjectRecord& record) {
-  if (!archive::format_of_name(object.name)) return "";
+  const std::optional<wire::ArchiveFormat> format = archive::format_of_name(object.name);
+  if (!format) return "";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";  // the install that follows reports it
-  Result<wire::ArchiveIndex> index = index_of_fd(fd, record.size());
+  Result<wire::ArchiveIndex> index = index_of_fd(fd, record.size(), *format);
   ::close(fd);
   if (!index) {
     SILO_LOG_INFO("{}/{} is named like an archive but has no index: {}", object.bucket_id, object.name,

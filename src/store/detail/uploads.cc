@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "store/block_sums.h"
 #include "store/detail/object_file.h"
 #include "store/detail/store_impl.h"
 #include "store/detail/upload_lister.h"
@@ -106,14 +107,14 @@ Result<std::vector<const wire::UploadPartRecord*>> select_parts(
   return selected;
 }
 
-// XXH3-64 of a whole file, which must have `expected_size` bytes.
-Result<uint64_t> xxh3_of_file(const std::string& path, uint64_t expected_size) {
+// XXH3-64 and block sums of a whole file, which must have `expected_size` bytes.
+Result<FileSums> sums_of_file(const std::string& path, uint64_t expected_size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::from_errno(errno, fmt::format("open {}", path));
-  auto xxh3 = xxh3_of_fd(fd, expected_size);
+  auto sums = sums_of_fd(fd, expected_size);
   ::close(fd);
-  if (!xxh3) return std::move(xxh3).error().annotate("assembled {}", path);
-  return xxh3;
+  if (!sums) return std::move(sums).error().annotate("assembled {}", path);
+  return sums;
 }
 
 void remove_directory(FileSystem& file_system, const std::string& dir) {
@@ -482,19 +483,20 @@ Result<std::unique_ptr<ObjectWriter>> StoreImpl::assemble_blocking(OpGate::Ticke
     status = Status::from_errno(errno, fmt::format("close {}", work.path));
   }
   // copy_file_range moved the bytes without us seeing them: read the result once for its
-  // integrity checksum (and to prove its size).
-  Result<uint64_t> xxh3 = status.is_ok() ? xxh3_of_file(work.path, size) : Result<uint64_t>(status);
-  if (!xxh3) {
+  // integrity checksums, whole and per block (and to prove its size).
+  Result<FileSums> sums = status.is_ok() ? sums_of_file(work.path, size) : Result<FileSums>(status);
+  if (!sums) {
     // open() clears work/ if this fails.
     std::ignore = mountpath.file_system().remove_file(work.path);
-    return std::move(xxh3).error();
+    return std::move(sums).error();
   }
 
   wire::ObjectRecord record;
   copy_descriptive_fields(found.record.attributes(), record);
   record.set_name(object.name);
   record.set_size(size);
-  record.set_xxh3(*xxh3);
+  record.set_xxh3(sums->xxh3);
+  store::set_block_sums(record, sums->block_size, sums->blocks);
   // md5_hex stays empty: nobody computed the MD5 of the whole bytes, and S3's ETag of a
   // multipart object is not one.
   record.set_etag(fmt::format("{}-{}", etag_md5.finish_hex(), selected.size()));

@@ -70,6 +70,8 @@ Awaitable<Result<wire::ObjectRecord>> WorkFileWriter::commit() {
 Status WorkFileWriter::write_blocking(std::span<const char> data) {
   if (state_ != State::kWriting) return Status::failed_precondition("writer is not open");
   xxh3_.update(data);
+  // A part's blocks are not kept: the assembled object gets its own.
+  if (!part_) blocks_.update(data);
   // A copy takes its MD5 from the original's record (its XXH3 proves the bytes equal).
   if (computes_md5()) md5_.update(data);
   Status status = write_fully(mountpath_.file_system(), fd_, data, work_path_);
@@ -136,7 +138,10 @@ Result<wire::ObjectRecord> WorkFileWriter::commit_blocking() {
     *record.mutable_parts() = original.parts();
     record.set_mtime_unix_nanos(original.mtime_unix_nanos());
     record.set_atime_unix_nanos(original.atime_unix_nanos());
-    if (original.has_ec()) *record.mutable_ec() = original.ec();
+    if (original.has_ec()) {
+      *record.mutable_ec() = original.ec();
+      set_block_sums(record, 0, {});  // a slice is checked whole (docs/data-protection.md)
+    }
   }
   Result<wire::ObjectRecord> installed =
       part_ ? store_.install_part(owner_, object_, *part_, work_path_, std::move(record),
@@ -157,6 +162,10 @@ wire::ObjectRecord WorkFileWriter::record_of_bytes(const std::string& md5_hex) {
   record.set_name(object_.name);
   record.set_size(size_);
   record.set_xxh3(xxh3_.digest());
+  if (!part_) {
+    const std::vector<uint64_t> sums = blocks_.finish();
+    set_block_sums(record, blocks_.block_size(), sums);
+  }
   record.set_md5_hex(md5_hex);
   const int64_t now = Clock::real().unix_nanos();
   record.set_mtime_unix_nanos(now);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/hash.h"
+#include "store/block_sums.h"
 #include "store/detail/mountpath.h"
 #include "store/detail/object_file.h"
 #include "store/detail/op_gate.h"
@@ -22,8 +23,8 @@ struct PartTarget {
   uint32_t part_number = 0;
 };
 
-// The ObjectWriter of the store: a work file on the owner mountpath plus running XXH3 and
-// MD5. All file work runs on that mountpath's DiskExecutor. Callers issue one write() or
+// The ObjectWriter of the store: a work file on the owner mountpath plus running XXH3, the
+// XXH3 of each block (store/block_sums.h; not for parts) and MD5. All file work runs on that mountpath's DiskExecutor. Callers issue one write() or
 // commit() at a time. Destroyed without a successful commit, it hands closing and
 // unlinking the work file to the executor (it may be destroyed on a network thread).
 // With a PartTarget it writes one part of an upload (StoreImpl::install_part) instead of
@@ -77,6 +78,7 @@ class WorkFileWriter final : public ObjectWriter {
   std::string work_path_;  // empty once the work file is gone (renamed or removed)
   uint64_t size_ = 0;
   hash::Xxh3Stream xxh3_;
+  BlockSummer blocks_;
   Md5Stream md5_;
   State state_ = State::kWriting;
 };

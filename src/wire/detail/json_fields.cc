@@ -49,6 +49,18 @@ Result<uint64_t> JsonFields::u64_or(std::string_view key, uint64_t fallback) con
   return u64(key);
 }
 
+Result<std::optional<uint64_t>> JsonFields::u64_or_none(std::string_view key) const {
+  if (find(key) == nullptr) return std::optional<uint64_t>();
+  ASSIGN_OR_RETURN(const uint64_t value, u64(key));
+  return std::optional<uint64_t>(value);
+}
+
+Result<std::optional<std::string>> JsonFields::string_or_none(std::string_view key) const {
+  if (find(key) == nullptr) return std::optional<std::string>();
+  ASSIGN_OR_RETURN(std::string value, string(key));
+  return std::optional<std::string>(std::move(value));
+}
+
 Result<uint32_t> JsonFields::u32(std::string_view key) const {
   ASSIGN_OR_RETURN(const uint64_t value, u64(key));
   if (value > std::numeric_limits<uint32_t>::max()) return wrong(key, "is out of range");

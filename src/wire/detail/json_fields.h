@@ -33,6 +33,8 @@ class JsonFields {
   Result<std::string> string_or(std::string_view key, std::string fallback) const;
   Result<uint64_t> u64(std::string_view key) const;
   Result<uint64_t> u64_or(std::string_view key, uint64_t fallback) const;
+  Result<std::optional<uint64_t>> u64_or_none(std::string_view key) const;
+  Result<std::optional<std::string>> string_or_none(std::string_view key) const;
   Result<uint32_t> u32(std::string_view key) const;
   Result<int64_t> i64_or(std::string_view key, int64_t fallback) const;
   Result<bool> bool_or(std::string_view key, bool fallback) const;

@@ -1,0 +1,150 @@
+#include "store/block_sums.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace silo::store {
+namespace {
+
+uint64_t blocks_of(uint64_t size, uint64_t block_size) { return (size + block_size - 1) / block_size; }
+
+// Reads exactly `length` bytes at `offset` of `fd` into `into`. kDataLoss when the file
+// ends first, the errno's code otherwise.
+Status read_fully(int fd, char* into, uint64_t length, uint64_t offset) {
+  uint64_t done = 0;
+  while (done < length) {
+    const ssize_t n = ::pread(fd, into + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::from_errno(errno, fmt::format("read at {}", offset + done));
+    if (n == 0) return Status::data_loss("the file ends at {}", offset + done);
+    done += static_cast<uint64_t>(n);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool has_block_sums(const wire::ObjectRecord& record) {
+  if (record.has_ec() || record.block_size() == 0) return false;
+  return static_cast<uint64_t>(record.block_xxh3_size()) == blocks_of(record.size(), record.block_size());
+}
+
+void set_block_sums(wire::ObjectRecord& record, uint64_t block_size, std::span<const uint64_t> sums) {
+  record.clear_block_xxh3();
+  // No sums for bytes (over kMaxBlocks): the record has none; an empty object has none
+  // to keep but its block size says it was summed.
+  if (block_size == 0 || (sums.empty() && record.size() > 0)) {
+    record.set_block_size(0);
+    return;
+  }
+  record.set_block_size(block_size);
+  record.mutable_block_xxh3()->Reserve(static_cast<int>(sums.size()));
+  for (const uint64_t sum : sums) record.add_block_xxh3(sum);
+}
+
+void BlockSummer::update(std::span<const char> data) {
+  while (!data.empty() && !is_over_limit_) {
+    if (!block_) block_.emplace();
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(data.size(), block_size_ - in_block_));
+    block_->update(data.first(take));
+    in_block_ += take;
+    data = data.subspan(take);
+    if (in_block_ == block_size_) {
+      sums_.push_back(block_->digest());
+      block_.reset();
+      in_block_ = 0;
+      if (sums_.size() > kMaxBlocks) is_over_limit_ = true;
+    }
+  }
+}
+
+std::vector<uint64_t> BlockSummer::finish() {
+  if (!is_over_limit_ && in_block_ > 0) sums_.push_back(block_->digest());
+  block_.reset();
+  in_block_ = 0;
+  if (is_over_limit_ || sums_.size() > kMaxBlocks) sums_.clear();
+  return std::move(sums_);
+}
+
+Result<FileSums> sums_of_fd(int fd, uint64_t size) {
+  FileSums sums;
+  hash::Xxh3Stream whole;
+  BlockSummer blocks(sums.block_size);
+  std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(size, sums.block_size)));
+  for (uint64_t offset = 0; offset < size;) {
+    const uint64_t want = std::min<uint64_t>(buffer.size(), size - offset);
+    const Status read = read_fully(fd, buffer.data(), want, offset);
+    if (!read.is_ok()) {
+      Status status = read;
+      return status.annotate("the record says {} bytes", size);
+    }
+    const std::span<const char> bytes(buffer.data(), static_cast<size_t>(want));
+    whole.update(bytes);
+    blocks.update(bytes);
+    offset += want;
+  }
+  sums.xxh3 = whole.digest();
+  sums.blocks = blocks.finish();
+  return sums;
+}
+
+BlockVerifier::BlockVerifier(const OpenObject& object, ReadCheck check)
+    : object_(object), check_(check), has_blocks_(has_block_sums(object.record())) {}
+
+uint64_t BlockVerifier::verified_bytes(uint64_t offset, uint64_t length) const {
+  if (check_ == ReadCheck::kNone) return length;
+  if (offset < verified_begin_ || offset >= verified_end_) return 0;
+  return std::min(length, verified_end_ - offset);
+}
+
+Status BlockVerifier::corrupt(const std::string& why) const {
+  return Status::data_loss("the stored bytes of {} do not match their checksum ({})", object_.record().name(), why)
+      .with_reason("InternalError");  // S3 has no code of its own for it
+}
+
+Status BlockVerifier::verify(uint64_t offset) {
+  const wire::ObjectRecord& record = object_.record();
+  if (check_ == ReadCheck::kNone || verified_bytes(offset, 1) > 0) return Status::ok();
+  if (!has_blocks_) {
+    // Written before block sums (or a slice): the whole file, as reads always did.
+    const Result<uint64_t> xxh3 = xxh3_of_fd(object_.fd(), record.size());
+    ++blocks_hashed_;
+    bytes_hashed_ += record.size();
+    if (!xxh3) return corrupt(xxh3.error().to_string());
+    if (*xxh3 != record.xxh3()) {
+      return corrupt(fmt::format("XXH3 {} instead of {}", hash::u64_hex(*xxh3), hash::u64_hex(record.xxh3())));
+    }
+    verified_begin_ = 0;
+    verified_end_ = record.size();
+    return Status::ok();
+  }
+  const uint64_t block_size = record.block_size();
+  const uint64_t index = offset / block_size;
+  const uint64_t begin = index * block_size;
+  const uint64_t length = std::min(block_size, record.size() - begin);
+  if (buffer_.size() < length) buffer_.resize(static_cast<size_t>(std::min(block_size, record.size())));
+  const Status read = read_fully(object_.fd(), buffer_.data(), length, begin);
+  ++blocks_hashed_;
+  bytes_hashed_ += length;
+  if (!read.is_ok()) return corrupt(fmt::format("block {}: {}", index, read.to_string()));
+  hash::Xxh3Stream xxh3;
+  xxh3.update(std::span<const char>(buffer_.data(), static_cast<size_t>(length)));
+  const uint64_t expected = record.block_xxh3(static_cast<int>(index));
+  if (xxh3.digest() != expected) {
+    return corrupt(fmt::format("block {} at {}: XXH3 {} instead of {}", index, begin, hash::u64_hex(xxh3.digest()),
+                               hash::u64_hex(expected)));
+  }
+  if (begin == verified_end_ && verified_end_ > verified_begin_) {
+    verified_end_ = begin + length;  // extends the run
+  } else {
+    verified_begin_ = begin;
+    verified_end_ = begin + length;
+  }
+  return Status::ok();
+}
+
+}  // namespace silo::store
