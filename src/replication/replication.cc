@@ -334,35 +334,32 @@ http::Awaitable<Result<Placed>> Replication::commit_incoming(Incoming& incoming)
 
 http::Awaitable<Result<std::optional<Replication::Holder>>> Replication::newest_holder(const ObjectRef& object) {
   std::optional<Holder> newest;
-  bool is_unsure = false;
+  std::optional<Status> unsure;  // why a holder that may have it did not say
+  std::unique_ptr<boost::asio::steady_timer> timer;
   for (const wire::NodeInfo& node : peers_.maps().placement()->ranked_holders(object)) {
     if (node.id() == peers_.self().id()) continue;
-    if (node.state() == wire::NODE_STATE_DOWN) {
-      is_unsure = true;
-      continue;
-    }
     auto to = http::Endpoint::parse(node.url());
     if (!to) continue;
-    http::ClientRequest ask;
-    ask.target = internal_object_target(object) + "?meta=1";
-    auto answer = co_await client_->call(*to, std::move(ask), "", kMaxRecordBytes);
-    if (!answer || (answer->status != 200 && answer->status != 404)) {
-      is_unsure = true;
-      continue;
+    // A holder that fails to answer is asked once more: one lost connection or busy
+    // moment must not turn a missing object into a 503.
+    auto record = co_await record_at(node, object);
+    if (!record && node.state() != wire::NODE_STATE_DOWN) {
+      SILO_LOG_WARN("asking {} for {} again: {}", node.id(), object.name, record.error());
+      co_await async::pause(timer, std::chrono::milliseconds(50));
+      record = co_await record_at(node, object);
     }
-    if (answer->status == 404) continue;
-    auto record = wire::decode<wire::ObjectRecord>(answer->body, wire::Source::kNetwork);
     if (!record) {
-      is_unsure = true;
+      if (!unsure) unsure = std::move(record).error();
       continue;
     }
+    if (!*record) continue;
     // Every holder is asked: an older version may sit on a better-ranked one (two
     // rebalances in a row), and the newest is the object.
-    if (!newest || incoming_wins(&newest->record, *record)) newest = Holder{node, *to, std::move(*record)};
+    if (!newest || incoming_wins(&newest->record, **record)) newest = Holder{node, *to, std::move(**record)};
   }
-  if (!newest && is_unsure) {
-    co_return Status::unavailable("object {} is being rebalanced and a target that may hold it is down or unreachable",
-                                  object.name);
+  if (!newest && unsure) {
+    co_return Status::unavailable("a target that may hold object {} did not answer: {}", object.name,
+                                  unsure->message());
   }
   co_return newest;
 }

@@ -64,7 +64,7 @@ class Replication {
   };
   // The other target that holds the newest version of `object` (mtime, then XXH3), asking
   // every one; nullopt when none has it. kUnavailable when none answered having it and one
-  // that may have it is down or unreachable.
+  // that may have it is down or failed to answer twice.
   http::Awaitable<Result<std::optional<Holder>>> newest_holder(const ObjectRef& object);
   // The record `node` has of `object` (none: 404); kUnavailable when it is down or fails.
   http::Awaitable<Result<std::optional<wire::ObjectRecord>>> record_at(const wire::NodeInfo& node,
