@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "batch/owner_fetcher.h"
+#include "batch/owner_reads.h"
 #include "http/reply.h"
 #include "wire/json.h"
 
@@ -208,7 +209,8 @@ http::Awaitable<void> Node::start() {
     proxy_ = std::make_unique<proxy::Proxy>(std::move(options), *maps_, data_client_, primary_.get(), stats_);
   }
   batch_ = std::make_unique<batch::Batch>(std::make_unique<batch::OwnerFetcher>(*maps_, data_client_, self_.id()),
-                                          batch::StreamOptions{}, stats_);
+                                          batch::StreamOptions{}, stats_, batch::RunSource{maps_.get(), data_client_});
+  if (target_) owner_reads_ = std::make_unique<batch::OwnerReads>(*maps_, *store_, *shards_, self_.id(), stats_);
   add_native_routes();
   stats_.gauge("silo_http_connections", "Open client connections.",
                [this] { return static_cast<double>(server_->connection_count()); });
@@ -452,6 +454,9 @@ void Node::add_native_routes() {
                });
     routes.add(std::nullopt, "/v1/internal/list/*", [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
       return target_->handle_list(exchange, std::string(rest));
+    });
+    routes.add(Method::kPost, "/v1/internal/batch", [this](Exchange& exchange, const NativeCaller&, std::string_view) {
+      return owner_reads_->handle(exchange);
     });
     routes.add(std::nullopt, "/v1/internal/uploads/*",
                [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "batch/batch.h"
+#include "batch/owner_reads.h"
 #include "cluster/cluster_maps.h"
 #include "cluster/intra_auth.h"
 #include "cluster/meta_store.h"
@@ -99,6 +100,7 @@ class Node {
   std::unique_ptr<target::Target> target_;
   std::unique_ptr<proxy::Proxy> proxy_;
   std::unique_ptr<batch::Batch> batch_;  // POST /v1/batch, on every node
+  std::unique_ptr<batch::OwnerReads> owner_reads_;  // POST /v1/internal/batch, on targets
   http::RouteTable<NativeCaller> native_routes_;  // /v1/...: filled before serving
   wire::NodeInfo self_;
   std::atomic<bool> is_ready_{false};

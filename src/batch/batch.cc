@@ -1,15 +1,18 @@
 #include "batch/batch.h"
 
 #include "base/log.h"
+#include "batch/run_fetcher.h"
 #include "http/message.h"
 #include "http/reply.h"
 #include "wire/batch_json.h"
 
 namespace silo::batch {
 
-Batch::Batch(std::unique_ptr<Fetcher> fetcher, StreamOptions options, stats::Registry& stats)
+Batch::Batch(std::unique_ptr<Fetcher> fetcher, StreamOptions options, stats::Registry& stats,
+             std::optional<RunSource> runs)
     : fetcher_(std::move(fetcher)),
       options_(options),
+      runs_(std::move(runs)),
       requests_(stats.counter("silo_batch_requests_total", "Batch GET requests (POST /v1/batch) served here.")),
       entries_(stats.counter("silo_batch_entries_total", "Entries sent by batch GETs (missing ones included).")),
       missing_(stats.counter("silo_batch_missing_entries_total",
@@ -28,7 +31,10 @@ http::Awaitable<void> Batch::handle(http::Exchange& exchange) {
     co_return;
   }
   StreamTally tally;
-  const Status outcome = co_await stream_batch(exchange, *request, *fetcher_, options_, tally);
+  std::optional<RunFetcher> run_fetcher;
+  if (runs_) run_fetcher.emplace(*runs_->maps, runs_->client, *fetcher_);
+  Fetcher& fetcher = run_fetcher ? static_cast<Fetcher&>(*run_fetcher) : *fetcher_;
+  const Status outcome = co_await stream_batch(exchange, *request, fetcher, options_, tally);
   entries_.add(tally.entries);
   missing_.add(tally.missing);
   bytes_.add(tally.bytes);

@@ -2,8 +2,11 @@
 
 // batch::Batch: POST /v1/batch on any node (docs/shards.md "Batch GET").
 #include <memory>
+#include <optional>
 
 #include "batch/batch_stream.h"
+#include "cluster/cluster_maps.h"
+#include "http/client.h"
 #include "http/server.h"
 #include "stats/registry.h"
 
@@ -12,11 +15,19 @@ namespace silo::batch {
 // The most bytes a batch request's JSON may take (kMaxBatchEntries entries of long names).
 inline constexpr size_t kMaxRequestBytes = 64ull << 20;
 
+// What a batch needs to gather its entries into runs per owner (RunFetcher).
+struct RunSource {
+  cluster::ClusterMaps* maps = nullptr;
+  std::shared_ptr<http::Client> client;
+};
+
 // Serves batch GETs: reads the request, then stream_batch() with the node's fetcher and
-// window. Thread-safe; lives as long as the node.
+// window; with `runs`, through a RunFetcher of the batch's own in front of `fetcher`.
+// Thread-safe; lives as long as the node.
 class Batch {
  public:
-  Batch(std::unique_ptr<Fetcher> fetcher, StreamOptions options, stats::Registry& stats);
+  Batch(std::unique_ptr<Fetcher> fetcher, StreamOptions options, stats::Registry& stats,
+        std::optional<RunSource> runs = std::nullopt);
 
   // POST /v1/batch {"entries": [...], "continue_on_error": bool} -> application/x-tar.
   // 400 for a malformed request, the first entry's error when it fails before any byte
@@ -26,6 +37,7 @@ class Batch {
  private:
   std::unique_ptr<Fetcher> fetcher_;
   const StreamOptions options_;
+  const std::optional<RunSource> runs_;
   stats::Counter& requests_;
   stats::Counter& entries_;
   stats::Counter& missing_;

@@ -59,6 +59,18 @@ std::string entry_target(const wire::BatchEntry& entry) {
 
 }  // namespace
 
+std::vector<wire::NodeInfo> holders_to_ask(const cluster::TargetPlacement& placement, const wire::Bucket& bucket,
+                                           const std::string& name, uint64_t turn) {
+  std::vector<wire::NodeInfo> holders =
+      placement.holders(ObjectRef{BucketId(bucket.id()), name}, wire::holder_count(bucket.props()));
+  const auto up_end = std::stable_partition(holders.begin(), holders.end(), [](const wire::NodeInfo& node) {
+    return node.state() != wire::NODE_STATE_DOWN;
+  });
+  const auto up = static_cast<size_t>(up_end - holders.begin());
+  if (up > 1) std::rotate(holders.begin(), holders.begin() + static_cast<std::ptrdiff_t>(turn % up), up_end);
+  return holders;
+}
+
 OwnerFetcher::OwnerFetcher(cluster::ClusterMaps& maps, std::shared_ptr<http::Client> client, std::string self_id)
     : maps_(maps), client_(std::move(client)), self_id_(std::move(self_id)) {}
 
@@ -70,16 +82,7 @@ http::Awaitable<Result<std::unique_ptr<EntryBody>>> OwnerFetcher::open(const wir
   CO_RETURN_IF_ERROR(s3::validate_object_name(entry.name));
   const auto placement = maps_.placement();
   if (placement->empty()) co_return Status::unavailable("the cluster has no targets yet");
-  std::vector<wire::NodeInfo> holders =
-      placement->holders(ObjectRef{BucketId(bucket->id()), entry.name}, wire::holder_count(bucket->props()));
-  // Up ones first, taking turns among them; down ones last (their state may be stale).
-  const auto up_end = std::stable_partition(holders.begin(), holders.end(), [](const wire::NodeInfo& node) {
-    return node.state() != wire::NODE_STATE_DOWN;
-  });
-  const auto up = static_cast<size_t>(up_end - holders.begin());
-  if (up > 1) {
-    std::rotate(holders.begin(), holders.begin() + static_cast<std::ptrdiff_t>(turn_.fetch_add(1) % up), up_end);
-  }
+  const std::vector<wire::NodeInfo> holders = holders_to_ask(*placement, *bucket, entry.name, turn_.fetch_add(1));
   http::ClientRequest request;
   request.method = http::Method::kGet;
   request.target = entry_target(entry);

@@ -5,12 +5,18 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "batch/batch_stream.h"
 #include "cluster/cluster_maps.h"
 #include "http/client.h"
 
 namespace silo::batch {
+
+// The holders of `name` in `bucket` to ask, in order: those up first, starting at the
+// `turn`-th of them (copies take turns), then those down (their state may be stale).
+std::vector<wire::NodeInfo> holders_to_ask(const cluster::TargetPlacement& placement, const wire::Bucket& bucket,
+                                           const std::string& name, uint64_t turn);
 
 // Asks a holder of each entry's object (HRW; of several copies the ones up, taking turns;
 // the next when one cannot be reached) with a forwarded, signed native GET: `archpath`,

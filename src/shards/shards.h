@@ -51,6 +51,11 @@ class Shards {
   // reason NotAnArchive or CorruptArchive (400), read errors.
   http::Awaitable<Result<std::shared_ptr<const wire::ArchiveIndex>>> index_of(const ObjectRef& object,
                                                                               const store::OpenObject& opened);
+  // The index of `object` at `generation` when a read built or loaded it a moment ago
+  // (IndexCache), else null. Never blocks.
+  std::shared_ptr<const wire::ArchiveIndex> cached_index(const ObjectRef& object, uint64_t generation) {
+    return index_cache_.find(object, generation);
+  }
   // The member `name`; kNotFound, reason NoSuchArchiveMember.
   static Result<const wire::ArchiveMember*> find(const wire::ArchiveIndex& index, std::string_view name,
                                                  const ObjectRef& object);

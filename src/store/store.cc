@@ -365,6 +365,13 @@ Awaitable<Result<OpenObject>> StoreImpl::open(const ObjectRef& object) {
       [this, &object, owner] { return open_blocking(object, owner); });
 }
 
+Result<OpenObject> StoreImpl::open_now(const ObjectRef& object) {
+  const OpGate::Ticket ticket = gate_.enter();
+  const size_t owner = owner_of(object);
+  if (auto cached = try_open_cached(object, owner)) return std::move(*cached);
+  return open_blocking(object, owner);
+}
+
 Awaitable<Result<wire::ObjectRecord>> StoreImpl::stat(const ObjectRef& object) {
   const OpGate::Ticket ticket = gate_.enter();
   const size_t owner = owner_of(object);

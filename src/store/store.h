@@ -227,6 +227,10 @@ class Store {
                                                                   PutOptions options) = 0;
   // kNotFound when the object does not exist.
   virtual Awaitable<Result<OpenObject>> open(const ObjectRef& object) = 0;
+  // open() on the caller's thread, for work that reads many objects in one task on a
+  // thread of its own (batch::OwnerReads). Blocking (RocksDB, open(2)): never on an io
+  // thread.
+  virtual Result<OpenObject> open_now(const ObjectRef& object) = 0;
   virtual Awaitable<Result<wire::ObjectRecord>> stat(const ObjectRef& object) = 0;
   // kNotFound when the object does not exist.
   virtual Awaitable<Status> remove(const ObjectRef& object) = 0;

@@ -73,6 +73,7 @@ class StoreImpl final : public Store {
   Awaitable<Result<std::unique_ptr<ObjectWriter>>> create(const ObjectRef& object,
                                                           PutOptions options) override;
   Awaitable<Result<OpenObject>> open(const ObjectRef& object) override;
+  Result<OpenObject> open_now(const ObjectRef& object) override;
   Awaitable<Result<wire::ObjectRecord>> stat(const ObjectRef& object) override;
   Awaitable<Status> remove(const ObjectRef& object) override;
   Awaitable<Status> remove_generation(const ObjectRef& object, uint64_t generation) override;
