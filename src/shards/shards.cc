@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "archive/tar_writer.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "wire/object_json.h"
 
@@ -78,9 +79,12 @@ http::Awaitable<Result<std::shared_ptr<const wire::ArchiveIndex>>> Shards::index
   // None for this version (not named like an archive, or written before indexes): built
   // from the headers of the version this read opened, then kept.
   const int fd = opened.fd();
-  const uint64_t size = opened.record().size();
-  Result<wire::ArchiveIndex> built =
-      co_await reader_.run([fd, size]() -> Result<wire::ArchiveIndex> { return store::index_of_fd(fd, size); });
+  const wire::ObjectRecord* record = &opened.record();
+  Result<wire::ArchiveIndex> built = co_await reader_.run([fd, record]() -> Result<wire::ArchiveIndex> {
+    Result<wire::ArchiveIndex> index = store::index_of_fd(fd, record->size());
+    if (index) store::add_member_sums(fd, *record, *index);
+    return index;
+  });
   if (!built) {
     index_failures_.add();
     Status status = std::move(built).error();
@@ -93,6 +97,16 @@ http::Awaitable<Result<std::shared_ptr<const wire::ArchiveIndex>>> Shards::index
   auto made = std::make_shared<const wire::ArchiveIndex>(std::move(*built));
   if (kept_now.is_ok()) index_cache_.put(object, made);
   co_return made;
+}
+
+Status Shards::check_member_sum(const wire::ArchiveMember& member, std::span<const char> bytes,
+                                std::string_view object_name) {
+  hash::Xxh3Stream sum;
+  sum.update(bytes);
+  if (sum.digest() == member.xxh3()) return Status::ok();
+  return Status::data_loss("member {} of {} does not match its XXH3 {}", member.name(), object_name,
+                           hash::u64_hex(member.xxh3()))
+      .with_reason("InternalError");
 }
 
 Result<const wire::ArchiveMember*> Shards::find(const wire::ArchiveIndex& index, std::string_view name,
@@ -141,8 +155,32 @@ http::Awaitable<Status> Shards::send_member(http::Exchange& exchange, http::Resp
     note_member_read(length);
     co_return Status::ok();
   }
-  store::BlockVerifier verifier(opened, check);
   const uint64_t start = member.offset() + offset;
+  if (check == store::ReadCheck::kVerify && sends_bytes && length > 0 && checks_by_member_sum(member)) {
+    // The member's own bytes, hashed whole before the head, then sent from the page cache.
+    const int fd = opened.fd();
+    const wire::ArchiveMember* whole = &member;
+    const Status summed = co_await reader_.run([fd, whole, &opened]() -> Status {
+      std::string bytes(whole->size(), '\0');
+      Result<size_t> got = store::pread_of(fd)(whole->offset(), std::span<char>(bytes.data(), bytes.size()));
+      if (!got || *got != bytes.size()) {
+        return Status::data_loss("member {} of {} cannot be read whole", whole->name(), opened.record().name())
+            .with_reason("InternalError");
+      }
+      return check_member_sum(*whole, bytes, opened.record().name());
+    });
+    if (!summed.is_ok()) {
+      corrupt_found_.add();
+      SILO_LOG_ERROR("corrupt copy of {} (generation {}) found by a member read: {}", opened.record().name(),
+                     opened.record().generation(), summed.message());
+      co_return summed;
+    }
+    CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
+    CO_RETURN_IF_ERROR(co_await exchange.response().send_file(fd, start, length));
+    note_member_read(length);
+    co_return Status::ok();
+  }
+  store::BlockVerifier verifier(opened, check);
   // Only the member's blocks, the first before the head (nothing sent yet if it fails).
   if (sends_bytes && length > 0) CO_RETURN_IF_ERROR(co_await verify_block(verifier, opened, start));
   CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));

@@ -59,9 +59,21 @@ class Shards {
   // The member `name`; kNotFound, reason NoSuchArchiveMember.
   static Result<const wire::ArchiveMember*> find(const wire::ArchiveIndex& index, std::string_view name,
                                                  const ObjectRef& object);
+  // The largest member read checked against its own XXH3 (ArchiveMember.xxh3, read whole
+  // first) rather than block by block as it goes.
+  static constexpr uint64_t kMaxMemberSumCheck = 1ull << 20;
+  // Whether a read of `member` is checked by its own sum: it has one and is small enough.
+  static bool checks_by_member_sum(const wire::ArchiveMember& member) {
+    return member.has_xxh3() && member.size() <= kMaxMemberSumCheck;
+  }
+  // Compares `bytes`, all of `member`'s data, with its sum: kDataLoss (reason
+  // InternalError) naming the member of `object_name` when they differ.
+  static Status check_member_sum(const wire::ArchiveMember& member, std::span<const char> bytes,
+                                 std::string_view object_name);
   // Sends `head` (Content-Type and length set here) and, when `sends_bytes` (a GET, not a
   // HEAD), `length` bytes of `member` from `offset` within it, by sendfile from the shard.
-  // With kVerify only the blocks of those bytes are checked, each just before it goes
+  // With kVerify a small member with a sum (checks_by_member_sum) is read and checked
+  // whole before `head`; else only the blocks of those bytes are checked, each just before it goes
   // (store::BlockVerifier), the first before `head`: a corrupt one fails with kDataLoss
   // (InternalError), before anything was sent when it is the first (the reader then turns
   // to another copy), else cutting the response short. Counted in

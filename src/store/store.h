@@ -207,6 +207,11 @@ Result<uint64_t> xxh3_of_fd(int fd, uint64_t size);
 Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size);
 // The same in the given format (the one an object's name says, archive::format_of_name).
 Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size, wire::ArchiveFormat format);
+// Adds each member's XXH3-64 (ArchiveMember.xxh3) to `index`, a plain tar's, from the
+// first record.size() bytes of `fd`, in one pass that also hashes the whole file: the sums
+// are added only when that matches record.xxh3() (they then describe the bytes that were
+// written). Other formats are left as they are. Blocking: call on a disk executor.
+void add_member_sums(int fd, const wire::ObjectRecord& record, wire::ArchiveIndex& index);
 // An archive::ReadAt of the open file `fd` (pread; blocking: call on a disk executor).
 archive::ReadAt pread_of(int fd);
 

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "archive/tar_writer.h"
+#include "base/hash.h"
 #include "store/store.h"
 #include "store/store_test_util.h"
 
@@ -91,6 +92,45 @@ TEST_F(StoreIndexTest, ATarGetsItsIndexWithItsVersionAndLosesItWithIt) {
   ASSERT_TRUE(run(store_->remove(other)).is_ok());
   ASSERT_TRUE(put(*store_, other, "again"));
   EXPECT_EQ(run(store_->get_index(other)).status().code(), Code::kNotFound) << "removed with its object";
+}
+
+TEST_F(StoreIndexTest, ATarsMembersGetTheirOwnSumsOnlyFromBytesThatMatchTheObject) {
+  // Members across the 1 MiB chunks of the pass, an empty one, one of a single byte.
+  const std::string big(3 * 1024 * 1024 + 17, 'x');
+  std::string middle(700 * 1024, 'm');
+  middle[12345] = 'M';
+  const std::vector<std::pair<std::string, std::string>> members = {
+      {"a.bin", big}, {"empty", ""}, {"b.bin", middle}, {"c.cls", "7"}};
+  const ObjectRef shard{bucket_, "sums.tar"};
+  auto put_shard = put(*store_, shard, tar_of(members));
+  ASSERT_TRUE(put_shard) << put_shard.status();
+  auto index = index_of(*store_, shard);
+  ASSERT_TRUE(index) << index.status();
+  ASSERT_EQ(index->members_size(), 4);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(index->members(i).has_xxh3()) << i;
+    hash::Xxh3Stream sum;
+    sum.update(members[static_cast<size_t>(i)].second);
+    EXPECT_EQ(index->members(i).xxh3(), sum.digest()) << members[static_cast<size_t>(i)].first;
+  }
+
+  // From a file whose bytes differ from the record's XXH3: an index, but no sums.
+  const std::string path = dir_.sub("copy.tar");
+  {
+    std::ofstream(path, std::ios::binary) << tar_of(members);
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto rebuilt = index_of_fd(fd, put_shard->size());
+  ASSERT_TRUE(rebuilt) << rebuilt.status();
+  wire::ObjectRecord record = *put_shard;
+  add_member_sums(fd, record, *rebuilt);
+  EXPECT_TRUE(rebuilt->members(2).has_xxh3()) << "the same bytes: sums";
+  rebuilt = index_of_fd(fd, put_shard->size());
+  record.set_xxh3(record.xxh3() ^ 1);
+  add_member_sums(fd, record, *rebuilt);
+  ::close(fd);
+  for (int i = 0; i < 4; ++i) EXPECT_FALSE(rebuilt->members(i).has_xxh3()) << i;
 }
 
 TEST_F(StoreIndexTest, CompressedArchivesGetTheirIndexAtInstallAndOnDemand) {

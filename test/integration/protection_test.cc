@@ -9,6 +9,7 @@
 #include "archive/tar_writer.h"
 #include "objects_util.h"
 #include "placement/hrw.h"
+#include "shards_util.h"
 
 namespace silo::integration {
 namespace {
@@ -283,6 +284,34 @@ TEST(ProtectionTest, ReadsCheckOnlyTheBlocksTheyTouch) {
   auto all = c.get_archive("plain", "shard.tar", {.path = ".bin", .mode = "suffix"});
   EXPECT_FALSE(all.has_value()) << "a selection with a corrupt block was served";
   EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), before + 2);
+
+  // Small members are checked by their own sums (kept in the index): a corrupt one is
+  // never served, by a member GET or by a batch (whose runs leave it to a GET).
+  const std::string x = random.bytes(40 * 1024);
+  const std::string y = random.bytes(40 * 1024);
+  const std::string small = archive::tar_header("x.bin", x.size(), 0) + x + archive::tar_padding(x.size()) +
+                            archive::tar_header("y.bin", y.size(), 0) + y + archive::tar_padding(y.size()) +
+                            archive::tar_end();
+  ASSERT_OK(c.put("plain", "small.tar", small));
+  const std::vector<std::string> small_files = files_of_size(*cluster, plain.id, small.size());
+  ASSERT_EQ(small_files.size(), 1u);
+  flip_byte(small_files[0], small.find(y.substr(0, 4096)) + 20000);
+  auto member_x = c.get_archive("plain", "small.tar", {.path = "x.bin"});
+  ASSERT_TRUE(member_x.has_value()) << member_x.status();
+  EXPECT_EQ(*member_x, x);
+  wire::BatchRequest only_x{.entries = {{.bucket = "plain", .name = "small.tar", .archpath = "x.bin"}}};
+  auto batch_x = get_batch(c, only_x);
+  ASSERT_TRUE(batch_x.has_value()) << batch_x.status();
+  EXPECT_EQ(members_of(*batch_x), (Members{{"plain/small.tar/x.bin", x}}));
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), before + 2);
+  auto member_y = c.get_archive("plain", "small.tar", {.path = "y.bin"});
+  EXPECT_FALSE(member_y.has_value()) << "a small member that fails its sum was served";
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), before + 3);
+  wire::BatchRequest with_y = only_x;
+  with_y.entries.push_back({.bucket = "plain", .name = "small.tar", .archpath = "y.bin"});
+  auto batch_y = get_batch(c, with_y);
+  EXPECT_FALSE(batch_y.has_value()) << "a batch served a member that fails its sum";
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_corrupt_copies_total"), before + 4);
 }
 
 TEST(ProtectionTest, CopiesChangeOnAFilledBucketWhileReadsNeverFail) {

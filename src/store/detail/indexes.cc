@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "archive/compressed.h"
 #include "archive/members.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "store/detail/store_impl.h"
 
@@ -30,6 +33,40 @@ Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size, wire::ArchiveForma
   return archive::index_archive(format, pread_of(fd), size);
 }
 
+void add_member_sums(int fd, const wire::ObjectRecord& record, wire::ArchiveIndex& index) {
+  if (index.format() != wire::ARCHIVE_FORMAT_TAR || index.members().empty()) return;
+  constexpr size_t kChunk = 1 << 20;
+  std::vector<char> buffer(kChunk);
+  hash::Xxh3Stream whole;
+  std::vector<uint64_t> sums(static_cast<size_t>(index.members_size()));
+  std::optional<hash::Xxh3Stream> member;  // of members[m], while its bytes come
+  int m = 0;
+  const uint64_t size = record.size();
+  for (uint64_t at = 0; at < size;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, size - at));
+    const ssize_t n = ::pread(fd, buffer.data(), want, static_cast<off_t>(at));
+    if (n <= 0) return;  // unreadable or shorter: no sums (reads check blocks instead)
+    const auto got = static_cast<uint64_t>(n);
+    whole.update(std::span<const char>(buffer.data(), got));
+    // Members whose data lies in [at, at + got), in archive order.
+    while (m < index.members_size()) {
+      const wire::ArchiveMember& it = index.members(m);
+      const uint64_t begin = std::max(it.offset(), at);
+      const uint64_t end = std::min(it.offset() + it.size(), at + got);
+      if (it.offset() >= at + got && it.size() > 0) break;  // starts in a later chunk
+      if (!member) member.emplace();
+      if (begin < end) member->update(std::span<const char>(buffer.data() + (begin - at), end - begin));
+      if (it.offset() + it.size() > at + got) break;  // goes on in the next chunk
+      sums[static_cast<size_t>(m)] = member->digest();
+      member.reset();
+      ++m;
+    }
+    at += got;
+  }
+  if (m != index.members_size() || whole.digest() != record.xxh3()) return;
+  for (int i = 0; i < index.members_size(); ++i) index.mutable_members(i)->set_xxh3(sums[static_cast<size_t>(i)]);
+}
+
 namespace detail {
 
 std::string index_of_archive(const std::string& path, const ObjectRef& object, const wire::ObjectRecord& record) {
@@ -38,6 +75,7 @@ std::string index_of_archive(const std::string& path, const ObjectRef& object, c
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return "";  // the install that follows reports it
   Result<wire::ArchiveIndex> index = index_of_fd(fd, record.size(), *format);
+  if (index) add_member_sums(fd, record, *index);
   ::close(fd);
   if (!index) {
     SILO_LOG_INFO("{}/{} is named like an archive but has no index: {}", object.bucket_id, object.name,
