@@ -126,6 +126,21 @@ class BatchWriter {
               StreamTally& tally)
       : out_(out), request_(request), fetcher_(fetcher), window_(window), tally_(tally) {}
 
+  // Whether entry `index`'s task has ended (take() would not wait).
+  bool is_ready(size_t index) {
+    MutexLock lock(window_.mutex);
+    return window_.slots[index % window_.slots.size()].is_done;
+  }
+
+  // Sends what small members wait in the output buffer (before waiting for an entry, and
+  // once it holds kStreamChunk bytes): many samples leave in one write.
+  http::Awaitable<Status> flush() {
+    if (pending_.empty()) co_return Status::ok();
+    const Status written = co_await out_.write(pending_);
+    pending_.clear();
+    co_return written;
+  }
+
   // Waits for entry `index`'s task and takes its slot.
   http::Awaitable<Slot> take(size_t index) {
     {
@@ -170,8 +185,8 @@ class BatchWriter {
   // After the last entry: the end-of-archive blocks.
   http::Awaitable<Status> end() {
     CO_RETURN_IF_ERROR(co_await begin());
-    const std::string blocks = archive::tar_end();
-    co_return co_await out_.write(blocks);
+    pending_.append(archive::tar_end());
+    co_return co_await flush();
   }
 
  private:
@@ -201,12 +216,13 @@ class BatchWriter {
     CO_RETURN_IF_ERROR(co_await begin());
     std::string missing(kMissingPrefix);
     missing += entry.tar_name();
-    const std::string header = archive::tar_header(missing, 0, 0);
-    co_return co_await out_.write(header);
+    pending_.append(archive::tar_header(missing, 0, 0));
+    if (pending_.size() >= kStreamChunk) co_return co_await flush();
+    co_return Status::ok();
   }
 
-  // A whole answer in memory: its header, the bytes, the padding; a small one in one write
-  // (one trip through the socket per sample rather than three).
+  // A whole answer in memory: its header, the bytes, the padding; a small one into the
+  // output buffer (one write for many samples rather than three each).
   http::Awaitable<Status> send_member(const wire::BatchEntry& entry, std::string_view bytes, uint64_t size,
                                       int64_t mtime) {
     CO_RETURN_IF_ERROR(co_await begin());
@@ -214,14 +230,15 @@ class BatchWriter {
     const std::string padding = padding_of(entry, size);
     tally_.bytes += size;
     if (bytes.size() <= kStreamChunk) {
-      std::string framed;
-      framed.reserve(header.size() + bytes.size() + padding.size());
-      framed.append(header).append(bytes).append(padding);
-      co_return co_await out_.write(framed);
+      pending_.append(header).append(bytes).append(padding);
+      if (pending_.size() >= kStreamChunk) co_return co_await flush();
+      co_return Status::ok();
     }
-    CO_RETURN_IF_ERROR(co_await out_.write(header));
+    pending_.append(header);
+    CO_RETURN_IF_ERROR(co_await flush());
     CO_RETURN_IF_ERROR(co_await out_.write(bytes));
-    co_return co_await out_.write(padding);
+    pending_.append(padding);
+    co_return Status::ok();
   }
 
   // What goes around an entry's answer of `size` bytes in the stream: its tar header and
@@ -249,8 +266,8 @@ class BatchWriter {
     EntryBody& body = *slot.body;
     const uint64_t size = body.size();
     CO_RETURN_IF_ERROR(co_await begin());
-    const std::string header = header_of(entry, size, body.mtime_unix_seconds());
-    CO_RETURN_IF_ERROR(co_await out_.write(header));
+    pending_.append(header_of(entry, size, body.mtime_unix_seconds()));
+    CO_RETURN_IF_ERROR(co_await flush());
     uint64_t sent = 0;
     size_t n = *first;
     while (true) {
@@ -266,8 +283,8 @@ class BatchWriter {
       n = *more;
     }
     tally_.bytes += size;
-    const std::string padding = padding_of(entry, size);
-    co_return co_await out_.write(padding);
+    pending_.append(padding_of(entry, size));
+    co_return Status::ok();
   }
 
   http::Awaitable<Result<size_t>> first_chunk(EntryBody& body) {
@@ -287,6 +304,7 @@ class BatchWriter {
   Window& window_;
   StreamTally& tally_;
   std::vector<char> chunk_;  // the buffer of streamed entries, sized at the first
+  std::string pending_;      // small members not written yet (up to about kStreamChunk)
 };
 
 // Stops every task: they end at their next step, dropping what they hold.
@@ -333,6 +351,8 @@ http::Awaitable<Status> stream_batch(http::Exchange& exchange, const wire::Batch
                      asio::detached);
       ++next;
     }
+    if (!writer.is_ready(i)) outcome = co_await writer.flush();
+    if (!outcome.is_ok()) break;
     Slot slot = co_await writer.take(i);
     outcome = co_await writer.send(i, slot);
   }

@@ -63,17 +63,48 @@ struct OwnerQueue {
   size_t in_flight = 0;  // runs being sent or read
 };
 
-// Reads exactly out.size() bytes; kUnavailable when the answer ends first.
-http::Awaitable<Status> read_exact(http::BodyReader& body, std::span<char> out) {
-  size_t got = 0;
-  while (got < out.size()) {
-    Result<size_t> n = co_await body.read(out.subspan(got));
-    if (!n) co_return std::move(n).error();
-    if (*n == 0) co_return Status::unavailable("a run's answer ended after {} of {} bytes", got, out.size());
-    got += *n;
+// A run's answer read in large pieces (a frame head and a 10 KiB sample each cost no
+// read of their own).
+class FrameReader {
+ public:
+  explicit FrameReader(http::BodyReader& body) : body_(body), buffer_(kStreamChunk) {}
+
+  // Reads exactly out.size() bytes; kUnavailable when the answer ends first.
+  http::Awaitable<Status> read_exact(std::span<char> out) {
+    size_t got = 0;
+    while (got < out.size()) {
+      if (begin_ == end_) {
+        Result<size_t> n = co_await body_.read(std::span<char>(buffer_.data(), buffer_.size()));
+        if (!n) co_return std::move(n).error();
+        if (*n == 0) co_return Status::unavailable("a run's answer ended after {} of {} bytes", got, out.size());
+        begin_ = 0;
+        end_ = *n;
+      }
+      const size_t take = std::min(end_ - begin_, out.size() - got);
+      std::memcpy(out.data() + got, buffer_.data() + begin_, take);
+      begin_ += take;
+      got += take;
+    }
+    co_return Status::ok();
   }
-  co_return Status::ok();
-}
+
+  // Whether the answer ended exactly after what was read (its connection then goes back to
+  // the pool); kUnavailable for bytes past the last frame.
+  http::Awaitable<Status> expect_end() {
+    if (begin_ != end_) co_return Status::unavailable("a run's answer has bytes past its last frame");
+    char past = 0;
+    Result<size_t> n = co_await body_.read(std::span<char>(&past, 1));
+    if (!n) co_return std::move(n).error();
+    if (*n != 0) co_return Status::unavailable("a run's answer has bytes past its last frame");
+    co_return Status::ok();
+  }
+
+ private:
+  http::BodyReader& body_;
+  std::vector<char> buffer_;
+  size_t begin_ = 0;
+  size_t end_ = 0;
+};
 
 }  // namespace
 
@@ -125,10 +156,11 @@ http::Awaitable<void> send_run(RunFetcher::State& state, const http::Endpoint& t
         failed = Status::unavailable("{} answered a run with {}", to.to_string(), head->status);
       }
     }
+    FrameReader frames(call->body());
     for (; failed.is_ok() && settled < run.size(); ++settled) {
       Pending& pending = *run[settled];
       RunFrame frame;
-      failed = co_await read_exact(call->body(), std::span<char>(reinterpret_cast<char*>(&frame), sizeof frame));
+      failed = co_await frames.read_exact(std::span<char>(reinterpret_cast<char*>(&frame), sizeof frame));
       if (!failed.is_ok()) break;
       const bool has_bytes = frame.answer == static_cast<uint32_t>(RunAnswer::kBytes);
       if (has_bytes) {
@@ -137,17 +169,13 @@ http::Awaitable<void> send_run(RunFetcher::State& state, const http::Endpoint& t
           break;
         }
         pending.bytes.resize(frame.size);
-        failed = co_await read_exact(call->body(), std::span<char>(pending.bytes.data(), pending.bytes.size()));
+        failed = co_await frames.read_exact(std::span<char>(pending.bytes.data(), pending.bytes.size()));
         if (!failed.is_ok()) break;
         pending.mtime_unix_seconds = frame.mtime_unix_seconds;
       }
       state.settle(pending, has_bytes);
     }
-    if (failed.is_ok()) {
-      char past = 0;  // the end of the answer: the connection goes back to the pool
-      const Result<size_t> after_end = co_await call->body().read(std::span<char>(&past, 1));
-      failed = after_end.status();
-    }
+    if (failed.is_ok()) failed = co_await frames.expect_end();
   } else {
     failed = std::move(started).error();
   }

@@ -176,6 +176,8 @@ template <bool IsRequest>
 class BodyStream {
  public:
   using Parser = bhttp::parser<IsRequest, bhttp::buffer_body>;
+  // The room a chunked body is read into (one read(2) each).
+  static constexpr size_t kChunkedReadBytes = 64 * 1024;
 
   // Requires: `parser` has read the head.
   explicit BodyStream(Parser& parser) : parser_(parser) {
@@ -205,6 +207,9 @@ class BodyStream {
                                  std::chrono::steady_clock::duration timeout) {
     if (is_done_ || buffer.empty()) co_return size_t{0};
     if (remaining_) co_return co_await read_sized(socket, read_buffer, buffer, deadline, timeout);
+    // Beast reads as much as the buffer has room for, 512 bytes when it is new: a chunked
+    // body read that way costs a syscall per 512 bytes.
+    if (read_buffer.capacity() < kChunkedReadBytes) read_buffer.reserve(kChunkedReadBytes);
     while (!parser_.is_done()) {
       parser_.get().body().data = buffer.data();
       parser_.get().body().size = buffer.size();
