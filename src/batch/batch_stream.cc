@@ -102,7 +102,13 @@ http::Awaitable<void> read_ahead(std::shared_ptr<Window> window, Fetcher* fetche
   }
   if (fits) {
     result.mtime_unix_seconds = body->mtime_unix_seconds();
-    const Status read = co_await read_whole(*body, result.bytes);
+    std::optional<std::string> whole = body->take_whole();
+    Status read;
+    if (whole) {
+      result.bytes = std::move(*whole);
+    } else {
+      read = co_await read_whole(*body, result.bytes);
+    }
     body.reset();  // the connection goes back to the pool, or closes
     if (read.is_ok()) {
       result.is_read_ahead = true;

@@ -5,7 +5,9 @@
 // the writer within a window of entries and bytes.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 
 #include "base/result.h"
 #include "http/server.h"
@@ -22,6 +24,8 @@ class EntryBody {
   virtual ~EntryBody() = default;
   // Reads up to out.size() bytes; 0 at the end. Errors: the connection's.
   virtual http::Awaitable<Result<size_t>> read(std::span<char> out) = 0;
+  // All of it at once when it is in memory already (nothing read yet), else nullopt.
+  virtual std::optional<std::string> take_whole() { return std::nullopt; }
 
   uint64_t size() const { return size_; }
   int64_t mtime_unix_seconds() const { return mtime_unix_seconds_; }

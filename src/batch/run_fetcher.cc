@@ -34,6 +34,13 @@ class BytesBody final : public EntryBody {
   BytesBody(std::string bytes, int64_t mtime)
       : EntryBody(bytes.size(), mtime, /*is_tar=*/false), bytes_(std::move(bytes)) {}
 
+  std::optional<std::string> take_whole() override {
+    if (at_ != 0) return std::nullopt;
+    std::string whole = std::move(bytes_);
+    bytes_.clear();  // read() answers 0 from now on
+    return whole;
+  }
+
   http::Awaitable<Result<size_t>> read(std::span<char> out) override {
     const size_t n = std::min(out.size(), bytes_.size() - at_);
     std::memcpy(out.data(), bytes_.data() + at_, n);
