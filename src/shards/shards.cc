@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "archive/tar_writer.h"
 #include "base/hash.h"
@@ -161,8 +162,10 @@ http::Awaitable<Status> Shards::send_member(http::Exchange& exchange, http::Resp
     const int fd = opened.fd();
     const wire::ArchiveMember* whole = &member;
     const Status summed = co_await reader_.run([fd, whole, &opened]() -> Status {
-      std::string bytes(whole->size(), '\0');
-      Result<size_t> got = store::pread_of(fd)(whole->offset(), std::span<char>(bytes.data(), bytes.size()));
+      thread_local std::vector<char> buffer;  // a reader thread's, reused: no allocation per read
+      if (buffer.size() < whole->size()) buffer.resize(whole->size());
+      const std::span<char> bytes(buffer.data(), whole->size());
+      Result<size_t> got = store::pread_of(fd)(whole->offset(), bytes);
       if (!got || *got != bytes.size()) {
         return Status::data_loss("member {} of {} cannot be read whole", whole->name(), opened.record().name())
             .with_reason("InternalError");
