@@ -170,6 +170,11 @@ http::Awaitable<void> send_run(RunFetcher::State& state, const http::Endpoint& t
       failed = co_await frames.read_exact(std::span<char>(reinterpret_cast<char*>(&frame), sizeof frame));
       if (!failed.is_ok()) break;
       const bool has_bytes = frame.answer == static_cast<uint32_t>(RunAnswer::kBytes);
+      const bool is_ask = frame.answer == static_cast<uint32_t>(RunAnswer::kAsk) && frame.size == 0;
+      if (!has_bytes && !is_ask) {
+        failed = Status::internal("{} answered a run with a frame of kind {}", to.to_string(), frame.answer);
+        break;
+      }
       if (has_bytes) {
         if (frame.size > kMaxRunEntryBytes) {
           failed = Status::internal("{} answered a run's entry of {} bytes", to.to_string(), frame.size);
