@@ -1,5 +1,6 @@
 // silod: one Silo node. `silod --role proxy|target|all --config FILE [overrides]`.
 #include <CLI/CLI.hpp>
+#include <malloc.h>
 
 #include <csignal>
 #include <cstdio>
@@ -10,6 +11,11 @@
 #include "node.h"
 
 int main(int argc, char** argv) {
+  // Large buffers (a batch's read-ahead entries, a run's answer) always come from mmap
+  // and go back to the system when freed. glibc would otherwise raise its mmap threshold
+  // after the first such free, serve later ones from its arenas and keep what they
+  // leave, so memory would no longer follow what is in use (docs/shards.md "Batch GET").
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
   CLI::App app{
       "silod: a Silo node (proxy gateway, storage target, or both).\n"
       "The config file holds {\"node\": {...}, \"cluster\": {...}} (docs/configuration.md);\n"

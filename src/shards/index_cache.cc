@@ -2,18 +2,16 @@
 
 namespace silo::shards {
 
-std::shared_ptr<const wire::ArchiveIndex> IndexCache::find(const ObjectRef& object, uint64_t generation) {
+std::shared_ptr<const MemberIndex> IndexCache::find(const ObjectRef& object, uint64_t generation) {
   MutexLock lock(mutex_);
   const auto it = entries_.find(Key(object.bucket_id.value(), object.name));
-  if (it == entries_.end() || it->second.index->generation() != generation) return nullptr;
+  if (it == entries_.end() || it->second.index->index().generation() != generation) return nullptr;
   recency_.splice(recency_.begin(), recency_, it->second.recency);
   return it->second.index;
 }
 
-void IndexCache::put(const ObjectRef& object, std::shared_ptr<const wire::ArchiveIndex> index) {
-  // What it holds: the message and, per member, its name and the fields around it.
-  uint64_t size = sizeof(wire::ArchiveIndex) + object.name.size();
-  for (const auto& m : index->members()) size += sizeof(wire::ArchiveMember) + m.name().size();
+void IndexCache::put(const ObjectRef& object, std::shared_ptr<const MemberIndex> index) {
+  const uint64_t size = index->bytes() + object.name.size();
   if (size > max_bytes_) return;
   MutexLock lock(mutex_);
   Key key(object.bucket_id.value(), object.name);

@@ -12,7 +12,7 @@
 
 #include "base/mutex.h"
 #include "base/object_ref.h"
-#include "wire/codec.h"
+#include "shards/member_index.h"
 
 namespace silo::shards {
 
@@ -24,16 +24,16 @@ class IndexCache {
   explicit IndexCache(uint64_t max_bytes) : max_bytes_(max_bytes) {}
 
   // The index of `object` at `generation`, or null.
-  std::shared_ptr<const wire::ArchiveIndex> find(const ObjectRef& object, uint64_t generation);
+  std::shared_ptr<const MemberIndex> find(const ObjectRef& object, uint64_t generation);
   // Keeps `index` (of `object` at its generation) as the most recent.
-  void put(const ObjectRef& object, std::shared_ptr<const wire::ArchiveIndex> index);
+  void put(const ObjectRef& object, std::shared_ptr<const MemberIndex> index);
 
   uint64_t bytes() const;
 
  private:
   using Key = std::pair<uint64_t, std::string>;  // bucket id, object name
   struct Entry {
-    std::shared_ptr<const wire::ArchiveIndex> index;
+    std::shared_ptr<const MemberIndex> index;
     uint64_t bytes = 0;
     std::list<Key>::iterator recency;
   };

@@ -1,15 +1,16 @@
 #include "shards/index_cache.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace silo::shards {
 namespace {
 
-std::shared_ptr<const wire::ArchiveIndex> index_of(uint64_t generation, int members) {
-  auto index = std::make_shared<wire::ArchiveIndex>();
-  index->set_generation(generation);
-  for (int i = 0; i < members; ++i) index->add_members()->set_name("member-" + std::to_string(i));
-  return index;
+std::shared_ptr<const MemberIndex> index_of(uint64_t generation, int members) {
+  wire::ArchiveIndex index;
+  index.set_generation(generation);
+  for (int i = 0; i < members; ++i) index.add_members()->set_name("member-" + std::to_string(i));
+  return std::make_shared<const MemberIndex>(std::move(index));
 }
 
 TEST(IndexCacheTest, AnIndexServesOnlyItsOwnVersion) {
@@ -17,12 +18,12 @@ TEST(IndexCacheTest, AnIndexServesOnlyItsOwnVersion) {
   const ObjectRef shard{BucketId(1), "a.tar"};
   cache.put(shard, index_of(7, 3));
   ASSERT_NE(cache.find(shard, 7), nullptr);
-  EXPECT_EQ(cache.find(shard, 7)->members_size(), 3);
+  EXPECT_EQ(cache.find(shard, 7)->index().members_size(), 3);
   EXPECT_EQ(cache.find(shard, 8), nullptr) << "another version";
   EXPECT_EQ(cache.find(ObjectRef{BucketId(2), "a.tar"}, 7), nullptr) << "another bucket";
   cache.put(shard, index_of(8, 5));
   EXPECT_EQ(cache.find(shard, 7), nullptr) << "replaced";
-  EXPECT_EQ(cache.find(shard, 8)->members_size(), 5);
+  EXPECT_EQ(cache.find(shard, 8)->index().members_size(), 5);
 }
 
 TEST(IndexCacheTest, KeepsWithinItsBytesDroppingTheLeastRecentlyUsed) {
@@ -43,6 +44,24 @@ TEST(IndexCacheTest, KeepsWithinItsBytesDroppingTheLeastRecentlyUsed) {
   // One index larger than the whole cache is not kept.
   cache.put(ObjectRef{BucketId(1), "huge"}, index_of(1, 5000));
   EXPECT_EQ(cache.find(ObjectRef{BucketId(1), "huge"}, 1), nullptr);
+}
+
+TEST(MemberIndexTest, FindsAnyOfManyMembersAndTheLastOfARepeatedName) {
+  wire::ArchiveIndex index;
+  for (int i = 0; i < 10'000; ++i) {
+    wire::ArchiveMember* member = index.add_members();
+    member->set_name(fmt::format("{:06}.jpg", i));
+    member->set_offset(512 * (2 * i + 1));
+  }
+  index.add_members()->set_name("000042.jpg");  // appended later: replaces the first
+  index.mutable_members(10'000)->set_offset(1);
+  const MemberIndex members(std::move(index));
+  ASSERT_NE(members.find("009999.jpg"), nullptr);
+  EXPECT_EQ(members.find("009999.jpg")->offset(), 512u * 19'999);
+  EXPECT_EQ(members.find("000042.jpg")->offset(), 1u) << "the last of a name";
+  EXPECT_EQ(members.find("010000.jpg"), nullptr);
+  EXPECT_EQ(members.find(""), nullptr);
+  EXPECT_GT(members.bytes(), 10'000u * 10);
 }
 
 }  // namespace

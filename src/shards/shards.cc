@@ -62,15 +62,15 @@ Shards::Shards(store::Store& store, stats::Registry& stats)
       corrupt_found_(stats.counter("silo_target_corrupt_copies_total",
                                    "Copies whose bytes did not match their XXH3 (found by reads and scrubs).")) {}
 
-http::Awaitable<Result<std::shared_ptr<const wire::ArchiveIndex>>> Shards::index_of(
+http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> Shards::index_of(
     const ObjectRef& object, const store::OpenObject& opened) {
   const uint64_t generation = opened.record().generation();
-  if (std::shared_ptr<const wire::ArchiveIndex> cached = index_cache_.find(object, generation)) co_return cached;
+  if (std::shared_ptr<const MemberIndex> cached = index_cache_.find(object, generation)) co_return cached;
   Result<std::string> kept = co_await store_.get_index(object);
   if (kept) {
     auto index = wire::decode<wire::ArchiveIndex>(*kept, wire::Source::kDisk);
     if (index && index->generation() == generation) {
-      auto decoded = std::make_shared<const wire::ArchiveIndex>(std::move(*index));
+      auto decoded = std::make_shared<const MemberIndex>(std::move(*index));
       index_cache_.put(object, decoded);
       co_return decoded;
     }
@@ -95,7 +95,7 @@ http::Awaitable<Result<std::shared_ptr<const wire::ArchiveIndex>>> Shards::index
   built->set_generation(generation);
   const Status kept_now = co_await store_.put_index(object, generation, wire::encode(*built));
   if (!kept_now.is_ok()) SILO_LOG_INFO("the index of {} is not kept: {}", object.name, kept_now);
-  auto made = std::make_shared<const wire::ArchiveIndex>(std::move(*built));
+  auto made = std::make_shared<const MemberIndex>(std::move(*built));
   if (kept_now.is_ok()) index_cache_.put(object, made);
   co_return made;
 }
@@ -110,9 +110,9 @@ Status Shards::check_member_sum(const wire::ArchiveMember& member, std::span<con
       .with_reason("InternalError");
 }
 
-Result<const wire::ArchiveMember*> Shards::find(const wire::ArchiveIndex& index, std::string_view name,
+Result<const wire::ArchiveMember*> Shards::find(const MemberIndex& index, std::string_view name,
                                                 const ObjectRef& object) {
-  const wire::ArchiveMember* member = archive::find_member(index, name);
+  const wire::ArchiveMember* member = index.find(name);
   if (member == nullptr) {
     return Status::not_found("archive {} has no member {}", object.name, name).with_reason(archive::kNoSuchMember);
   }

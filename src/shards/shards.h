@@ -49,15 +49,15 @@ class Shards {
   // The member index of the opened version of `object`: the store's, else built from the
   // bytes now (headers only) and handed to the store. Errors: kInvalidArgument with
   // reason NotAnArchive or CorruptArchive (400), read errors.
-  http::Awaitable<Result<std::shared_ptr<const wire::ArchiveIndex>>> index_of(const ObjectRef& object,
+  http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> index_of(const ObjectRef& object,
                                                                               const store::OpenObject& opened);
   // The index of `object` at `generation` when a read built or loaded it a moment ago
   // (IndexCache), else null. Never blocks.
-  std::shared_ptr<const wire::ArchiveIndex> cached_index(const ObjectRef& object, uint64_t generation) {
+  std::shared_ptr<const MemberIndex> cached_index(const ObjectRef& object, uint64_t generation) {
     return index_cache_.find(object, generation);
   }
   // The member `name`; kNotFound, reason NoSuchArchiveMember.
-  static Result<const wire::ArchiveMember*> find(const wire::ArchiveIndex& index, std::string_view name,
+  static Result<const wire::ArchiveMember*> find(const MemberIndex& index, std::string_view name,
                                                  const ObjectRef& object);
   // The largest member read checked against its own XXH3 (ArchiveMember.xxh3, read whole
   // first) rather than block by block as it goes.

@@ -317,7 +317,8 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
     CO_RETURN_IF_ERROR(co_await replication_.verify_read(r.bucket, *object));
     member_check = store::ReadCheck::kNone;
   }
-  CO_ASSIGN_OR_RETURN(const std::shared_ptr<const wire::ArchiveIndex> index, co_await shards_.index_of(r.object, *object));
+  CO_ASSIGN_OR_RETURN(const std::shared_ptr<const shards::MemberIndex> members, co_await shards_.index_of(r.object, *object));
+  const wire::ArchiveIndex* index = &members->index();
   const shards::ArchiveRead& read = *request.archive;
   // Each branch's locals have names of their own (GCC 12, docs/adr/0003 rule 3).
   if (read.lists) {
@@ -344,7 +345,7 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
     }
     co_return tar_sent;
   }
-  CO_ASSIGN_OR_RETURN(const wire::ArchiveMember* member, shards::Shards::find(*index, read.path, r.object));
+  CO_ASSIGN_OR_RETURN(const wire::ArchiveMember* member, shards::Shards::find(*members, read.path, r.object));
   wire::ObjectRecord view;  // the member as a Range sees it
   view.set_size(member->size());
   auto selected = select_bytes(request, view);

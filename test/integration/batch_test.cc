@@ -305,8 +305,10 @@ TEST(BatchTest, TheServingNodesMemoryStaysBoundedDuringABatchOfLargeMembers) {
   std::printf("serving node RSS: %llu MiB before, %llu MiB at peak, over a batch of %llu MiB\n",
               static_cast<unsigned long long>(before >> 20), static_cast<unsigned long long>(peak >> 20),
               static_cast<unsigned long long>(*got >> 20));
-  // The window (64 MiB read ahead) and one chunk per batch, plus the allocator's slack.
-  EXPECT_LT(peak, before + (160ull << 20));
+  // The window (64 MiB read ahead), one chunk per batch and the connections' buffers; the
+  // large buffers go back to the system when freed (silod's mmap threshold), so there is
+  // no allocator slack of another window.
+  EXPECT_LT(peak, before + (96ull << 20));
 }
 
 }  // namespace
