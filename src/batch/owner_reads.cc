@@ -43,8 +43,8 @@ void append_frame(std::string& out, const RunFrame& frame) {
 
 }  // namespace
 
-// One run being answered: its entries, resolved, and the object opened last (runs are
-// sent grouped by nothing, but consecutive entries of one shard are common).
+// One run being answered: its entries, resolved, and the object opened last (entries come
+// in request order, where consecutive ones of one shard are common).
 struct OwnerReads::Run {
   struct Job {
     const wire::BatchEntry* entry = nullptr;
