@@ -95,7 +95,7 @@ struct OwnerReads::Run {
     uint64_t size = record.size();
     const wire::ArchiveMember* summed = nullptr;  // a whole member checked by its own sum
     if (entry.archpath) {
-      const std::shared_ptr<const shards::MemberIndex> index = reads.shards_.cached_index(*job.object, record.generation());
+      const std::shared_ptr<const shards::MemberIndex> index = reads.shards_.index_now(*job.object, record.generation());
       if (!index || index->index().format() != wire::ARCHIVE_FORMAT_TAR) return false;
       Result<const wire::ArchiveMember*> member = shards::Shards::find(*index, *entry.archpath, *job.object);
       if (!member) return false;

@@ -35,7 +35,7 @@ inline constexpr uint64_t kMaxRunEntryBytes = 1ull << 20;
 // Serves runs on a target. An entry is read here when its object is a local, whole copy
 // (not coded, not a remote bucket's) that this target holds under its node map, whose
 // block sums are kept (reads are verified as any GET's), and, for a member, whose plain
-// tar index a read loaded a moment ago (shards::Shards::cached_index); the entry's bytes
+// tar index is cached or kept by the store (shards::Shards::index_now); the entry's bytes
 // are at most kMaxRunEntryBytes. Thread-safe; lives as long as the node.
 class OwnerReads {
  public:

@@ -68,12 +68,7 @@ http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> Shards::index_of(
   if (std::shared_ptr<const MemberIndex> cached = index_cache_.find(object, generation)) co_return cached;
   Result<std::string> kept = co_await store_.get_index(object);
   if (kept) {
-    auto index = wire::decode<wire::ArchiveIndex>(*kept, wire::Source::kDisk);
-    if (index && index->generation() == generation) {
-      auto decoded = std::make_shared<const MemberIndex>(std::move(*index));
-      index_cache_.put(object, decoded);
-      co_return decoded;
-    }
+    if (std::shared_ptr<const MemberIndex> decoded = cache_decoded(object, generation, *kept)) co_return decoded;
   } else if (kept.error().code() != Code::kNotFound) {
     co_return std::move(kept).error();
   }
@@ -98,6 +93,21 @@ http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> Shards::index_of(
   auto made = std::make_shared<const MemberIndex>(std::move(*built));
   if (kept_now.is_ok()) index_cache_.put(object, made);
   co_return made;
+}
+
+std::shared_ptr<const MemberIndex> Shards::cache_decoded(const ObjectRef& object, uint64_t generation,
+                                                         const std::string& bytes) {
+  auto index = wire::decode<wire::ArchiveIndex>(bytes, wire::Source::kDisk);
+  if (!index || index->generation() != generation) return nullptr;
+  auto decoded = std::make_shared<const MemberIndex>(std::move(*index));
+  index_cache_.put(object, decoded);
+  return decoded;
+}
+
+std::shared_ptr<const MemberIndex> Shards::index_now(const ObjectRef& object, uint64_t generation) {
+  if (std::shared_ptr<const MemberIndex> cached = index_cache_.find(object, generation)) return cached;
+  Result<std::string> kept = store_.get_index_now(object);
+  return kept ? cache_decoded(object, generation, *kept) : nullptr;
 }
 
 Status Shards::check_member_sum(const wire::ArchiveMember& member, std::span<const char> bytes,

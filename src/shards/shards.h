@@ -51,11 +51,9 @@ class Shards {
   // reason NotAnArchive or CorruptArchive (400), read errors.
   http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> index_of(const ObjectRef& object,
                                                                               const store::OpenObject& opened);
-  // The index of `object` at `generation` when a read built or loaded it a moment ago
-  // (IndexCache), else null. Never blocks.
-  std::shared_ptr<const MemberIndex> cached_index(const ObjectRef& object, uint64_t generation) {
-    return index_cache_.find(object, generation);
-  }
+  // The index of `object` at `generation`: cached, else the store's (then cached); null
+  // when neither has it (index_of() builds one). Blocking (RocksDB): on a reader thread.
+  std::shared_ptr<const MemberIndex> index_now(const ObjectRef& object, uint64_t generation);
   // The member `name`; kNotFound, reason NoSuchArchiveMember.
   static Result<const wire::ArchiveMember*> find(const MemberIndex& index, std::string_view name,
                                                  const ObjectRef& object);
@@ -120,6 +118,10 @@ class Shards {
   // before its bytes go.
   http::Awaitable<Status> send_checked(http::Exchange& exchange, store::BlockVerifier& verifier,
                                        const store::OpenObject& opened, uint64_t offset, uint64_t length);
+
+  // Decodes an index read from the store and caches it when it describes `generation`.
+  std::shared_ptr<const MemberIndex> cache_decoded(const ObjectRef& object, uint64_t generation,
+                                                   const std::string& bytes);
 
   store::Store& store_;
   async::DiskExecutor reader_{2};  // builds indexes (preads of the headers), checks blocks

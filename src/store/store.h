@@ -313,6 +313,8 @@ class Store {
   // an archive (archive::format_of_name) is installed, or later by put_index().
   // kNotFound when there is none.
   virtual Awaitable<Result<std::string>> get_index(const ObjectRef& object) = 0;
+  // get_index() on the caller's thread (blocking: never on an io thread), as open_now().
+  virtual Result<std::string> get_index_now(const ObjectRef& object) = 0;
   // Keeps `bytes` as the index of `object` when its current version is `generation`
   // (checked under the object lock); kAborted when the object changed meanwhile.
   virtual Awaitable<Status> put_index(const ObjectRef& object, uint64_t generation, std::string bytes) = 0;

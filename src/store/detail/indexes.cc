@@ -90,9 +90,18 @@ Awaitable<Result<std::string>> StoreImpl::get_index(const ObjectRef& object) {
   const OpGate::Ticket ticket = gate_.enter();
   const size_t owner = owner_of(object);
   co_return co_await mountpaths_[owner]->disk().run([this, &object, owner]() -> Result<std::string> {
-    ASSIGN_OR_RETURN(const Found found, find_record(object, owner));
-    return mountpaths_[found.index]->meta().get_index(object.bucket_id, object.name);
+    return index_blocking(object, owner);
   });
+}
+
+Result<std::string> StoreImpl::get_index_now(const ObjectRef& object) {
+  const OpGate::Ticket ticket = gate_.enter();
+  return index_blocking(object, owner_of(object));
+}
+
+Result<std::string> StoreImpl::index_blocking(const ObjectRef& object, size_t owner) {
+  ASSIGN_OR_RETURN(const Found found, find_record(object, owner));
+  return mountpaths_[found.index]->meta().get_index(object.bucket_id, object.name);
 }
 
 Awaitable<Status> StoreImpl::put_index(const ObjectRef& object, uint64_t generation, std::string bytes) {

@@ -104,6 +104,7 @@ class StoreImpl final : public Store {
                                                                    PutOptions options) override;
   Awaitable<Status> abort_upload(const ObjectRef& object, const std::string& upload_id) override;
   Awaitable<Result<std::string>> get_index(const ObjectRef& object) override;
+  Result<std::string> get_index_now(const ObjectRef& object) override;
   Awaitable<Status> put_index(const ObjectRef& object, uint64_t generation, std::string bytes) override;
   Awaitable<Result<UploadList>> list_uploads(BucketId bucket, UploadListOptions options) override;
   Awaitable<Result<size_t>> remove_uploads_initiated_before(int64_t unix_nanos) override;
@@ -212,6 +213,7 @@ class StoreImpl final : public Store {
   // when the answer needs the disk.
   std::optional<Result<Found>> find_record_in(const ObjectRef& object, size_t owner, bool from_memory);
   Result<OpenObject> open_blocking(const ObjectRef& object, size_t owner);
+  Result<std::string> index_blocking(const ObjectRef& object, size_t owner);
   // open() without touching the disk: the object lock if free, its record from RocksDB's
   // memory, its file by openat2(RESOLVE_CACHED). nullopt when any step would block; the
   // caller then goes through the disk executor.
