@@ -1,9 +1,6 @@
 #include "batch/owner_reads.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -22,20 +19,6 @@ namespace {
 
 // Frames gathered per task on a reader thread before they are written.
 constexpr size_t kChunkBytes = 1 << 20;
-
-// Reads `length` bytes at `offset` of `fd` into `out`; false when the file ends first or
-// cannot be read.
-bool pread_all(int fd, char* out, uint64_t length, uint64_t offset) {
-  while (length > 0) {
-    const ssize_t n = ::pread(fd, out, length, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    out += n;
-    length -= static_cast<uint64_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return true;
-}
 
 void append_frame(std::string& out, const RunFrame& frame) {
   out.append(reinterpret_cast<const char*>(&frame), sizeof frame);
@@ -56,6 +39,7 @@ struct OwnerReads::Run {
   std::optional<ObjectRef> open_ref;
   std::unique_ptr<store::OpenObject> opened;
   std::unique_ptr<store::BlockVerifier> verifier;  // of `opened`, remembers what it checked
+  std::shared_ptr<const shards::MemberIndex> index;  // of `opened`, once a member was asked
 
   // Appends entries from `next` to `out` until it holds kChunkBytes; returns the entry
   // after the last one appended. Blocking: on a reader thread.
@@ -79,6 +63,7 @@ struct OwnerReads::Run {
     if (!job.object) return false;
     if (!opened || open_ref != job.object) {
       verifier.reset();
+      index.reset();
       opened.reset();
       open_ref.reset();
       Result<store::OpenObject> found = reads.store_.open_now(*job.object);
@@ -95,7 +80,7 @@ struct OwnerReads::Run {
     uint64_t size = record.size();
     const wire::ArchiveMember* summed = nullptr;  // a whole member checked by its own sum
     if (entry.archpath) {
-      const std::shared_ptr<const shards::MemberIndex> index = reads.shards_.index_now(*job.object, record.generation());
+      if (!index) index = reads.shards_.index_now(*job.object, record.generation());
       if (!index || index->index().format() != wire::ARCHIVE_FORMAT_TAR) return false;
       Result<const wire::ArchiveMember*> member = shards::Shards::find(*index, *entry.archpath, *job.object);
       if (!member) return false;
@@ -124,7 +109,7 @@ struct OwnerReads::Run {
     append_frame(out, RunFrame{static_cast<uint32_t>(RunAnswer::kBytes), 0, length, mtime});
     out.resize(at + sizeof(RunFrame) + length);
     char* bytes = out.data() + at + sizeof(RunFrame);
-    if (!pread_all(opened->fd(), bytes, length, offset)) return false;
+    if (!store::read_fully(opened->fd(), bytes, length, offset).is_ok()) return false;
     // A member's own sum: its bytes hashed where they were read to (a mismatch: a GET
     // finds it again, counts it, repairs the copy).
     if (summed != nullptr &&

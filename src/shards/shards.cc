@@ -134,10 +134,14 @@ http::Awaitable<Status> Shards::verify_block(store::BlockVerifier& verifier, con
   if (verifier.verified_bytes(offset, 1) > 0) co_return Status::ok();
   Status checked = co_await reader_.run([&verifier, offset] { return verifier.verify(offset); });
   if (checked.is_ok()) co_return checked;
+  co_return found_corrupt(opened, checked);
+}
+
+Status Shards::found_corrupt(const store::OpenObject& opened, Status status) {
   corrupt_found_.add();
   SILO_LOG_ERROR("corrupt copy of {} (generation {}) found by a member read: {}", opened.record().name(),
-                 opened.record().generation(), checked.message());
-  co_return checked;
+                 opened.record().generation(), status.message());
+  return status;
 }
 
 http::Awaitable<Status> Shards::send_checked(http::Exchange& exchange, store::BlockVerifier& verifier,
@@ -175,19 +179,15 @@ http::Awaitable<Status> Shards::send_member(http::Exchange& exchange, http::Resp
       thread_local std::vector<char> buffer;  // a reader thread's, reused: no allocation per read
       if (buffer.size() < whole->size()) buffer.resize(whole->size());
       const std::span<char> bytes(buffer.data(), whole->size());
-      Result<size_t> got = store::pread_of(fd)(whole->offset(), bytes);
-      if (!got || *got != bytes.size()) {
-        return Status::data_loss("member {} of {} cannot be read whole", whole->name(), opened.record().name())
+      const Status read = store::read_fully(fd, bytes.data(), bytes.size(), whole->offset());
+      if (!read.is_ok()) {
+        return Status::data_loss("member {} of {} cannot be read whole: {}", whole->name(), opened.record().name(),
+                                 read.message())
             .with_reason("InternalError");
       }
       return check_member_sum(*whole, bytes, opened.record().name());
     });
-    if (!summed.is_ok()) {
-      corrupt_found_.add();
-      SILO_LOG_ERROR("corrupt copy of {} (generation {}) found by a member read: {}", opened.record().name(),
-                     opened.record().generation(), summed.message());
-      co_return summed;
-    }
+    if (!summed.is_ok()) co_return found_corrupt(opened, summed);
     CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
     CO_RETURN_IF_ERROR(co_await exchange.response().send_file(fd, start, length));
     note_member_read(length);

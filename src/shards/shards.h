@@ -119,6 +119,8 @@ class Shards {
   http::Awaitable<Status> send_checked(http::Exchange& exchange, store::BlockVerifier& verifier,
                                        const store::OpenObject& opened, uint64_t offset, uint64_t length);
 
+  // Counts and logs a corrupt copy found by a member read; returns `status`.
+  Status found_corrupt(const store::OpenObject& opened, Status status);
   // Decodes an index read from the store and caches it when it describes `generation`.
   std::shared_ptr<const MemberIndex> cache_decoded(const ObjectRef& object, uint64_t generation,
                                                    const std::string& bytes);

@@ -12,8 +12,8 @@ namespace {
 
 uint64_t blocks_of(uint64_t size, uint64_t block_size) { return (size + block_size - 1) / block_size; }
 
-// Reads exactly `length` bytes at `offset` of `fd` into `into`. kDataLoss when the file
-// ends first, the errno's code otherwise.
+}  // namespace
+
 Status read_fully(int fd, char* into, uint64_t length, uint64_t offset) {
   uint64_t done = 0;
   while (done < length) {
@@ -25,8 +25,6 @@ Status read_fully(int fd, char* into, uint64_t length, uint64_t offset) {
   }
   return Status::ok();
 }
-
-}  // namespace
 
 bool has_block_sums(const wire::ObjectRecord& record) {
   if (record.has_ec() || record.block_size() == 0) return false;

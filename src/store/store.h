@@ -212,6 +212,9 @@ Result<wire::ArchiveIndex> index_of_fd(int fd, uint64_t size, wire::ArchiveForma
 // are added only when that matches record.xxh3() (they then describe the bytes that were
 // written). Other formats are left as they are. Blocking: call on a disk executor.
 void add_member_sums(int fd, const wire::ObjectRecord& record, wire::ArchiveIndex& index);
+// Reads exactly `length` bytes at `offset` of `fd` into `into`. kDataLoss when the file
+// ends first, the errno's code otherwise. Blocking: call on a disk executor.
+Status read_fully(int fd, char* into, uint64_t length, uint64_t offset);
 // An archive::ReadAt of the open file `fd` (pread; blocking: call on a disk executor).
 archive::ReadAt pread_of(int fd);
 
