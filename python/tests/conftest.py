@@ -1,0 +1,40 @@
+import io
+import os
+import random
+import sys
+import tarfile
+
+import pytest
+
+# Tests run against the tree (python/), whether or not the package is installed.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def write_shards(directory, count, per_shard, seed=0, size=(50, 400), prefix="train-"):
+    """`count` WebDataset shards of `per_shard` samples (KEY.bin random bytes, KEY.cls
+    its global number); returns {(shard, key): (bin, cls)} and the shard names."""
+    rng = random.Random(seed)
+    os.makedirs(directory, exist_ok=True)
+    expected, names = {}, []
+    n = 0
+    for s in range(count):
+        name = "%s%04d.tar" % (prefix, s)
+        names.append(name)
+        with tarfile.open(os.path.join(directory, name), "w", format=tarfile.USTAR_FORMAT) as t:
+            for _ in range(per_shard):
+                key = "sample%06d" % n
+                data = rng.randbytes(rng.randint(*size))
+                cls = str(n).encode()
+                for ext, payload in (("bin", data), ("cls", cls)):
+                    info = tarfile.TarInfo("%s.%s" % (key, ext))
+                    info.size = len(payload)
+                    t.addfile(info, io.BytesIO(payload))
+                expected[(name, key)] = (data, cls)
+                n += 1
+    return expected, names
+
+
+@pytest.fixture
+def local_shards(tmp_path):
+    expected, names = write_shards(str(tmp_path / "shards"), 12, 9)
+    return str(tmp_path / "shards"), expected, names
