@@ -142,6 +142,7 @@ class Transport:
         self._max_idle = max_idle
         self._pools = {}
         self._lock = threading.Lock()
+        self.sent = {}  # base URL -> requests sent there (tests and benchmarks read it)
 
     def _pool(self, base_url):
         pool = self._pools.get(base_url)
@@ -171,6 +172,7 @@ class Transport:
             if body is not None and not hasattr(body, "read"):
                 h["Content-Length"] = str(len(body))
             self._signer(method, target, h)
+            self.sent[base_url] = self.sent.get(base_url, 0) + 1  # racy += is fine for a tally
             try:
                 conn.request(method, target, body=body, headers=h)
                 resp = conn.getresponse()
