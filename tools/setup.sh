@@ -18,6 +18,8 @@ build_packages=(
 # tgz, tar.lz4 and zip shards with lz4 and zip; aws-cli and boto3 come with
 # the machine image's python3).
 test_packages=(procps zsh s3cmd rclone s3fs fuse3 nginx wrk etcd-server etcd-client nftables iproute2 lz4 zip)
+# The Python package's tests (python/, tools/test.sh): Debian's python3 with its torch.
+test_packages+=(python3-torch python3-torchvision python3-numpy python3-pil python3-pytest python3-urllib3 python3-venv)
 
 missing=()
 for p in "${build_packages[@]}" "${test_packages[@]}"; do

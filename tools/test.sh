@@ -21,3 +21,12 @@ else
   ctest --preset ci -L integration -j "$jobs"
   ctest --preset ci -L e2e -j "$jobs"
 fi
+# The Python package (python/, docs/python.md): a venv on Debian's python3 (its torch),
+# the package pip-installed from the tree without an index, then pytest (unit tests, and
+# integration tests on clusters of build/ci's silod). SILO_TEST_LABEL=python runs only this.
+if [ -z "${SILO_TEST_LABEL:-}" ] || [ "$SILO_TEST_LABEL" = python ]; then
+  venv=build/python-venv
+  [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/pip" install -q --no-index --no-build-isolation ./python
+  SILO_TEST_INSTALLED=1 SILO_BIN_DIR="$repo/build/ci/cmd/silod" "$venv/bin/python" -m pytest -q python/tests
+fi

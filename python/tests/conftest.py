@@ -6,8 +6,11 @@ import tarfile
 
 import pytest
 
-# Tests run against the tree (python/), whether or not the package is installed.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Tests run against the tree (python/), or, with SILO_TEST_INSTALLED=1 (tools/test.sh),
+# against the installed package.
+if os.environ.get("SILO_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # cluster.py
 
 
 def write_shards(directory, count, per_shard, seed=0, size=(50, 400), prefix="train-"):
