@@ -301,10 +301,11 @@ class ShardDataset(torch.utils.data.IterableDataset):
             if self.on_error == "raise":
                 raise
             warnings.warn("silo.torch.ShardDataset: skipping the rest of %s: %s" % (url, e))
-        finally:
-            drain = getattr(read, "drain", None)
-            if drain is not None:
-                drain()
+        # The prefetched rest of this shard (the tar's end blocks, or what followed an
+        # error), up to the next shard; not when the consumer stopped (GeneratorExit).
+        drain = getattr(read, "drain", None)
+        if drain is not None:
+            drain()
 
     def _direct_samples(self, name):
         with self._open(name) as stream:
