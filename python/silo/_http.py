@@ -2,9 +2,11 @@
 connection is used by one request at a time; idle ones wait in their node's pool."""
 
 import http.client
+import os
 import socket
 import threading
 import urllib.parse
+import weakref
 
 from .errors import Timeout, Unavailable
 
@@ -131,11 +133,28 @@ def split_url(url):
     return u.hostname, u.port or 80, u.netloc
 
 
+_TRANSPORTS = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    # A child process (DataLoader workers are forked) must not share its parent's sockets:
+    # both would read answers off the same connection. Forget the pools (the parent still
+    # uses those sockets; the child's copies close with it) and make fresh locks.
+    for t in list(_TRANSPORTS):
+        t._pools = {}
+        t._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class Transport:
     """Sends signed requests to any node by base URL ("http://host:port") through the
-    node's pool."""
+    node's pool. A forked child starts with no connections."""
 
     def __init__(self, signer, timeout=60.0, connect_timeout=5.0, max_idle=64):
+        _TRANSPORTS.add(self)
         self._signer = signer
         self._timeout = timeout
         self._connect_timeout = connect_timeout

@@ -6,6 +6,7 @@ import random
 import threading
 import time
 import urllib.parse
+import weakref
 
 from . import _hrw, _http, _sigv4
 from .errors import (NotFound, SiloError, Timeout, Unavailable, InvalidArgument,
@@ -221,6 +222,18 @@ class ObjectStream:
         self.close()
 
 
+_CLIENTS = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    for c in list(_CLIENTS):
+        c._lock = threading.Lock()  # a thread of the parent may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class Client:
     """A client of Silo's native API (thread-safe; share one per process).
 
@@ -252,6 +265,7 @@ class Client:
             _sigv4.Signer(self.access_key, self._secret_key, self.region),
             self.timeout, self.connect_timeout, self.pool_size)
         self._lock = threading.Lock()
+        _CLIENTS.add(self)
         self._owners = None
         self._owners_at = 0.0
         self._buckets = {}  # name -> (id, copies)

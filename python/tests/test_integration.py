@@ -210,6 +210,11 @@ def test_target_killed_mid_epoch(tmp_path):
             if len(got) == 120:
                 cl.kill("t2")
         assert collections.Counter(got) == collections.Counter(k for _, k in expected)
+        # A listing needs every target until the cluster marks the dead one down.
+        deadline = time.time() + 30
+        while not any(n["id"] == "t2" and n["state"] == "down" for n in c.node_map()["nodes"]):
+            assert time.time() < deadline, "t2 never marked down"
+            time.sleep(0.2)
         sd = st.SampleDataset(c, "two", prefix="train-", cache_dir=None)
         picks = random.Random(2).sample(range(len(sd)), 40)
         for s in sd.fetch(picks):
