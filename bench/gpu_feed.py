@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 
 import silo  # noqa: E402
 
+STALL_S = 120  # --stall-s
 ACCESS_KEY = "gpu-feed-admin"
 SECRET_KEY = "gpu-feed-secret-key-0123456789"
 
@@ -400,7 +401,11 @@ def train(model_name, feed, device, batch, size, warmup, steps, classes):
     it = iter(feed)
     util = None
     t0 = None
+    import faulthandler
+
     for step in range(warmup + steps):
+        # A step that waits longer than this prints every thread's stack and exits.
+        faulthandler.dump_traceback_later(STALL_S, exit=True)
         if step == warmup:
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
@@ -414,10 +419,11 @@ def train(model_name, feed, device, batch, size, warmup, steps, classes):
         opt.step()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+    faulthandler.cancel_dump_traceback_later()
     dt = time.perf_counter() - t0
     gpu = util.stop() if util is not None else None
     return {"images_per_s": steps * batch / dt, "seconds": dt, "steps": steps,
-            "gpu_util_pct": gpu, "gpu_util_source": util.source if util else None, "loss": float(loss)}
+            "gpu_util_pct": gpu, "gpu_util_source": util.source if util else None, "loss": float(loss.detach())}
 
 
 def synthetic(device, batch, size, classes):
@@ -460,9 +466,11 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--workers", type=int, default=12, help="DataLoader workers")
-    ap.add_argument("--decode-threads", type=int, default=2)
+    ap.add_argument("--decode-threads", type=int, default=1, help="more than 1 hung on an H200 (torch 2.11, torchvision 0.26); cause not found")
     ap.add_argument("--warmup", type=int, default=15)
     ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--stall-s", type=float, default=120, help="a step slower than this dumps the "
+                    "threads' stacks and exits")
     ap.add_argument("--smoke", action="store_true", help="CPU, tiny model and images, seconds (CI)")
     ap.add_argument("--out", default=None, help="JSON results file")
     ap.add_argument("--keep", action="store_true")
@@ -470,6 +478,8 @@ def main():
 
     import torch
 
+    global STALL_S
+    STALL_S = args.stall_s
     classes = 1000
     if args.smoke:
         args.model, args.images, args.image_kb, args.width, args.height = "tiny", 96, 4, 96, 72
