@@ -378,11 +378,30 @@ http::Awaitable<Status> Erasure::encode_and_spread(ObjectRef object,
 http::Awaitable<Status> Erasure::send_ec(http::Exchange& exchange, const wire::Bucket& bucket, const ObjectRef& object,
                                         store::OpenObject& mine, http::ResponseHead head,
                                         uint64_t offset, uint64_t length) {
+  if (length == 0) co_return co_await exchange.response().begin(std::move(head), 0);
+  const auto begin = [&exchange, &head, length]() { return exchange.response().begin(std::move(head), length); };
+  const Sink sink = [&exchange](std::span<const char> bytes) { return exchange.response().write(bytes); };
+  // Mid-answer failures cut the connection: the client sees the body short.
+  CO_RETURN_IF_ERROR(co_await read_slices(&exchange, bucket, object, mine, offset, length, begin, sink));
+  bytes_sent_.add(length);
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Erasure::read_ec(const wire::Bucket& bucket, const ObjectRef& object, store::OpenObject& mine,
+                                        uint64_t offset, uint64_t length, const Sink& sink) {
+  if (length == 0) co_return Status::ok();
+  const auto begin = []() -> http::Awaitable<Status> { co_return Status::ok(); };
+  co_return co_await read_slices(nullptr, bucket, object, mine, offset, length, begin, sink);
+}
+
+http::Awaitable<Status> Erasure::read_slices(http::Exchange* exchange, const wire::Bucket& bucket,
+                                            const ObjectRef& object, store::OpenObject& mine, uint64_t offset,
+                                            uint64_t length, const std::function<http::Awaitable<Status>()>& begin,
+                                            const Sink& sink) {
   const wire::ObjectRecord& record = mine.record();
   const wire::EcSlice& ec = record.ec();
   const uint32_t k = ec.data(), n = ec.data() + ec.parity();
   const ec::Layout layout = layout_of(ec);
-  if (length == 0) co_return co_await exchange.response().begin(std::move(head), 0);
   CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs,
                       ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
   const uint64_t first = layout.stripe_of(offset), last = layout.stripe_of(offset + length - 1);
@@ -408,21 +427,21 @@ http::Awaitable<Status> Erasure::send_ec(http::Exchange& exchange, const wire::B
       // it goes, and the target with the newer one answers.
       const Status dropped = co_await store_.remove_generation(object, record.generation());
       if (!dropped.is_ok()) SILO_LOG_WARN("stale slice of {} stays: {}", object.name, dropped);
-      if (replication::is_local_only(exchange.request())) {
+      if (exchange == nullptr || replication::is_local_only(exchange->request())) {
         co_return Status::unavailable("{} has a newer version of {}; retry", map.newer->id(),
                                       object.name);
       }
       CO_ASSIGN_OR_RETURN(const http::Endpoint newer, http::Endpoint::parse(map.newer->url()));
-      co_return co_await replication_.relay_local_only(exchange, newer);
+      co_return co_await replication_.relay_local_only(*exchange, newer);
     }
     if (!is_mine_good) forget_own(map.where, ec.index(), peers_.self().id());
     opened = co_await open_sources(*client_, object, record, mine.fd(), peers_.self().id(),
                                    map.where, slice_from, slice_length, is_degraded);
   }
-  if (!opened && map.whole && !replication::is_local_only(exchange.request())) {
+  if (!opened && map.whole && exchange != nullptr && !replication::is_local_only(exchange->request())) {
     // Too few slices of this version yet, but a full copy (being re-encoded): read that.
     CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(map.whole->url()));
-    co_return co_await replication_.relay_local_only(exchange, to);
+    co_return co_await replication_.relay_local_only(*exchange, to);
   }
   // Being re-encoded: the slices found a moment ago were replaced; read again. Also when
   // this target does not see the rebalance (yet, or any more) but the bucket's layout no
@@ -438,11 +457,10 @@ http::Awaitable<Status> Erasure::send_ec(http::Exchange& exchange, const wire::B
   }
   CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources, std::move(opened));
   if (is_degraded) degraded_reads_.add();
-  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
+  CO_RETURN_IF_ERROR(co_await begin());
   std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(first)));
   for (uint64_t s = first; s <= last; ++s) {
     const uint64_t cell_length = layout.cell_length(s);
-    // Mid-answer failures cut the connection: the client sees the body short.
     CO_RETURN_IF_ERROR(co_await read_stripe(reader_, sources, cells, cell_length, rs, is_degraded));
     for (uint32_t j = 0; j < k; ++j) {
       const uint64_t cell_start = layout.object_offset(s) + j * cell_length;
@@ -451,10 +469,9 @@ http::Awaitable<Status> Erasure::send_ec(http::Exchange& exchange, const wire::B
       if (from >= to) continue;
       const std::span<const char> bytes(
           reinterpret_cast<const char*>(cells[j].data()) + (from - cell_start), to - from);
-      CO_RETURN_IF_ERROR(co_await exchange.response().write(bytes));
+      CO_RETURN_IF_ERROR(co_await sink(bytes));
     }
   }
-  bytes_sent_.add(length);
   // Slices that were missing or corrupt: rebuilt in the background.
   std::vector<uint32_t> unreadable;
   for (uint32_t i = 0; i < n; ++i) {

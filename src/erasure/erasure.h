@@ -6,8 +6,10 @@
 // holder answers a GET by reading the k data slices in parallel, or any k when some are
 // missing or corrupt, and rebuilds those afterwards. `ec/` is the codec; this is where
 // slices live and move.
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,15 @@ class Erasure {
   http::Awaitable<Status> send_ec(http::Exchange& exchange, const wire::Bucket& bucket, const ObjectRef& object,
                                   store::OpenObject& mine, http::ResponseHead head, uint64_t offset,
                                   uint64_t length);
+  // Where read_ec() puts the bytes it reads, in order, a cell's worth at most at a time.
+  using Sink = std::function<http::Awaitable<Status>(std::span<const char>)>;
+  // Reads object bytes [offset, offset + length) of the erasure-coded object whose slice
+  // `mine` is here into `sink`, from its slices as send_ec() does (degraded when some are
+  // missing or corrupt, which are then rebuilt in the background). Where send_ec() would
+  // hand the read to another target (a newer version or a full copy there): kAborted or
+  // kUnavailable, to be retried. A failure midway leaves `sink` with part of the bytes.
+  http::Awaitable<Status> read_ec(const wire::Bucket& bucket, const ObjectRef& object, store::OpenObject& mine,
+                                  uint64_t offset, uint64_t length, const Sink& sink);
   // Rebuilds the slices of the version here that no holder has, that are corrupt here, or
   // that are listed in `unreadable`, and sends each to a holder that has none; how many
   // it placed (0 when a newer version exists or the free holders are down).
@@ -101,6 +112,11 @@ class Erasure {
     std::vector<SlicePiece> duplicates;
   };
   enum class UndoScope { kNewOnly, kAll };
+  // send_ec() and read_ec(): `begin` runs once the slices to read are open, before the
+  // first byte; with `exchange`, reads that another target must answer are relayed there.
+  http::Awaitable<Status> read_slices(http::Exchange* exchange, const wire::Bucket& bucket, const ObjectRef& object,
+                                      store::OpenObject& mine, uint64_t offset, uint64_t length,
+                                      const std::function<http::Awaitable<Status>()>& begin, const Sink& sink);
   http::Awaitable<Status> rebuild_slices_status(ObjectRef object, std::vector<uint32_t> unreadable);
   // Waits for every other target to confirm its slice (fsynced), then commits the ones
   // here; a receiver that kept its own piece must hold this very slice. kAborted when

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "archive/compressed.h"
 #include "archive/tar_writer.h"
 #include "base/hash.h"
 #include "base/log.h"
@@ -64,7 +65,31 @@ Shards::Shards(store::Store& store, stats::Registry& stats)
 
 http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> Shards::index_of(
     const ObjectRef& object, const store::OpenObject& opened) {
-  const uint64_t generation = opened.record().generation();
+  // None for this version (not named like an archive, or written before indexes): built
+  // from the headers of the version this read opened, then kept.
+  const int fd = opened.fd();
+  const wire::ObjectRecord* record = &opened.record();
+  co_return co_await index_with(object, record->generation(), [fd, record]() -> Result<wire::ArchiveIndex> {
+    Result<wire::ArchiveIndex> index = store::index_of_fd(fd, record->size());
+    if (index) store::add_member_sums(fd, *record, *index);
+    return index;
+  });
+}
+
+http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> Shards::index_of_coded(const ObjectRef& object,
+                                                                                   uint64_t generation, uint64_t size,
+                                                                                   archive::ReadAt read) {
+  // The members of a coded object have no sums of their own: its reads check slices. The
+  // builder is a local, not a temporary in the co_await (it owns `read`: adr/0003 rule 1).
+  std::function<Result<wire::ArchiveIndex>()> build = [size, read = std::move(read)]() -> Result<wire::ArchiveIndex> {
+    ASSIGN_OR_RETURN(const wire::ArchiveFormat format, archive::sniff_format(read, size));
+    return archive::index_archive(format, read, size);
+  };
+  co_return co_await index_with(object, generation, std::move(build));
+}
+
+http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> Shards::index_with(
+    const ObjectRef& object, uint64_t generation, std::function<Result<wire::ArchiveIndex>()> build) {
   if (std::shared_ptr<const MemberIndex> cached = index_cache_.find(object, generation)) co_return cached;
   Result<std::string> kept = co_await store_.get_index(object);
   if (kept) {
@@ -72,15 +97,7 @@ http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> Shards::index_of(
   } else if (kept.error().code() != Code::kNotFound) {
     co_return std::move(kept).error();
   }
-  // None for this version (not named like an archive, or written before indexes): built
-  // from the headers of the version this read opened, then kept.
-  const int fd = opened.fd();
-  const wire::ObjectRecord* record = &opened.record();
-  Result<wire::ArchiveIndex> built = co_await reader_.run([fd, record]() -> Result<wire::ArchiveIndex> {
-    Result<wire::ArchiveIndex> index = store::index_of_fd(fd, record->size());
-    if (index) store::add_member_sums(fd, *record, *index);
-    return index;
-  });
+  Result<wire::ArchiveIndex> built = co_await reader_.run(build);
   if (!built) {
     index_failures_.add();
     Status status = std::move(built).error();
@@ -203,6 +220,17 @@ http::Awaitable<Status> Shards::send_member(http::Exchange& exchange, http::Resp
   co_return Status::ok();
 }
 
+uint64_t Shards::tar_length(std::span<const wire::ArchiveMember* const> members, std::string_view name_prefix,
+                            bool ends) {
+  std::string name;
+  uint64_t length = ends ? 2 * 512 : 0;  // the end blocks
+  for (const wire::ArchiveMember* m : members) {
+    name.assign(name_prefix).append(m->name());
+    length += archive::tar_member_bytes(name, m->size());
+  }
+  return length;
+}
+
 http::Awaitable<Status> Shards::send_tar(http::Exchange& exchange, http::ResponseHead head,
                                          const store::OpenObject& opened, wire::ArchiveFormat format,
                                          std::span<const wire::ArchiveMember* const> members,
@@ -216,23 +244,31 @@ http::Awaitable<Status> Shards::send_tar(http::Exchange& exchange, http::Respons
   if (is_tar && first != members.end()) {
     CO_RETURN_IF_ERROR(co_await verify_block(verifier, opened, (*first)->offset()));
   }
-  std::string name;
-  uint64_t length = ends ? 2 * 512 : 0;  // the end blocks
-  for (const wire::ArchiveMember* m : members) {
-    name.assign(name_prefix).append(m->name());
-    length += archive::tar_member_bytes(name, m->size());
-  }
-  head.headers.set("Content-Type", "application/x-tar");
-  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
   if (!is_tar) {
+    head.headers.set("Content-Type", "application/x-tar");
+    CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), tar_length(members, name_prefix, ends)));
     co_return co_await send_decompressed_tar(exchange.response(), opened, format, members, name_prefix, ends, check);
   }
+  const ObjectBytes from_file = [this, &exchange, &verifier, &opened](uint64_t offset, uint64_t length,
+                                                                      http::ResponseWriter&) {
+    return send_checked(exchange, verifier, opened, offset, length);
+  };
+  co_return co_await send_tar_of(exchange, std::move(head), mtime, members, name_prefix, ends, from_file);
+}
+
+http::Awaitable<Status> Shards::send_tar_of(http::Exchange& exchange, http::ResponseHead head,
+                                            int64_t mtime_unix_seconds,
+                                            std::span<const wire::ArchiveMember* const> members,
+                                            std::string_view name_prefix, bool ends, const ObjectBytes& bytes) {
+  head.headers.set("Content-Type", "application/x-tar");
+  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), tar_length(members, name_prefix, ends)));
+  std::string name;
   uint64_t sent = 0;
   for (const wire::ArchiveMember* m : members) {
     name.assign(name_prefix).append(m->name());
-    const std::string header = archive::tar_header(name, m->size(), mtime);
+    const std::string header = archive::tar_header(name, m->size(), mtime_unix_seconds);
     CO_RETURN_IF_ERROR(co_await exchange.response().write(header));
-    if (m->size() > 0) CO_RETURN_IF_ERROR(co_await send_checked(exchange, verifier, opened, m->offset(), m->size()));
+    if (m->size() > 0) CO_RETURN_IF_ERROR(co_await bytes(m->offset(), m->size(), exchange.response()));
     const std::string padding = archive::tar_padding(m->size());
     if (!padding.empty()) CO_RETURN_IF_ERROR(co_await exchange.response().write(padding));
     sent += m->size();

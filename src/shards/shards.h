@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "archive/members.h"
+#include "archive/tar_reader.h"
 #include "shards/index_cache.h"
 #include "async/disk_executor.h"
 #include "base/result.h"
@@ -51,6 +52,14 @@ class Shards {
   // reason NotAnArchive or CorruptArchive (400), read errors.
   http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> index_of(const ObjectRef& object,
                                                                               const store::OpenObject& opened);
+  // The member index of an erasure-coded `object` whose slice at `generation` is here:
+  // cached, else the store's (kept beside the slice's record), else built now from the
+  // headers that `read` reads of the whole object (a blocking ReadAt over the object's
+  // `size` bytes, called on a reader thread) and handed to the store. Errors as
+  // index_of().
+  http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> index_of_coded(const ObjectRef& object,
+                                                                             uint64_t generation, uint64_t size,
+                                                                             archive::ReadAt read);
   // The index of `object` at `generation`: cached, else the store's (then cached); null
   // when neither has it (index_of() builds one). Blocking (RocksDB): on a reader thread.
   std::shared_ptr<const MemberIndex> index_now(const ObjectRef& object, uint64_t generation);
@@ -91,6 +100,15 @@ class Shards {
                                    std::span<const wire::ArchiveMember* const> members,
                                    std::string_view name_prefix = "", bool ends = true,
                                    store::ReadCheck check = store::ReadCheck::kVerify);
+  // Writes bytes [offset, offset + length) of the archive object to `out` (which was begun).
+  using ObjectBytes =
+      std::function<http::Awaitable<Status>(uint64_t offset, uint64_t length, http::ResponseWriter& out)>;
+  // send_tar() for a plain tar whose bytes are not a file here (an erasure-coded object's):
+  // `bytes` writes each member's data; nothing is checked here (`bytes` checks what it
+  // reads). `mtime_unix_seconds` stamps every member.
+  http::Awaitable<Status> send_tar_of(http::Exchange& exchange, http::ResponseHead head, int64_t mtime_unix_seconds,
+                                      std::span<const wire::ArchiveMember* const> members,
+                                      std::string_view name_prefix, bool ends, const ObjectBytes& bytes);
   // Counts a member read of `bytes` bytes.
   void note_member_read(uint64_t bytes);
 
@@ -121,6 +139,13 @@ class Shards {
 
   // Counts and logs a corrupt copy found by a member read; returns `status`.
   Status found_corrupt(const store::OpenObject& opened, Status status);
+  // index_of() and index_of_coded(): cached, else the store's, else `build` run on a
+  // reader thread, then kept.
+  http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> index_with(
+      const ObjectRef& object, uint64_t generation, std::function<Result<wire::ArchiveIndex>()> build);
+  // The length of a tar of `members` named after `name_prefix`, with `ends` its end blocks.
+  static uint64_t tar_length(std::span<const wire::ArchiveMember* const> members, std::string_view name_prefix,
+                             bool ends);
   // Decodes an index read from the store and caches it when it describes `generation`.
   std::shared_ptr<const MemberIndex> cache_decoded(const ObjectRef& object, uint64_t generation,
                                                    const std::string& bytes);

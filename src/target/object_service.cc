@@ -4,7 +4,14 @@
 // differ only in shape (answer_head(), send_put_answer(), refuse_range()).
 #include <fmt/format.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+
 #include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <memory>
 
 #include "base/text.h"
 #include "s3api/s3_request.h"
@@ -24,6 +31,82 @@ namespace {
 std::string quoted(std::string_view etag) { return fmt::format("\"{}\"", etag); }
 
 int64_t seconds_of(int64_t unix_nanos) { return unix_nanos / 1'000'000'000; }
+
+// One read of an erasure-coded object's bytes for a reader thread's ReadAt (coded_reader):
+// shared by the waiting thread and the coroutine that reads, so either may end first.
+struct CodedRead {
+  wire::Bucket bucket;
+  ObjectRef object;
+  uint64_t generation = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  std::string bytes;
+  std::promise<Status> done;
+};
+
+http::Awaitable<Status> append_to(std::string* bytes, std::span<const char> more) {
+  bytes->append(more.data(), more.size());
+  co_return Status::ok();
+}
+
+// Reads `read`'s bytes through the slices of the version it names (a named coroutine that
+// holds what it uses: adr/0003).
+http::Awaitable<void> read_coded(std::shared_ptr<CodedRead> read, store::Store* store, erasure::Erasure* erasure) {
+  Result<store::OpenObject> mine = co_await store->open(read->object);
+  Status status;
+  if (!mine) {
+    status = std::move(mine).error();
+  } else if (mine->record().generation() != read->generation) {
+    status = Status::aborted("{} changed while its archive index was built", read->object.name);
+  } else {
+    std::string* bytes = &read->bytes;
+    const erasure::Erasure::Sink sink = [bytes](std::span<const char> more) { return append_to(bytes, more); };
+    status = co_await erasure->read_ec(read->bucket, read->object, *mine, read->offset, read->length, sink);
+  }
+  read->done.set_value(std::move(status));
+}
+
+// How much of a coded object a ReadAt reads at once (whole stripes of several MiB: the
+// tar headers it looks for lie all through them).
+constexpr uint64_t kCodedWindow = 8ull << 20;
+constexpr std::chrono::minutes kCodedReadTimeout{5};
+
+// A blocking ReadAt over the erasure-coded object whose slice at `generation` is here, for
+// a reader thread (never an io thread): a read outside the window it holds waits while
+// the io_context (`executor`) reads the next kCodedWindow bytes through the slices.
+archive::ReadAt coded_reader(boost::asio::any_io_executor executor, store::Store& store, erasure::Erasure& erasure,
+                             const wire::Bucket& bucket, const ObjectRef& object, uint64_t generation, uint64_t size) {
+  auto window = std::make_shared<std::shared_ptr<CodedRead>>();
+  return [=, &store, &erasure](uint64_t offset, std::span<char> out) -> Result<size_t> {
+    if (offset >= size) return size_t{0};
+    const uint64_t want = std::min<uint64_t>(out.size(), size - offset);
+    const CodedRead* held = window->get();
+    const bool is_held = held != nullptr && offset >= held->offset && offset + want <= held->offset + held->bytes.size();
+    if (!is_held) {
+      auto read = std::make_shared<CodedRead>();
+      read->bucket = bucket;
+      read->object = object;
+      read->generation = generation;
+      read->offset = offset;
+      read->length = std::min(size - offset, std::max(want, kCodedWindow));
+      std::future<Status> done = read->done.get_future();
+      boost::asio::co_spawn(executor, read_coded(read, &store, &erasure), boost::asio::detached);
+      if (done.wait_for(kCodedReadTimeout) != std::future_status::ready) {
+        return Status::unavailable("reading {} through its slices took over {} s", object.name,
+                                   std::chrono::seconds(kCodedReadTimeout).count());
+      }
+      RETURN_IF_ERROR(done.get());
+      if (read->bytes.size() != read->length) {
+        return Status::unavailable("{} bytes of {} read through its slices, not {}", read->bytes.size(), object.name,
+                                   read->length);
+      }
+      *window = std::move(read);
+    }
+    const CodedRead& now = **window;
+    std::memcpy(out.data(), now.bytes.data() + (offset - now.offset), want);
+    return static_cast<size_t>(want);
+  };
+}
 
 // A response head of the request's front-end: S3's carries Server and x-amz-request-id.
 http::ResponseHead answer_head(const ObjectRequest& request, int status = 200) {
@@ -306,10 +389,8 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
     object.emplace(std::move(fetched));
   }
   if (!object) co_return Status::internal("no copy of {} to read members from", r.object.name);
-  if (object->record().has_ec()) {
-    co_return Status::unimplemented("member reads of erasure-coded objects are not built yet ({})", r.object.name)
-        .with_reason("NotImplemented");
-  }
+  // An erasure-coded shard: its index and bytes come from its slices (coded_members.cc).
+  if (object->record().has_ec()) co_return co_await get_coded_members(exchange, request, r, *object);
   // Member bytes are checked block by block as Shards sends them (the index is trusted);
   // a shard written before block sums is checked whole here, as before, and only once.
   store::ReadCheck member_check = replication::Replication::read_check(r.bucket);
@@ -369,6 +450,77 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
   CO_RETURN_IF_ERROR(member_sent);
   if (sends_bytes) bytes_sent_.add(selected->length);
   co_return Status::ok();
+}
+
+http::Awaitable<Status> Target::get_coded_members(http::Exchange& exchange, const ObjectRequest& request,
+                                                  const Resolved& r, store::OpenObject& mine) {
+  const wire::ObjectRecord whole = erasure::Erasure::object_view(mine.record());
+  const uint64_t generation = mine.record().generation();
+  archive::ReadAt coded = coded_reader(exchange.executor(), store_, erasure_, r.bucket, r.object, generation, whole.size());
+  CO_ASSIGN_OR_RETURN(const std::shared_ptr<const shards::MemberIndex> coded_index,
+                      co_await shards_.index_of_coded(r.object, generation, whole.size(), std::move(coded)));
+  const wire::ArchiveIndex& members = coded_index->index();
+  const shards::ArchiveRead& coded_read = *request.archive;
+  if (coded_read.lists) {
+    shards_.note_member_read(0);
+    http::ResponseHead coded_list_head = answer_head(request);
+    coded_list_head.headers.set("Content-Type", "application/json");
+    const std::string coded_list = request.op == ObjectOp::kHead ? "" : wire::archive_list_json(members);
+    co_return co_await exchange.response().send(std::move(coded_list_head), coded_list);
+  }
+  if (members.format() != wire::ARCHIVE_FORMAT_TAR) {
+    co_return Status::unimplemented("member reads of erasure-coded compressed archives are not built yet ({})",
+                                    r.object.name)
+        .with_reason("NotImplemented");
+  }
+  if (coded_read.mode) {
+    CO_ASSIGN_OR_RETURN(const std::vector<const wire::ArchiveMember*> coded_chosen,
+                        archive::select_members(members, *coded_read.mode, coded_read.path));
+    http::ResponseHead coded_tar_head = answer_head(request);
+    if (request.op == ObjectOp::kHead) {
+      coded_tar_head.headers.set("Content-Type", "application/x-tar");
+      co_return co_await exchange.response().begin(std::move(coded_tar_head), 0);
+    }
+    const std::string_view coded_prefix =
+        coded_read.batch_prefix ? std::string_view(*coded_read.batch_prefix) : std::string_view();
+    const shards::Shards::ObjectBytes from_slices = [this, &r, &mine](uint64_t offset, uint64_t length,
+                                                                      http::ResponseWriter& out) {
+      return read_coded_into(r, mine, offset, length, out);
+    };
+    co_return co_await shards_.send_tar_of(exchange, std::move(coded_tar_head), seconds_of(whole.mtime_unix_nanos()),
+                                           coded_chosen, coded_prefix, /*ends=*/!coded_read.batch_prefix, from_slices);
+  }
+  CO_ASSIGN_OR_RETURN(const wire::ArchiveMember* coded_member, shards::Shards::find(*coded_index, coded_read.path, r.object));
+  wire::ObjectRecord coded_view;  // the member as a Range sees it
+  coded_view.set_size(coded_member->size());
+  auto coded_selected = select_bytes(request, coded_view);
+  if (!coded_selected && coded_selected.error().reason() == "InvalidRange") {
+    co_return co_await refuse_range(exchange, request, coded_selected.error(), coded_member->size());
+  }
+  if (!coded_selected) co_return std::move(coded_selected).error();
+  http::ResponseHead coded_head = answer_head(request);
+  coded_head.headers.set("Last-Modified", s3api::http_date(whole.mtime_unix_nanos()));
+  coded_head.headers.set("Content-Type", "application/octet-stream");
+  if (coded_selected->is_partial) {
+    coded_head.status = 206;
+    coded_head.headers.set("Content-Range",
+                           content_range(coded_selected->offset, coded_selected->length, coded_member->size()));
+  }
+  if (request.op != ObjectOp::kGet || coded_selected->length == 0) {
+    co_return co_await exchange.response().begin(std::move(coded_head), coded_selected->length);
+  }
+  CO_RETURN_IF_ERROR(co_await erasure_.send_ec(exchange, r.bucket, r.object, mine, std::move(coded_head),
+                                               coded_member->offset() + coded_selected->offset,
+                                               coded_selected->length));
+  shards_.note_member_read(coded_selected->length);
+  bytes_sent_.add(coded_selected->length);
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Target::read_coded_into(const Resolved& r, store::OpenObject& mine, uint64_t offset,
+                                                uint64_t length, http::ResponseWriter& out) {
+  const erasure::Erasure::Sink to_out = [&out](std::span<const char> bytes) { return out.write(bytes); };
+  co_return co_await erasure_.read_ec(r.bucket, r.object, mine, offset, length, to_out);
 }
 
 http::Awaitable<Status> Target::refuse_range(http::Exchange& exchange, const ObjectRequest& request,

@@ -139,6 +139,15 @@ class Target {
   // `object`, or with `cold` from the copy the fetch commits (by reference: adr/0003).
   http::Awaitable<Status> get_members(http::Exchange& exchange, const ObjectRequest& request, const Resolved& r,
                                       std::optional<store::OpenObject>& object, const ColdRead* cold);
+  // get_members() of an erasure-coded shard whose slice `mine` is here: the index built
+  // from the object's bytes read through its slices (then kept beside the slice's
+  // record), each member's bytes read through them too (erasure::Erasure::read_ec).
+  // Compressed archives: 501 NotImplemented.
+  http::Awaitable<Status> get_coded_members(http::Exchange& exchange, const ObjectRequest& request,
+                                            const Resolved& r, store::OpenObject& mine);
+  // Writes [offset, offset + length) of the coded object whose slice `mine` is here to `out`.
+  http::Awaitable<Status> read_coded_into(const Resolved& r, store::OpenObject& mine, uint64_t offset,
+                                          uint64_t length, http::ResponseWriter& out);
   // A Range that is not satisfiable: S3's InvalidRange error, or the native 416 answer.
   http::Awaitable<Status> refuse_range(http::Exchange& exchange, const ObjectRequest& request, const Status& error,
                                        uint64_t size);

@@ -199,6 +199,81 @@ TEST(ShardsTest, ShardsMovedByARebalanceStillServeTheirMembers) {
 // Compressed shards (tgz, tar.lz4, zip; docs/shards.md "Formats"), written by the system's
 // tar, gzip, lz4 and zip: every member whole and in part, a sample, the list, and batch GET
 // of all of them; the object's own bytes stay what was PUT.
+// A shard in an erasure-coded bucket: its index is built from the slices at the first
+// member read and kept; members, ranges, samples, selections, the list, S3 and batch GET
+// read through the slices, also with a target down (degraded: reconstructed).
+TEST(ShardsTest, ErasureCodedShardsServeTheirMembersFromTheirSlices) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 3, .mountpaths = 1}));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 1024}})"));
+  silo::testing::Random random;
+  const Members shard = wds_shard(random, 0, 300);  // ~6 MiB: several stripes of 2 x 1 MiB cells
+  const std::string whole = tar_of(shard);
+  ASSERT_GT(whole.size(), 4u << 20);
+  ASSERT_OK(c.put(kBucket, "coded-0000.tar", whole).status());
+  ASSERT_OK_AND_ASSIGN(const std::string back, c.get(kBucket, "coded-0000.tar"));
+  ASSERT_TRUE(back == whole);
+
+  ASSERT_OK_AND_ASSIGN(const std::string list, c.get_archive(kBucket, "coded-0000.tar", {.lists = true}));
+  EXPECT_TRUE(list.starts_with(R"({"format":"tar","members":[{"name":"s000-0000.jpg","offset":512,"size":)"))
+      << list.substr(0, 200);
+  for (size_t i = 0; i < shard.size(); i += 7) {
+    const auto& [name, bytes] = shard[i];
+    ASSERT_OK_AND_ASSIGN(const std::string got, c.get_archive(kBucket, "coded-0000.tar", {.path = name}));
+    ASSERT_TRUE(got == bytes) << name;
+  }
+  // Each holder that served a read built the index once, beside its own slice.
+  const uint64_t builds = sum_over_targets(*cluster, "silo_target_archive_index_builds_total");
+  EXPECT_GE(builds, 1u);
+  EXPECT_LE(builds, 3u);
+  for (size_t i = 3; i < shard.size(); i += 7) {
+    ASSERT_OK(c.get_archive(kBucket, "coded-0000.tar", {.path = shard[i].first}).status());
+  }
+  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_archive_index_builds_total"), builds)
+      << "the indexes built at the first reads are kept";
+  const auto& [jpg_name, jpg] = shard[3 * 150];
+  ASSERT_GT(jpg.size(), 10u);
+  ASSERT_OK_AND_ASSIGN(const std::string part, c.get_archive(kBucket, "coded-0000.tar", {.path = jpg_name},
+                                                             client::ByteRange{"bytes=3-9"}));
+  EXPECT_EQ(part, jpg.substr(3, 7));
+  ASSERT_OK_AND_ASSIGN(const std::string sample,
+                       c.get_archive(kBucket, "coded-0000.tar", {.path = "s000-0150", .mode = "wdskey"}));
+  EXPECT_EQ(members_of(sample), only(shard, [](const std::string& n) { return n.starts_with("s000-0150."); }));
+  ASSERT_OK_AND_ASSIGN(const std::string labels,
+                       c.get_archive(kBucket, "coded-0000.tar", {.path = "-01", .mode = "substr"}));
+  EXPECT_EQ(members_of(labels), only(shard, [](const std::string& n) { return n.find("-01") != std::string::npos; }));
+  const auto [status, body] = s3_get(*cluster, fmt::format("/{}/coded-0000.tar?archpath={}", kBucket, jpg_name));
+  EXPECT_EQ(status, 200) << body.substr(0, 300);
+  EXPECT_TRUE(body == jpg);
+  const auto missing = c.get_archive(kBucket, "coded-0000.tar", {.path = "s999.jpg"});
+  EXPECT_EQ(missing.status().reason(), "NoSuchArchiveMember") << missing.status();
+
+  // Batch GET of members and samples of the coded shard.
+  wire::BatchRequest request;
+  Members expected;
+  for (size_t i = 0; i < shard.size(); i += 11) {
+    request.entries.push_back({.bucket = std::string(kBucket), .name = "coded-0000.tar", .archpath = shard[i].first});
+    expected.emplace_back(request.entries.back().tar_name(), shard[i].second);
+  }
+  request.entries.push_back({.bucket = std::string(kBucket), .name = "coded-0000.tar", .archpath = "s000-0020", .archmode = "wdskey"});
+  for (const auto& m : only(shard, [](const std::string& n) { return n.starts_with("s000-0020."); })) {
+    expected.emplace_back(std::string(kBucket) + "/coded-0000.tar/" + m.first, m.second);
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string batch, get_batch(c, request));
+  EXPECT_EQ(members_of(batch), expected);
+
+  // One target down: members are reconstructed from the other slices.
+  const std::string down = cluster->target_ids()[0];
+  ASSERT_OK(cluster->kill(down));
+  for (size_t i = 1; i < shard.size(); i += 13) {
+    const auto& [name, bytes] = shard[i];
+    ASSERT_OK_AND_ASSIGN(const std::string got, c.get_archive(kBucket, "coded-0000.tar", {.path = name}));
+    ASSERT_TRUE(got == bytes) << name;
+  }
+  ASSERT_OK_AND_ASSIGN(const std::string batch_degraded, get_batch(c, request));
+  EXPECT_EQ(members_of(batch_degraded), expected);
+}
+
 TEST(ShardsTest, CompressedShardsServeTheirMembersDecompressed) {
   ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 2, .mountpaths = 1}));
   client::Client& c = cluster->client();
