@@ -46,6 +46,9 @@ while [ $# -gt 0 ]; do
     *) [ -z "$node_id" ] || die "unexpected argument $1"; node_id=$1; shift;;
   esac
 done
+# Absolute, so a node's command line names its config the same way whatever the caller's
+# directory (is_alive matches it).
+dir=$(realpath -m -- "$dir")
 for v in proxies targets mountpaths base_port; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} must be a non-negative integer, not '${!v}'"
 done
@@ -72,11 +75,16 @@ node_pid() { cat "$(node_dir "$1")/pid" 2>/dev/null || true; }
 # leaves exited nodes as zombies, which kill -0 still finds).
 # (A process may vanish between any two of these steps: a stat that cannot be read is gone.)
 pid_alive() { local state; [ -n "$1" ] && state=$(cut -d')' -f2 "/proc/$1/stat" 2>/dev/null | cut -c2) && [ -n "$state" ] && [ "$state" != Z ]; }
-is_alive() { pid_alive "$(node_pid "$1")"; }
+# Whether pid $1 runs with $2 in its command line (its own config or data directory): a
+# pid file left by a process that died may name another one by now (pids wrap, and
+# parallel test clusters start many).
+runs_with() { pid_alive "$1" && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"; }
+is_alive() { runs_with "$(node_pid "$1")" "$(node_dir "$1")/config.json"; }
 node_port() { sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$(node_dir "$1")/config.json"; }
 primary_url() { cat "$dir/primary_url"; }
 is_ha() { [ -f "$dir/etcd/port" ]; }
 etcd_pid() { cat "$dir/etcd/pid" 2>/dev/null || true; }
+etcd_alive() { runs_with "$(etcd_pid)" "$dir/etcd/data"; }
 # A proxy that runs: the one to ask about the cluster (with HA the first may be gone).
 live_proxy_url() {
   local id
@@ -108,7 +116,7 @@ start_etcd() {  # starts (or restarts) the cluster's etcd; waits until it answer
 
 stop_etcd() {
   local pid; pid=$(etcd_pid)
-  if pid_alive "$pid"; then
+  if etcd_alive; then
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 100); do pid_alive "$pid" || break; sleep 0.1; done
     if pid_alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
@@ -271,7 +279,7 @@ case "$cmd" in
     fi
     [ -n "$node_id" ] && [ -d "$(node_dir "$node_id")" ] || die "$cmd needs the id of a node in $dir"
     # After `down`, the first restart brings etcd back too.
-    if [ "$cmd" = restart ] && is_ha && ! pid_alive "$(etcd_pid)"; then start_etcd; fi
+    if [ "$cmd" = restart ] && is_ha && ! etcd_alive; then start_etcd; fi
     if is_alive "$node_id"; then
       pid=$(node_pid "$node_id"); kill -TERM "$pid" 2>/dev/null || true
       for _ in $(seq 1 200); do pid_alive "$pid" || break; sleep 0.1; done
@@ -295,7 +303,7 @@ case "$cmd" in
       done
       printf ']'
       if is_ha; then
-        epid=$(etcd_pid); ealive=false; pid_alive "$epid" && ealive=true
+        epid=$(etcd_pid); ealive=false; etcd_alive && ealive=true
         printf ',"etcd":{"url":"http://127.0.0.1:%s","pid":%s,"alive":%s,"log":"%s"}' \
           "$(cat "$dir/etcd/port")" "${epid:-null}" "$ealive" "$dir/etcd/etcd.log"
       fi

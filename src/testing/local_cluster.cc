@@ -7,11 +7,25 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
 namespace silo::testing {
 namespace {
+
+// Whether `node`'s last pid still runs that node (its command line names the node's
+// config): a node that died leaves a pid that may name another process by now (pids wrap,
+// and parallel tests start many), which must never be killed in its place.
+bool runs_node(const NodeInfo& node) {
+  if (!is_running(node.pid)) return false;
+  std::ifstream in("/proc/" + std::to_string(node.pid) + "/cmdline");
+  const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // cluster.sh launches nodes by the canonical path of their config.
+  std::error_code ec;
+  const std::filesystem::path config = std::filesystem::weakly_canonical(node.dir + "/config.json", ec);
+  return !ec && cmdline.find(config.string()) != std::string::npos;
+}
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
@@ -129,7 +143,7 @@ LocalCluster::~LocalCluster() {
   }
   // Whatever down left running (it should be nothing) must not outlive the test.
   for (const auto& id : node_ids()) {
-    if (auto info = node(id); info && is_running(info->pid)) ::kill(info->pid, SIGKILL);
+    if (auto info = node(id); info && runs_node(*info)) ::kill(info->pid, SIGKILL);
   }
   if (::testing::Test::HasFailure() || is_truthy(std::getenv("SILO_KEEP_CLUSTER"))) {
     dir_.keep();
@@ -216,7 +230,7 @@ Result<std::unique_ptr<client::Client>> LocalCluster::new_client(client::ClientO
 
 Status LocalCluster::kill(std::string_view id) {
   ASSIGN_OR_RETURN(const NodeInfo info, node(id));
-  if (!is_running(info.pid)) return Status::failed_precondition("node {} (pid {}) is not running", id, info.pid);
+  if (!runs_node(info)) return Status::failed_precondition("node {} (pid {}) is not running", id, info.pid);
   if (::kill(info.pid, SIGKILL) != 0) return Status::from_errno(errno, fmt::format("kill -9 {}", info.pid));
   return wait_until([&] { return !is_running(info.pid); }, milliseconds(10000),
                     fmt::format("exit of node {} (pid {}) after SIGKILL", id, info.pid));
