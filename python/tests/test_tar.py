@@ -116,6 +116,21 @@ def test_corrupt_header_checksum():
         members_of(bytes(data))
 
 
+def test_signed_header_checksum():
+    # Old tars summed the header as signed chars: a name byte over 127 counts 256 less.
+    data = bytearray(make_tar([("caf\u00e9.txt", b"x" * 3)]))
+    header = bytearray(data[:512])
+    header[148:156] = b" " * 8
+    signed = sum(b - 256 if b > 127 else b for b in header)
+    assert signed != sum(header), "the name must hold a byte over 127"
+    data[148:156] = b"%06o\0 " % signed
+    ms = members_of(bytes(data))
+    assert ms == [("caf\u00e9.txt", b"xxx")]
+    data[148:156] = b"%06o\0 " % (signed + 1)
+    with pytest.raises(TarError, match="checksum"):
+        members_of(bytes(data))
+
+
 def test_split_key_as_webdataset():
     assert split_key("a/b/c.d.jpg") == ("a/b/c", "d.jpg")
     assert split_key("s0001.JPG") == ("s0001", "jpg")
