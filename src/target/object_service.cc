@@ -120,6 +120,25 @@ std::string content_range(uint64_t offset, uint64_t length, uint64_t size) {
   return fmt::format("bytes {}-{}/{}", offset, offset + length - 1, size);
 }
 
+// The bytes of `member` the request's Range selects (InvalidRange as select_bytes()).
+Result<ByteSelection> select_member_bytes(const ObjectRequest& request, const wire::ArchiveMember& member) {
+  wire::ObjectRecord view;  // the member as a Range sees it
+  view.set_size(member.size());
+  return select_bytes(request, view);
+}
+
+// The head of a member read: 200, or 206 with the Content-Range within the member.
+http::ResponseHead member_head(const ObjectRequest& request, const ByteSelection& selected, uint64_t member_size,
+                               int64_t mtime_unix_nanos) {
+  http::ResponseHead head = answer_head(request);
+  head.headers.set("Last-Modified", s3api::http_date(mtime_unix_nanos));
+  if (selected.is_partial) {
+    head.status = 206;
+    head.headers.set("Content-Range", content_range(selected.offset, selected.length, member_size));
+  }
+  return head;
+}
+
 // The headers of a GET or HEAD answer for `record` (the object as clients see it).
 http::ResponseHead object_head(const ObjectRequest& request, const wire::ObjectRecord& record,
                                const ByteSelection& selected) {
@@ -427,19 +446,12 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
     co_return tar_sent;
   }
   CO_ASSIGN_OR_RETURN(const wire::ArchiveMember* member, shards::Shards::find(*members, read.path, r.object));
-  wire::ObjectRecord view;  // the member as a Range sees it
-  view.set_size(member->size());
-  auto selected = select_bytes(request, view);
+  auto selected = select_member_bytes(request, *member);
   if (!selected && selected.error().reason() == "InvalidRange") {
     co_return co_await refuse_range(exchange, request, selected.error(), member->size());
   }
   if (!selected) co_return std::move(selected).error();
-  http::ResponseHead head = answer_head(request);
-  head.headers.set("Last-Modified", s3api::http_date(object->record().mtime_unix_nanos()));
-  if (selected->is_partial) {
-    head.status = 206;
-    head.headers.set("Content-Range", content_range(selected->offset, selected->length, member->size()));
-  }
+  http::ResponseHead head = member_head(request, *selected, member->size(), object->record().mtime_unix_nanos());
   const bool sends_bytes = request.op == ObjectOp::kGet;
   const Status member_sent = co_await shards_.send_member(exchange, std::move(head), *object, index->format(), *member,
                                                           selected->offset, selected->length, sends_bytes,
@@ -491,21 +503,14 @@ http::Awaitable<Status> Target::get_coded_members(http::Exchange& exchange, cons
                                            coded_chosen, coded_prefix, /*ends=*/!coded_read.batch_prefix, from_slices);
   }
   CO_ASSIGN_OR_RETURN(const wire::ArchiveMember* coded_member, shards::Shards::find(*coded_index, coded_read.path, r.object));
-  wire::ObjectRecord coded_view;  // the member as a Range sees it
-  coded_view.set_size(coded_member->size());
-  auto coded_selected = select_bytes(request, coded_view);
+  auto coded_selected = select_member_bytes(request, *coded_member);
   if (!coded_selected && coded_selected.error().reason() == "InvalidRange") {
     co_return co_await refuse_range(exchange, request, coded_selected.error(), coded_member->size());
   }
   if (!coded_selected) co_return std::move(coded_selected).error();
-  http::ResponseHead coded_head = answer_head(request);
-  coded_head.headers.set("Last-Modified", s3api::http_date(whole.mtime_unix_nanos()));
+  http::ResponseHead coded_head =
+      member_head(request, *coded_selected, coded_member->size(), whole.mtime_unix_nanos());
   coded_head.headers.set("Content-Type", "application/octet-stream");
-  if (coded_selected->is_partial) {
-    coded_head.status = 206;
-    coded_head.headers.set("Content-Range",
-                           content_range(coded_selected->offset, coded_selected->length, coded_member->size()));
-  }
   if (request.op != ObjectOp::kGet || coded_selected->length == 0) {
     co_return co_await exchange.response().begin(std::move(coded_head), coded_selected->length);
   }
