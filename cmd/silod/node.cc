@@ -115,6 +115,12 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
   server_options.port = nc.port;
   server_options.limits = server_limits(node->config_.cluster.http);
   Node* self = node.get();
+  // Every answer names the node map this node serves under: a smart client that sees a
+  // newer one than it routes by refreshes its map (docs/python.md, CONTRACT.md).
+  server_options.stamp = [self](http::Headers& headers) {
+    if (self->maps_ == nullptr) return;
+    headers.set(http::kNodeMapVersionHeader, std::to_string(self->maps_->node_map()->version()));
+  };
   ASSIGN_OR_RETURN(node->server_, http::Server::create(node->io_, server_options, [self](http::Exchange& e) {
                      return self->dispatch(e);
                    }));

@@ -153,9 +153,10 @@ class Transport:
     """Sends signed requests to any node by base URL ("http://host:port") through the
     node's pool. A forked child starts with no connections."""
 
-    def __init__(self, signer, timeout=60.0, connect_timeout=5.0, max_idle=64):
+    def __init__(self, signer, timeout=60.0, connect_timeout=5.0, max_idle=64, on_answer=None):
         _TRANSPORTS.add(self)
         self._signer = signer
+        self._on_answer = on_answer  # called with every answer's headers
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._max_idle = max_idle
@@ -213,6 +214,8 @@ class Transport:
                                                               base_url, e),
                                   code="UNAVAILABLE", request=what) from e
             url = base_url + target
+            if self._on_answer is not None:
+                self._on_answer(resp.headers)
             if stream:
                 return StreamedResponse(pool, conn, resp, url, base_url)
             try:

@@ -16,6 +16,7 @@ from .tar import TarReader
 DEFAULT_ENDPOINT = "http://127.0.0.1:8080"
 DEFAULT_ACCESS_KEY = "silo-admin"
 DEFAULT_SECRET_KEY = "silo-secret-key"
+MAP_VERSION_HEADER = "X-Silo-Node-Map-Version"
 ROUTES_TTL_S = 10.0  # as src/client: the owner map is fetched again after this
 
 
@@ -241,8 +242,9 @@ class Client:
     GET /v1/cluster/map, the same computation as the cluster's) through a keep-alive
     connection pool per target; when the owner cannot be reached the call is sent to the
     next holder (buckets with copies) and then through the endpoint (a proxy). The node
-    map and bucket ids are fetched again after `map_ttl` seconds and whenever a direct
-    call reaches no target. direct=False sends everything to the endpoint.
+    map and bucket ids are fetched again after `map_ttl` seconds, whenever a direct call
+    reaches no target, and when an answer names a newer node map than the one it routes by
+    (every node sends X-Silo-Node-Map-Version). direct=False sends everything to the endpoint.
 
     Every request is signed with SigV4 (service s3, UNSIGNED-PAYLOAD)."""
 
@@ -263,11 +265,12 @@ class Client:
     def _setup(self):
         self._transport = _http.Transport(
             _sigv4.Signer(self.access_key, self._secret_key, self.region),
-            self.timeout, self.connect_timeout, self.pool_size)
+            self.timeout, self.connect_timeout, self.pool_size, on_answer=self._saw_answer)
         self._lock = threading.Lock()
         _CLIENTS.add(self)
         self._owners = None
         self._owners_at = 0.0
+        self._stale_for = 0  # the newest node map version an answer named
         self._buckets = {}  # name -> (id, copies)
         self._batch_turn = random.randrange(1 << 16)
 
@@ -351,6 +354,23 @@ class Client:
         with self._lock:
             self._owners = None
             self._buckets.clear()
+
+    def _saw_answer(self, headers):
+        """Every node names the node map it serves under (X-Silo-Node-Map-Version): one
+        newer than the map this client routes by makes the next call fetch the map again
+        (once per version, so a node that lags cannot make every call fetch it)."""
+        value = headers.get(MAP_VERSION_HEADER)
+        if not value:
+            return
+        try:
+            version = int(value)
+        except ValueError:
+            return
+        with self._lock:
+            owners = self._owners
+            if owners is not None and version > owners.version and version > self._stale_for:
+                self._stale_for = version
+                self._owners_at = float("-inf")
 
     def owner_map(self):
         """The current OwnerMap (fetched when older than map_ttl)."""

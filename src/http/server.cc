@@ -90,6 +90,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   const ServerLimits& limits() const { return server_->options.limits; }
+  const std::function<void(Headers&)>& stamp() const { return server_->options.stamp; }
   bool is_stopping() const { return server_->is_stopping.load(); }
   tcp::socket& socket() { return socket_; }
   IoDeadline& deadline() { return deadline_; }
@@ -252,6 +253,11 @@ void ServerExchange::fill_head(bhttp::response<Body>& response, const ResponseHe
   response.result(static_cast<unsigned>(head.status));
   response.version(version_);
   detail::copy_headers(head.headers, response);
+  if (const auto& stamp = connection_.stamp()) {
+    Headers stamped;
+    stamp(stamped);
+    for (const auto& [name, value] : stamped.fields()) response.set(name, value);
+  }
   closes_after_response_ = must_close_after_response();
 }
 

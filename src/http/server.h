@@ -64,6 +64,10 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;  // 0: the kernel picks one; port() tells which
   ServerLimits limits;
+  // Headers every answer's head carries, over the handler's of the same name (a node's
+  // X-Silo-Node-Map-Version, which smart clients watch). Called for each head, from any
+  // io thread: it must be thread-safe and cheap. Empty: none.
+  std::function<void(Headers&)> stamp = {};
 };
 
 // The HTTP/1.1 server: accepts connections on one io_context (run by a few threads),

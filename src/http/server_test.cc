@@ -172,10 +172,10 @@ class RawClient {
 class ServerTest : public ::testing::Test {
  protected:
 
-  void start(Handler handler, ServerLimits limits = {}) {
-    Result<std::unique_ptr<Server>> server =
-        Server::create(io_, ServerOptions{.host = "127.0.0.1", .port = 0, .limits = limits},
-                       std::move(handler));
+  void start(Handler handler, ServerLimits limits = {}, std::function<void(Headers&)> stamp = {}) {
+    Result<std::unique_ptr<Server>> server = Server::create(
+        io_, ServerOptions{.host = "127.0.0.1", .port = 0, .limits = limits, .stamp = std::move(stamp)},
+        std::move(handler));
     ASSERT_TRUE(server) << server.status();
     server_ = std::move(server).value();
     server_->start();
@@ -466,6 +466,36 @@ TEST_F(ServerTest, HeadGetsNoBody) {
   const std::string reply = raw.read_to_end();
   EXPECT_TRUE(reply.ends_with("\r\n\r\n")) << reply;
   EXPECT_NE(reply.find("Content-Length: 5"), std::string::npos) << reply;
+}
+
+// ServerOptions::stamp: every head carries its headers, over the handler's own, whether the
+// answer is sent whole or streamed (a node's X-Silo-Node-Map-Version).
+TEST_F(ServerTest, StampedHeadersGoOnEveryHead) {
+  std::atomic<int> version = 7;
+  start(
+      [](Exchange& exchange) -> Awaitable<void> {
+        ResponseHead head;
+        head.headers.set("X-Version", "from-the-handler");
+        if (exchange.request().path == "/whole") {
+          std::ignore = co_await exchange.response().send(std::move(head), "whole");
+        } else {
+          if (!(co_await exchange.response().begin(std::move(head), std::nullopt)).is_ok()) co_return;
+          std::ignore = co_await exchange.response().write(std::string_view("streamed"));
+        }
+      },
+      {}, [&version](Headers& headers) { headers.set("X-Version", std::to_string(version.load())); });
+  for (const char* path : {"/whole", "/streamed"}) {
+    Result<ClientResponse> answer = call(request(Method::kGet, path));
+    ASSERT_TRUE(answer) << answer.status();
+    EXPECT_EQ(answer->headers.get("X-Version").value_or(""), std::to_string(version.load())) << path;
+    ++version;
+  }
+  ASSERT_EQ(version.load(), 9);
+  RawClient raw(server_->port());
+  raw.send("GET /whole HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string reply = raw.read_to_end();
+  EXPECT_NE(reply.find("X-Version: 9\r\n"), std::string::npos) << reply;
+  EXPECT_EQ(reply.find("from-the-handler"), std::string::npos) << reply;
 }
 
 TEST_F(ServerTest, UnbegunResponseBecomes500) {

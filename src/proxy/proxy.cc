@@ -316,11 +316,13 @@ http::Awaitable<Result<std::pair<std::vector<wire::ListEntry>, bool>>> Proxy::me
   const size_t per_target =
       targets == 1 ? limit : std::min(limit, std::max<size_t>(limit * 5 * copies / (4 * targets) + 1, 16));
   // With several copies a listing can do without the down targets while another copy of
-  // each object is up (fewer down than copies, and no rebalance moving objects).
+  // each object is up: fewer down than copies, and no rebalance copying objects to new
+  // owners. Its cleanup phase moves nothing: every target finished copying before it
+  // began, and a target that went down since (which it then waits for) keeps ownership.
   size_t down = 0;
   for (const auto& node : placement->targets()) down += node.state() == wire::NODE_STATE_DOWN ? 1 : 0;
   const bool skips_down =
-      down < copies && maps_.node_map()->rebalance_phase() == wire::REBALANCE_PHASE_DONE;
+      down < copies && maps_.node_map()->rebalance_phase() != wire::REBALANCE_PHASE_COPY;
   const std::string target = fmt::format("/v1/internal/list/{}?prefix={}&start_after={}&limit={}",
                                          text::percent_encode(bucket.name()),
                                          text::percent_encode(prefix),
