@@ -379,7 +379,10 @@ http::Awaitable<Status> Erasure::send_ec(http::Exchange& exchange, const wire::B
                                         store::OpenObject& mine, http::ResponseHead head,
                                         uint64_t offset, uint64_t length) {
   if (length == 0) co_return co_await exchange.response().begin(std::move(head), 0);
-  const auto begin = [&exchange, &head, length]() { return exchange.response().begin(std::move(head), length); };
+  // Named std::functions, not temporaries made in the co_await (docs/adr/0003 rule 1).
+  const std::function<http::Awaitable<Status>()> begin = [&exchange, &head, length]() {
+    return exchange.response().begin(std::move(head), length);
+  };
   const Sink sink = [&exchange](std::span<const char> bytes) { return exchange.response().write(bytes); };
   // Mid-answer failures cut the connection: the client sees the body short.
   CO_RETURN_IF_ERROR(co_await read_slices(&exchange, bucket, object, mine, offset, length, begin, sink));
@@ -390,7 +393,7 @@ http::Awaitable<Status> Erasure::send_ec(http::Exchange& exchange, const wire::B
 http::Awaitable<Status> Erasure::read_ec(const wire::Bucket& bucket, const ObjectRef& object, store::OpenObject& mine,
                                         uint64_t offset, uint64_t length, const Sink& sink) {
   if (length == 0) co_return Status::ok();
-  const auto begin = []() -> http::Awaitable<Status> { co_return Status::ok(); };
+  const std::function<http::Awaitable<Status>()> begin = []() -> http::Awaitable<Status> { co_return Status::ok(); };
   co_return co_await read_slices(nullptr, bucket, object, mine, offset, length, begin, sink);
 }
 

@@ -66,21 +66,22 @@ Shards::Shards(store::Store& store, stats::Registry& stats)
 http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> Shards::index_of(
     const ObjectRef& object, const store::OpenObject& opened) {
   // None for this version (not named like an archive, or written before indexes): built
-  // from the headers of the version this read opened, then kept.
+  // from the headers of the version this read opened, then kept. The builders are named
+  // locals, never temporaries made in a co_await (docs/adr/0003 rule 1).
   const int fd = opened.fd();
   const wire::ObjectRecord* record = &opened.record();
-  co_return co_await index_with(object, record->generation(), [fd, record]() -> Result<wire::ArchiveIndex> {
+  std::function<Result<wire::ArchiveIndex>()> build = [fd, record]() -> Result<wire::ArchiveIndex> {
     Result<wire::ArchiveIndex> index = store::index_of_fd(fd, record->size());
     if (index) store::add_member_sums(fd, *record, *index);
     return index;
-  });
+  };
+  co_return co_await index_with(object, record->generation(), std::move(build));
 }
 
 http::Awaitable<Result<std::shared_ptr<const MemberIndex>>> Shards::index_of_coded(const ObjectRef& object,
                                                                                    uint64_t generation, uint64_t size,
                                                                                    archive::ReadAt read) {
-  // The members of a coded object have no sums of their own: its reads check slices. The
-  // builder is a local, not a temporary in the co_await (it owns `read`: adr/0003 rule 1).
+  // The members of a coded object have no sums of their own: its reads check slices.
   std::function<Result<wire::ArchiveIndex>()> build = [size, read = std::move(read)]() -> Result<wire::ArchiveIndex> {
     ASSIGN_OR_RETURN(const wire::ArchiveFormat format, archive::sniff_format(read, size));
     return archive::index_archive(format, read, size);

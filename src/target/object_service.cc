@@ -408,7 +408,7 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
     object.emplace(std::move(fetched));
   }
   if (!object) co_return Status::internal("no copy of {} to read members from", r.object.name);
-  // An erasure-coded shard: its index and bytes come from its slices (coded_members.cc).
+  // An erasure-coded shard: its index and bytes come from its slices (get_coded_members).
   if (object->record().has_ec()) co_return co_await get_coded_members(exchange, request, r, *object);
   // Member bytes are checked block by block as Shards sends them (the index is trusted);
   // a shard written before block sums is checked whole here, as before, and only once.
