@@ -173,7 +173,9 @@ launch() {  # id: start the node in the background; returns at once
 wait_ready() {  # id: until its ready file appears; pins a kernel-picked port
   local id=$1 nd deadline; nd=$(node_dir "$id"); deadline=$((SECONDS + ready_timeout))
   until [ -s "$nd/ready.json" ]; do
-    if ! is_alive "$id"; then
+    # The pid launch just started: until it has exec'd silod its command line is this
+    # shell's, so is_alive would call a node that is still starting dead.
+    if ! pid_alive "$(node_pid "$id")"; then
       echo "cluster.sh: node $id exited; the end of its log ($nd/silod.log):" >&2
       tail -n 20 "$nd/silod.log" >&2; exit 1
     fi
@@ -259,7 +261,7 @@ case "$cmd" in
       launch "$id"
       deadline=$((SECONDS + ready_timeout))
       until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$(node_port "$id")/v1/health")" != 000 ]; do
-        is_alive "$id" || { tail -n 20 "$(node_dir "$id")/silod.log" >&2; die "node $id exited"; }
+        pid_alive "$(node_pid "$id")" || { tail -n 20 "$(node_dir "$id")/silod.log" >&2; die "node $id exited"; }
         [ $SECONDS -lt $deadline ] || die "node $id not listening after ${ready_timeout}s"
         sleep 0.1
       done

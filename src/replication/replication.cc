@@ -364,7 +364,7 @@ http::Awaitable<Result<std::optional<Replication::Holder>>> Replication::newest_
   co_return newest;
 }
 
-http::Awaitable<Status> Replication::pull_copy(const ObjectRef& object, std::optional<uint64_t> replacing) {
+http::Awaitable<Status> Replication::pull_copy(ObjectRef object, std::optional<uint64_t> replacing) {
   CO_ASSIGN_OR_RETURN(const std::optional<Holder> holder, co_await newest_holder(object));
   if (!holder) co_return Status::ok();  // nowhere: the caller's own lookup answers NoSuchKey
   // A slice is not a copy: a missing one is rebuilt from the others (rebuild_slices).

@@ -53,8 +53,9 @@ class Replication {
   http::Awaitable<Result<Placed>> push_copy(const http::Endpoint& to, const ObjectRef& object,
                                             const store::OpenObject& source);
   // Replaces this node's copy of `object` with the newest one another target holds (none
-  // anywhere: ok). `replacing`: the generation of a broken copy here it may replace.
-  http::Awaitable<Status> pull_copy(const ObjectRef& object, std::optional<uint64_t> replacing);
+  // anywhere: ok). `replacing`: the generation of a broken copy here it may replace. The
+  // object by value: a read that misses its copy runs this detached, past its own end.
+  http::Awaitable<Status> pull_copy(ObjectRef object, std::optional<uint64_t> replacing);
 
   // Another target's copy of an object and where it is.
   struct Holder {

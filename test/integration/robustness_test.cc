@@ -2,6 +2,9 @@
 // 4xx where it can, never crashes or hangs, and serves the next request.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "test_util.h"
 #include "testing/random.h"
 #include "testing/subprocess.h"
@@ -125,6 +128,47 @@ TEST(RobustnessTest, MalformedRequestsGet4xxAndNeverHurtTheNode) {
   ASSERT_TRUE(slow.send("GET /v1/health HTTP/1.1\r\nHost: t\r\nX-Slow: "));
   ASSERT_OK_AND_ASSIGN(const std::string fine, cluster->client().get("junk", "fine"));
   EXPECT_EQ(fine, "ok");
+}
+
+// A GET that misses on a holder of a bucket with copies pulls the copy back in the
+// background while the request answers 404 and ends: that pull must own what it reads
+// (it once kept a reference to the finished request's object name and crashed a target
+// now and then, a 503 for every GET that asked it).
+TEST(RobustnessTest, ManyReadsOfMissingObjectsWithCopiesNeverHurtTheNodes) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 3}));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket("copied", R"({"copies": 3})"));
+  ASSERT_OK(c.put("copied", "here", "ok"));
+  // Each reader its own clients (a client is not shared between threads): the proxy's and
+  // one of each target's, which answer for objects they do not own too.
+  constexpr int kReaders = 8;
+  std::vector<std::vector<std::unique_ptr<client::Client>>> clients(kReaders);
+  for (auto& mine : clients) {
+    ASSERT_OK_AND_ASSIGN(auto via_proxy, cluster->new_client());
+    mine.push_back(std::move(via_proxy));
+    for (const auto& id : cluster->target_ids()) {
+      ASSERT_OK_AND_ASSIGN(auto direct, cluster->client_of(id));
+      mine.push_back(std::move(direct));
+    }
+  }
+  std::vector<std::thread> readers;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < kReaders; ++t) {
+    readers.emplace_back([&clients, &wrong, t] {
+      auto& mine = clients[static_cast<size_t>(t)];
+      for (int i = 0; i < 100; ++i) {
+        // Names of many lengths, so freed memory is soon reused by other names' bytes.
+        const std::string name = fmt::format("missing-{}-{}-{}", t, i, std::string(static_cast<size_t>(i % 40), 'x'));
+        client::Client& via = *mine[static_cast<size_t>(i) % mine.size()];
+        if (via.get("copied", name).status().code() != Code::kNotFound) ++wrong;
+      }
+    });
+  }
+  for (auto& reader : readers) reader.join();
+  EXPECT_EQ(wrong.load(), 0) << "GETs of missing objects that did not answer NoSuchKey";
+  expect_all_nodes_serving(*cluster, "reads of missing objects");
+  ASSERT_OK_AND_ASSIGN(const std::string here, c.get("copied", "here"));
+  EXPECT_EQ(here, "ok");
 }
 
 }  // namespace
