@@ -1,5 +1,6 @@
 // Members of compressed archives (tgz, tar.lz4, zip; docs/shards.md "Formats"): a disk
-// thread decompresses them (archive::read_member, blocking) into a queue of a few chunks
+// thread decompresses them (archive::read_member, blocking; from a file or through an
+// erasure-coded object's slices: Shards::ArchiveBytes) into a queue of a few chunks
 // that the network side sends, so memory stays a few chunks whatever the member's size
 // and a slow client holds the decompression back rather than filling memory.
 #include <boost/asio/co_spawn.hpp>
@@ -91,46 +92,48 @@ class ChunkQueue {
 // Runs the decompression of `range` of `member` on `pool`, into `queue`. A named
 // coroutine: its parameters are copied into its frame (docs/adr/0003).
 http::Awaitable<void> decompress(async::DiskExecutor* pool, std::shared_ptr<ChunkQueue> queue,
-                                 const store::OpenObject* opened, wire::ArchiveFormat format,
-                                 const wire::ArchiveMember* member, archive::MemberRange range,
-                                 store::ReadCheck check) {
+                                 const Shards::ArchiveBytes* bytes, wire::ArchiveFormat format,
+                                 const wire::ArchiveMember* member, archive::MemberRange range) {
   ChunkQueue* q = queue.get();
-  Status outcome = co_await pool->run([q, opened, format, member, range, check]() -> Status {
-    // Every block a read touches is verified before its bytes are used (store::BlockVerifier).
-    store::BlockVerifier verifier(*opened, check);
-    const archive::ReadAt pread = store::pread_of(opened->fd());
-    const uint64_t size = opened->record().size();
-    const archive::ReadAt read = [&verifier, &pread, size](uint64_t offset, std::span<char> out) -> Result<size_t> {
-      const uint64_t last = std::min<uint64_t>(offset + out.size(), size);
-      for (uint64_t at = offset; at < last;) {
-        const uint64_t ready = verifier.verified_bytes(at, last - at);
-        if (ready > 0) {
-          at += ready;
-        } else {
-          RETURN_IF_ERROR(verifier.verify(at));
-        }
-      }
-      return pread(offset, out);
-    };
-    return archive::read_member(format, read, size, *member, range, [q](std::span<const char> bytes) -> Status {
-      if (!q->push(bytes)) return Status::cancelled("the reader went away");
-      return Status::ok();
-    });
+  Status outcome = co_await pool->run([q, bytes, format, member, range]() -> Status {
+    return archive::read_member(format, bytes->read, bytes->size, *member, range,
+                                [q](std::span<const char> chunk) -> Status {
+                                  if (!q->push(chunk)) return Status::cancelled("the reader went away");
+                                  return Status::ok();
+                                });
   });
   queue->close(std::move(outcome));
 }
 
 }  // namespace
 
-http::Awaitable<Status> Shards::send_decompressed(http::ResponseWriter& out, const store::OpenObject& opened,
+Shards::ArchiveBytes Shards::file_bytes(const store::OpenObject& opened, store::ReadCheck check) {
+  auto verifier = std::make_shared<store::BlockVerifier>(opened, check);
+  const uint64_t size = opened.record().size();
+  archive::ReadAt read = [verifier, pread = store::pread_of(opened.fd()), size](uint64_t offset,
+                                                                                 std::span<char> out) -> Result<size_t> {
+    const uint64_t last = std::min<uint64_t>(offset + out.size(), size);
+    for (uint64_t at = offset; at < last;) {
+      const uint64_t ready = verifier->verified_bytes(at, last - at);
+      if (ready > 0) {
+        at += ready;
+      } else {
+        RETURN_IF_ERROR(verifier->verify(at));
+      }
+    }
+    return pread(offset, out);
+  };
+  return ArchiveBytes{std::move(read), size};
+}
+
+http::Awaitable<Status> Shards::send_decompressed(http::ResponseWriter& out, const ArchiveBytes& bytes,
                                                   wire::ArchiveFormat format, const wire::ArchiveMember& member,
-                                                  uint64_t offset, uint64_t length, store::ReadCheck check) {
+                                                  uint64_t offset, uint64_t length) {
   if (length == 0) co_return Status::ok();
   auto queue = std::make_shared<ChunkQueue>();
   const archive::MemberRange range{.offset = offset, .length = length};
   const auto executor = co_await asio::this_coro::executor;
-  asio::co_spawn(executor, decompress(&decompressor_, queue, &opened, format, &member, range, check),
-                 asio::detached);
+  asio::co_spawn(executor, decompress(&decompressor_, queue, &bytes, format, &member, range), asio::detached);
   uint64_t sent = 0;
   Status written;
   while (true) {
@@ -150,19 +153,21 @@ http::Awaitable<Status> Shards::send_decompressed(http::ResponseWriter& out, con
   co_return Status::ok();
 }
 
-http::Awaitable<Status> Shards::send_decompressed_tar(http::ResponseWriter& out, const store::OpenObject& opened,
+http::Awaitable<Status> Shards::send_decompressed_tar(http::Exchange& exchange, http::ResponseHead head,
+                                                      const ArchiveBytes& bytes, int64_t mtime_unix_seconds,
                                                       wire::ArchiveFormat format,
                                                       std::span<const wire::ArchiveMember* const> members,
-                                                      std::string_view name_prefix, bool ends,
-                                                      store::ReadCheck check) {
-  const int64_t mtime = opened.record().mtime_unix_nanos() / 1'000'000'000;
+                                                      std::string_view name_prefix, bool ends) {
+  head.headers.set("Content-Type", "application/x-tar");
+  http::ResponseWriter& out = exchange.response();
+  CO_RETURN_IF_ERROR(co_await out.begin(std::move(head), tar_length(members, name_prefix, ends)));
   std::string name;
   uint64_t sent = 0;
   for (const wire::ArchiveMember* m : members) {
     name.assign(name_prefix).append(m->name());
-    const std::string header = archive::tar_header(name, m->size(), mtime);
+    const std::string header = archive::tar_header(name, m->size(), mtime_unix_seconds);
     CO_RETURN_IF_ERROR(co_await out.write(header));
-    CO_RETURN_IF_ERROR(co_await send_decompressed(out, opened, format, *m, 0, m->size(), check));
+    CO_RETURN_IF_ERROR(co_await send_decompressed(out, bytes, format, *m, 0, m->size()));
     const std::string padding = archive::tar_padding(m->size());
     if (!padding.empty()) CO_RETURN_IF_ERROR(co_await out.write(padding));
     sent += m->size();

@@ -184,7 +184,8 @@ http::Awaitable<Status> Shards::send_member(http::Exchange& exchange, http::Resp
     // Decompressed as it goes: the object's blocks are checked as the decompressor reads them.
     CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
     if (!sends_bytes || length == 0) co_return Status::ok();
-    CO_RETURN_IF_ERROR(co_await send_decompressed(exchange.response(), opened, format, member, offset, length, check));
+    const ArchiveBytes from_file = file_bytes(opened, check);
+    CO_RETURN_IF_ERROR(co_await send_decompressed(exchange.response(), from_file, format, member, offset, length));
     note_member_read(length);
     co_return Status::ok();
   }
@@ -246,9 +247,9 @@ http::Awaitable<Status> Shards::send_tar(http::Exchange& exchange, http::Respons
     CO_RETURN_IF_ERROR(co_await verify_block(verifier, opened, (*first)->offset()));
   }
   if (!is_tar) {
-    head.headers.set("Content-Type", "application/x-tar");
-    CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), tar_length(members, name_prefix, ends)));
-    co_return co_await send_decompressed_tar(exchange.response(), opened, format, members, name_prefix, ends, check);
+    const ArchiveBytes compressed = file_bytes(opened, check);
+    co_return co_await send_decompressed_tar(exchange, std::move(head), compressed, mtime, format, members,
+                                             name_prefix, ends);
   }
   const ObjectBytes from_file = [this, &exchange, &verifier, &opened](uint64_t offset, uint64_t length,
                                                                       http::ResponseWriter&) {

@@ -112,20 +112,33 @@ class Shards {
   // Counts a member read of `bytes` bytes.
   void note_member_read(uint64_t bytes);
 
+  // The bytes of a compressed archive, as its decompressor reads them: `read` is a blocking
+  // ReadAt over the archive's `size` bytes, called on a thread of this module's pool.
+  struct ArchiveBytes {
+    archive::ReadAt read;
+    uint64_t size = 0;
+  };
+  // An object's file here as ArchiveBytes: every block a read touches is verified per
+  // `check` before its bytes are used (kDataLoss, reason InternalError, when it fails).
+  // `opened` must outlive what reads through it.
+  static ArchiveBytes file_bytes(const store::OpenObject& opened, store::ReadCheck check);
+
   // Compressed archives (tgz, tar.lz4, zip; decompressed.cc): writes bytes [offset,
-  // offset + length) of `member`, decompressed on a thread of this module's own pool
-  // while they are sent (a few 256 KiB chunks in memory; the blocks of the object it reads
-  // verified per `check`), to `out`, which was begun with their length. An error after
-  // bytes went out (a CRC-32 that fails at the member's end) leaves `out` short: the caller
-  // returns it and the connection closes.
-  http::Awaitable<Status> send_decompressed(http::ResponseWriter& out, const store::OpenObject& opened,
+  // offset + length) of `member`, decompressed from `bytes` on a thread of this module's
+  // own pool while they are sent (a few 256 KiB chunks in memory), to `out`, which was
+  // begun with their length. An error after bytes went out (a CRC-32 that fails at the
+  // member's end) leaves `out` short: the caller returns it and the connection closes.
+  http::Awaitable<Status> send_decompressed(http::ResponseWriter& out, const ArchiveBytes& bytes,
                                             wire::ArchiveFormat format, const wire::ArchiveMember& member,
-                                            uint64_t offset, uint64_t length, store::ReadCheck check);
-  // The same for a tar of `members` (begun with its length), as send_tar() writes one.
-  http::Awaitable<Status> send_decompressed_tar(http::ResponseWriter& out, const store::OpenObject& opened,
+                                            uint64_t offset, uint64_t length);
+  // Sends `head` (Content-Type and length set here), then `members` decompressed from
+  // `bytes` as one tar stream, as send_tar() writes one; each member stamped with
+  // `mtime_unix_seconds`.
+  http::Awaitable<Status> send_decompressed_tar(http::Exchange& exchange, http::ResponseHead head,
+                                                const ArchiveBytes& bytes, int64_t mtime_unix_seconds,
                                                 wire::ArchiveFormat format,
                                                 std::span<const wire::ArchiveMember* const> members,
-                                                std::string_view name_prefix, bool ends, store::ReadCheck check);
+                                                std::string_view name_prefix, bool ends);
 
  private:
   // Checks the block of `opened` holding `offset` unless `verifier` has; a failure is

@@ -481,9 +481,7 @@ http::Awaitable<Status> Target::get_coded_members(http::Exchange& exchange, cons
     co_return co_await exchange.response().send(std::move(coded_list_head), coded_list);
   }
   if (members.format() != wire::ARCHIVE_FORMAT_TAR) {
-    co_return Status::unimplemented("member reads of erasure-coded compressed archives are not built yet ({})",
-                                    r.object.name)
-        .with_reason("NotImplemented");
+    co_return co_await get_coded_compressed_members(exchange, request, r, mine, *coded_index);
   }
   if (coded_read.mode) {
     CO_ASSIGN_OR_RETURN(const std::vector<const wire::ArchiveMember*> coded_chosen,
@@ -519,6 +517,47 @@ http::Awaitable<Status> Target::get_coded_members(http::Exchange& exchange, cons
                                                coded_selected->length));
   shards_.note_member_read(coded_selected->length);
   bytes_sent_.add(coded_selected->length);
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Target::get_coded_compressed_members(http::Exchange& exchange, const ObjectRequest& request,
+                                                             const Resolved& r, store::OpenObject& mine,
+                                                             const shards::MemberIndex& index) {
+  // Decompressed from the object's bytes as its slices give them (coded_reader: blocking,
+  // on the decompressor's pool), as a plain copy's are from its file.
+  const wire::ObjectRecord whole = erasure::Erasure::object_view(mine.record());
+  const shards::Shards::ArchiveBytes from_slices{
+      coded_reader(exchange.executor(), store_, erasure_, r.bucket, r.object, mine.record().generation(), whole.size()),
+      whole.size()};
+  const wire::ArchiveFormat format = index.index().format();
+  const shards::ArchiveRead& read = *request.archive;
+  if (read.mode) {
+    CO_ASSIGN_OR_RETURN(const std::vector<const wire::ArchiveMember*> chosen,
+                        archive::select_members(index.index(), *read.mode, read.path));
+    http::ResponseHead tar_head = answer_head(request);
+    if (request.op == ObjectOp::kHead) {
+      tar_head.headers.set("Content-Type", "application/x-tar");
+      co_return co_await exchange.response().begin(std::move(tar_head), 0);
+    }
+    const std::string_view prefix = read.batch_prefix ? std::string_view(*read.batch_prefix) : std::string_view();
+    co_return co_await shards_.send_decompressed_tar(exchange, std::move(tar_head), from_slices,
+                                                     seconds_of(whole.mtime_unix_nanos()), format, chosen, prefix,
+                                                     /*ends=*/!read.batch_prefix);
+  }
+  CO_ASSIGN_OR_RETURN(const wire::ArchiveMember* member, shards::Shards::find(index, read.path, r.object));
+  auto selected = select_member_bytes(request, *member);
+  if (!selected && selected.error().reason() == "InvalidRange") {
+    co_return co_await refuse_range(exchange, request, selected.error(), member->size());
+  }
+  if (!selected) co_return std::move(selected).error();
+  http::ResponseHead head = member_head(request, *selected, member->size(), whole.mtime_unix_nanos());
+  head.headers.set("Content-Type", "application/octet-stream");
+  CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), selected->length));
+  if (request.op != ObjectOp::kGet || selected->length == 0) co_return Status::ok();
+  CO_RETURN_IF_ERROR(co_await shards_.send_decompressed(exchange.response(), from_slices, format, *member,
+                                                       selected->offset, selected->length));
+  shards_.note_member_read(selected->length);
+  bytes_sent_.add(selected->length);
   co_return Status::ok();
 }
 

@@ -142,9 +142,13 @@ class Target {
   // get_members() of an erasure-coded shard whose slice `mine` is here: the index built
   // from the object's bytes read through its slices (then kept beside the slice's
   // record), each member's bytes read through them too (erasure::Erasure::read_ec).
-  // Compressed archives: 501 NotImplemented.
   http::Awaitable<Status> get_coded_members(http::Exchange& exchange, const ObjectRequest& request,
                                             const Resolved& r, store::OpenObject& mine);
+  // get_coded_members() of a compressed archive (tgz, tar.lz4, zip) with member index
+  // `index`: members decompressed from the object's bytes as its slices give them.
+  http::Awaitable<Status> get_coded_compressed_members(http::Exchange& exchange, const ObjectRequest& request,
+                                                       const Resolved& r, store::OpenObject& mine,
+                                                       const shards::MemberIndex& index);
   // Writes [offset, offset + length) of the coded object whose slice `mine` is here to `out`.
   http::Awaitable<Status> read_coded_into(const Resolved& r, store::OpenObject& mine, uint64_t offset,
                                           uint64_t length, http::ResponseWriter& out);

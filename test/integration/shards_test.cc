@@ -275,9 +275,13 @@ TEST(ShardsTest, ErasureCodedShardsServeTheirMembersFromTheirSlices) {
 }
 
 TEST(ShardsTest, CompressedShardsServeTheirMembersDecompressed) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 2, .mountpaths = 1}));
+  // A plain bucket (members decompressed from the file) and an erasure-coded one (from the
+  // object's bytes as its slices give them).
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 3, .mountpaths = 1}));
   client::Client& c = cluster->client();
+  const std::string coded = "coded";
   ASSERT_OK(c.create_bucket(kBucket));
+  ASSERT_OK(c.create_bucket(coded, R"({"ec": {"data": 2, "parity": 1, "min_size": 1024}})"));
   ASSERT_OK_AND_ASSIGN(auto dir, silo::testing::TempDir::create("silo-compressed"));
   silo::testing::Random random;
   const Members shard = wds_shard(random, 0, 30);
@@ -293,42 +297,63 @@ TEST(ShardsTest, CompressedShardsServeTheirMembersDecompressed) {
       {"s.tar.lz4", "tar -cf - -T " + list + " | lz4 -q > ../s.tar.lz4"},
       {"s.zip", "zip -q ../s.zip -@ < " + list},
   };
+  std::map<std::string, std::string> archives;
   for (const auto& [name, command] : commands) {
     ASSERT_OK_AND_ASSIGN(const int exit_code,
                          silo::testing::run_command({"bash", "-c", "cd " + dir.path() + "/files && " + command}, {}));
     ASSERT_EQ(exit_code, 0) << command;
     std::ifstream in(dir.path() + "/" + name, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    ASSERT_OK(c.put(kBucket, name, bytes).status());
-    for (const auto& [member, member_bytes] : shard) {
-      ASSERT_OK_AND_ASSIGN(const std::string got, c.get_archive(kBucket, name, {.path = member}));
-      ASSERT_TRUE(got == member_bytes) << name << "/" << member;
+    archives[name] = std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  for (const std::string& bucket : {std::string(kBucket), coded}) {
+    for (const auto& [name, bytes] : archives) {
+      const std::string where = bucket + "/" + name;
+      ASSERT_OK(c.put(bucket, name, bytes).status());
+      for (const auto& [member, member_bytes] : shard) {
+        ASSERT_OK_AND_ASSIGN(const std::string got, c.get_archive(bucket, name, {.path = member}));
+        ASSERT_TRUE(got == member_bytes) << where << "/" << member;
+      }
+      const auto& [jpg_name, jpg] = shard[6];
+      ASSERT_OK_AND_ASSIGN(const std::string part,
+                           c.get_archive(bucket, name, {.path = jpg_name}, client::ByteRange{"bytes=2-9"}));
+      EXPECT_EQ(part, jpg.substr(2, 8)) << where;
+      ASSERT_OK_AND_ASSIGN(const std::string sample,
+                           c.get_archive(bucket, name, {.path = "s000-0011", .mode = "wdskey"}));
+      EXPECT_EQ(members_of(sample), only(shard, [](const std::string& n) { return n.starts_with("s000-0011."); }))
+          << where;
+      ASSERT_OK_AND_ASSIGN(const std::string listed, c.get_archive(bucket, name, {.lists = true}));
+      EXPECT_NE(listed.find(R"("name":"s000-0029.json")"), std::string::npos) << listed.substr(0, 300);
+      EXPECT_EQ(c.get_archive(bucket, name, {.path = "nope"}).status().reason(), "NoSuchArchiveMember");
+      ASSERT_OK_AND_ASSIGN(const std::string whole, c.get(bucket, name));
+      EXPECT_TRUE(whole == bytes) << where;
     }
-    const auto& [jpg_name, jpg] = shard[6];
-    ASSERT_OK_AND_ASSIGN(const std::string part,
-                         c.get_archive(kBucket, name, {.path = jpg_name}, client::ByteRange{"bytes=2-9"}));
-    EXPECT_EQ(part, jpg.substr(2, 8)) << name;
-    ASSERT_OK_AND_ASSIGN(const std::string sample, c.get_archive(kBucket, name, {.path = "s000-0011", .mode = "wdskey"}));
-    EXPECT_EQ(members_of(sample), only(shard, [](const std::string& n) { return n.starts_with("s000-0011."); }))
-        << name;
-    ASSERT_OK_AND_ASSIGN(const std::string listed, c.get_archive(kBucket, name, {.lists = true}));
-    EXPECT_NE(listed.find(R"("name":"s000-0029.json")"), std::string::npos) << listed.substr(0, 300);
-    EXPECT_EQ(c.get_archive(kBucket, name, {.path = "nope"}).status().reason(), "NoSuchArchiveMember");
-    ASSERT_OK_AND_ASSIGN(const std::string whole, c.get(kBucket, name));
-    EXPECT_TRUE(whole == bytes) << name;
+    if (bucket == kBucket) {
+      EXPECT_EQ(sum_over_targets(*cluster, "silo_target_archive_index_builds_total"), 0u)
+          << "indexed as they were installed";
+    }
   }
   wire::BatchRequest batch;
   Members expected;
-  for (const auto& [name, command] : commands) {
-    for (size_t i = 0; i < shard.size(); i += 7) {
-      batch.entries.push_back({.bucket = std::string(kBucket), .name = name, .archpath = shard[i].first});
-      expected.emplace_back(fmt::format("{}/{}/{}", kBucket, name, shard[i].first), shard[i].second);
+  for (const std::string& bucket : {std::string(kBucket), coded}) {
+    for (const auto& [name, command] : commands) {
+      for (size_t i = 0; i < shard.size(); i += 7) {
+        batch.entries.push_back({.bucket = bucket, .name = name, .archpath = shard[i].first});
+        expected.emplace_back(fmt::format("{}/{}/{}", bucket, name, shard[i].first), shard[i].second);
+      }
     }
   }
   ASSERT_OK_AND_ASSIGN(const std::string tar, get_batch(c, batch));
   EXPECT_EQ(members_of(tar), expected);
-  EXPECT_EQ(sum_over_targets(*cluster, "silo_target_archive_index_builds_total"), 0u)
-      << "indexed as they were installed";
+
+  // A target down: the coded archives' members are decompressed from the bytes rebuilt
+  // out of the other slices.
+  ASSERT_OK(cluster->kill(cluster->target_ids()[0]));
+  for (const auto& [name, bytes] : archives) {
+    for (size_t i = 2; i < shard.size(); i += 9) {
+      ASSERT_OK_AND_ASSIGN(const std::string got, c.get_archive(coded, name, {.path = shard[i].first}));
+      ASSERT_TRUE(got == shard[i].second) << coded << "/" << name << "/" << shard[i].first;
+    }
+  }
 }
 
 // `silo put DIR BUCKET/PREFIX --shard-size`: samples whole and in natural key order, each
