@@ -560,7 +560,10 @@ http::Awaitable<Result<size_t>> Erasure::rebuild_slices(ObjectRef object,
   for (const uint32_t i : unreadable) {
     if (i < n) map.where[i].reset();
   }
-  const bool mine_is_good = opened && opened->record().generation() == mine.generation() &&
+  // A slice the caller found unreadable (a scrub's check, which a bucket without read
+  // verification would not repeat) is rebuilt like a missing one.
+  const bool is_mine_unreadable = std::find(unreadable.begin(), unreadable.end(), mine.ec().index()) != unreadable.end();
+  const bool mine_is_good = !is_mine_unreadable && opened && opened->record().generation() == mine.generation() &&
                             (co_await replication_.verify_read(*bucket, *opened)).is_ok();
   if (!mine_is_good) forget_own(map.where, mine.ec().index(), peers_.self().id());
   CO_ASSIGN_OR_RETURN(const auto missing, plan_rebuild(map.where, peers_.holders_of(object), object.name));

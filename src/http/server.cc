@@ -100,7 +100,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Awaitable<void> serve();
   // Serves the request whose head `parser` holds; returns whether to keep the connection.
   Awaitable<bool> serve_one(RequestParser& parser);
-  Awaitable<void> reply_error(int status, std::string_view reason);
+  // Answers `status` and closes: for requests no handler may see. `body` (XML, as S3
+  // clients read errors) is optional.
+  Awaitable<void> reply_error(int status, std::string_view reason, std::string_view body = "");
   Awaitable<void> linger_close();
   void unregister();
 
@@ -228,7 +230,7 @@ Awaitable<Result<size_t>> ServerExchange::read(std::span<char> buffer) {
                                                 connection_.limits().body_idle_timeout);
   if (!n) {
     has_body_failed_ = true;
-    co_return n;
+    co_return detail::client_body_error(std::move(n).error());
   }
   if (*n == 0 && !buffer.empty()) is_body_done_ = true;
   body_bytes_read_ += *n;
@@ -548,6 +550,16 @@ Awaitable<bool> Connection::serve_one(RequestParser& parser) {
   head.headers = detail::to_headers(message);
   if (const auto length = parser.content_length()) head.content_length = *length;
   head.is_chunked = parser.chunked();
+  if (!detail::is_readable_transfer_coding(message)) {
+    // A coding other than chunked (gzip, ...): the parser would read no body at all and a
+    // handler would store something else than was sent. RFC 9112 6.1: 501; the body's
+    // length is unknown, so the connection closes.
+    co_await reply_error(501, "Not Implemented",
+                         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NotImplemented</Code><Message>"
+                         "A header you provided implies functionality that is not implemented: only the chunked "
+                         "transfer coding is read</Message></Error>");
+    co_return false;
+  }
   const auto expect = message.find(bhttp::field::expect);
   head.expects_continue = message.version() >= 11 && expect != message.end() &&
                           beast::iequals(expect->value(), "100-continue");
@@ -572,9 +584,10 @@ Awaitable<bool> Connection::serve_one(RequestParser& parser) {
   co_return keep;
 }
 
-Awaitable<void> Connection::reply_error(int status, std::string_view reason) {
-  const std::string reply = fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status, reason);
+Awaitable<void> Connection::reply_error(int status, std::string_view reason, std::string_view body) {
+  const std::string reply =
+      fmt::format("HTTP/1.1 {} {}\r\n{}Content-Length: {}\r\nConnection: close\r\n\r\n{}", status, reason,
+                  body.empty() ? "" : "Content-Type: application/xml\r\n", body.size(), body);
   ErrorCode ec;
   {
     ArmedDeadline armed(deadline_, limits().body_idle_timeout);

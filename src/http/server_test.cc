@@ -530,6 +530,49 @@ TEST_F(ServerTest, MalformedRequestsGet400) {
   EXPECT_EQ(calls, 0);
 }
 
+// Transfer codings other than chunked are refused before any handler sees the request:
+// the parser would read no body, and the handler would store something else than was sent.
+TEST_F(ServerTest, TransferCodingsOtherThanChunkedGet501) {
+  std::atomic<int> calls = 0;
+  start(echo_path_handler(&calls));
+  for (const std::string_view coding : {"gzip", "gzip, chunked", "chunked, chunked", "identity", "x-custom"}) {
+    RawClient raw(server_->port());
+    raw.send(fmt::format("PUT /put HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: {}\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+                         coding));
+    const std::string reply = raw.read_to_end();  // ends: the server closes
+    EXPECT_TRUE(reply.starts_with("HTTP/1.1 501")) << coding << " -> " << reply;
+    EXPECT_NE(reply.find("<Code>NotImplemented</Code>"), std::string::npos) << reply;
+  }
+  EXPECT_EQ(calls, 0);
+  RawClient raw(server_->port());
+  raw.send("PUT /put HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n"
+           "5\r\nhello\r\n0\r\n\r\n");
+  const std::string reply = raw.read_to_end();
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 200")) << reply;
+  EXPECT_NE(reply.find("X-Body-Size: 5"), std::string::npos) << reply;
+}
+
+// A body that stalls is the client's doing: 400 RequestTimeout after the body timeout.
+TEST_F(ServerTest, AStalledRequestBodyIsARequestTimeout) {
+  std::promise<Status> read_status;
+  ServerLimits limits;
+  limits.body_idle_timeout = 300ms;
+  start(
+      [&](Exchange& exchange) -> Awaitable<void> {
+        Result<std::string> body = co_await read_all(exchange.body(), 1 << 20);
+        read_status.set_value(body.status());
+        std::ignore = co_await exchange.response().send({}, "");
+      },
+      limits);
+  RawClient raw(server_->port());
+  raw.send("PUT /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + std::string(10, 'x'));
+  std::future<Status> status = read_status.get_future();
+  ASSERT_EQ(status.wait_for(5s), std::future_status::ready);
+  const Status stalled = status.get();
+  EXPECT_EQ(stalled.code(), Code::kInvalidArgument) << stalled;
+  EXPECT_EQ(stalled.reason(), "RequestTimeout") << stalled;
+}
+
 TEST_F(ServerTest, Http10AndConnectionCloseAreHonoured) {
   start(echo_path_handler());
   {
@@ -560,7 +603,9 @@ TEST_F(ServerTest, ClientThatDropsMidRequestBodyFailsOnlyItsRequest) {
   }
   std::future<Status> status = read_status.get_future();
   ASSERT_EQ(status.wait_for(2s), std::future_status::ready);
-  EXPECT_EQ(status.get().code(), Code::kUnavailable);
+  const Status dropped = status.get();
+  EXPECT_EQ(dropped.code(), Code::kInvalidArgument) << dropped;  // the client's doing: 400
+  EXPECT_EQ(dropped.reason(), "IncompleteBody") << dropped;
   EXPECT_TRUE(wait_for([&] { return server_->connection_count() == 0; }));
   Result<ClientResponse> next = call(request(Method::kGet, "/next"));
   ASSERT_TRUE(next) << next.status();

@@ -11,6 +11,7 @@
 #include "http/reply.h"
 #include "proxy/detail/listing.h"
 #include "proxy/detail/routing.h"
+#include "s3api/object_headers.h"
 #include "s3/names.h"
 #include "wire/json.h"
 
@@ -465,6 +466,7 @@ http::Awaitable<Status> Proxy::relay_to_owner(http::Exchange& exchange, const wi
   if (owner.state() == wire::NODE_STATE_DOWN) {
     co_return Status::unavailable("target {} that owns {} is down", owner.id(), exchange.request().path);
   }
+  CO_RETURN_IF_ERROR(s3api::check_relayed_length(exchange.request(), live_config()->s3.max_object_size));
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(owner.url()));
   http::Headers extra;
   extra.set(http::kForwardedHeader, options_.self.id());

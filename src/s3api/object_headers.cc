@@ -70,6 +70,11 @@ Status too_large(uint64_t size, uint64_t max_size) {
       .with_reason("EntityTooLarge");
 }
 
+Status check_relayed_length(const http::RequestHead& request, uint64_t max_size) {
+  if (request.content_length && *request.content_length > max_size) return too_large(*request.content_length, max_size);
+  return Status::ok();
+}
+
 std::string etag_of(const wire::ObjectRecord& record) {
   // A cached object of a remote bucket shows the backend's ETag (a multipart one differs).
   if (!record.remote().etag().empty()) return record.remote().etag();

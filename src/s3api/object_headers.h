@@ -20,6 +20,10 @@ std::string etag_of(const wire::ObjectRecord& record);
 std::string unquote_etag(std::string_view etag);
 // EntityTooLarge (400): an upload of `size` bytes past `max_size` (cluster.s3.max_object_size).
 Status too_large(uint64_t size, uint64_t max_size);
+// too_large() for a request whose Content-Length is past `max_size`, else ok: a node that
+// relays a request refuses it so before reading its body, as its owner would (no request
+// body may exceed the largest object).
+Status check_relayed_length(const http::RequestHead& request, uint64_t max_size);
 // "Sun, 22 Nov 2026 13:45:01 GMT" (RFC 9110 IMF-fixdate).
 std::string http_date(int64_t unix_nanos);
 // ETag, Last-Modified, Content-* , Cache-Control, Expires, Accept-Ranges, x-amz-meta-*,

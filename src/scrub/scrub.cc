@@ -235,8 +235,11 @@ http::Awaitable<Status> Scrub::repair_corrupt(Task& task, const ObjectRef& objec
   ++task.corrupt;
   replication_.note_corrupt();
   if (record.has_ec()) {
-    // Rebuilds the one here too (and counts it in silo_target_corrupt_copies_repaired_total).
-    CO_ASSIGN_OR_RETURN(const size_t rebuilt, co_await erasure_.rebuild_slices(object, {}));
+    // Rebuilds the one here too (and counts it in silo_target_corrupt_copies_repaired_total),
+    // named unreadable: a bucket that does not verify reads would otherwise take it as good
+    // and rebuild nothing (issue #23 F1).
+    std::vector<uint32_t> corrupt_slice = {record.ec().index()};
+    CO_ASSIGN_OR_RETURN(const size_t rebuilt, co_await erasure_.rebuild_slices(object, std::move(corrupt_slice)));
     if (rebuilt > 0) ++task.repaired;
     co_return Status::ok();
   }

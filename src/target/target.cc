@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "s3/names.h"
 #include "http/relay.h"
+#include "s3api/object_headers.h"
 #include "http/reply.h"
 #include "async/sleep.h"
 #include "target/object_request.h"
@@ -172,6 +173,7 @@ http::Awaitable<Status> Target::forward(http::Exchange& exchange, const Resolved
 
 http::Awaitable<Status> Target::relay_to(http::Exchange& exchange, const wire::NodeInfo& node) {
   const http::RequestHead& request = exchange.request();
+  CO_RETURN_IF_ERROR(s3api::check_relayed_length(request, live_config()->s3.max_object_size));
   forwards_.add();
   CO_ASSIGN_OR_RETURN(const http::Endpoint to, http::Endpoint::parse(node.url()));
   http::Headers extra;

@@ -107,6 +107,12 @@ TEST(RobustnessTest, MalformedRequestsGet4xxAndNeverHurtTheNode) {
       {"bad content length", "PUT /v1/objects/junk/x HTTP/1.1\r\nHost: t\r\nContent-Length: ten\r\n\r\n", 400, true},
       {"unknown method", "BREW /v1/objects/junk/fine HTTP/1.1\r\nHost: t\r\n\r\n", 400, true},
       {"empty object name", "GET /v1/objects/junk/ HTTP/1.1\r\nHost: t\r\n\r\n", 400, true},
+      // A coding other than chunked would leave the body unread: refused, never stored empty.
+      {"gzip transfer coding",
+       signed_request("PUT", "/v1/objects/junk/gz", "t", {{"Transfer-Encoding", "gzip"}}) + "5\r\nhello\r\n0\r\n\r\n", 501},
+      // Past the largest object (5 TiB): refused at once by every node, the body never read.
+      {"content length past the largest object",
+       signed_request("PUT", "/v1/objects/junk/huge", "t", {{"Content-Length", "6597069766656"}}), 400},
   };
   for (const std::string& url : {cluster->endpoint(), t1.url}) {
     for (const Case& k : cases) {
@@ -123,6 +129,8 @@ TEST(RobustnessTest, MalformedRequestsGet4xxAndNeverHurtTheNode) {
       expect_all_nodes_serving(*cluster, k.what);
     }
   }
+  EXPECT_CODE(cluster->client().head("junk", "gz"), Code::kNotFound);
+  EXPECT_CODE(cluster->client().head("junk", "huge"), Code::kNotFound);
   // A head that never ends must not pin the node either: others are served meanwhile.
   ASSERT_OK_AND_ASSIGN(RawConnection slow, RawConnection::open(cluster->endpoint()));
   ASSERT_TRUE(slow.send("GET /v1/health HTTP/1.1\r\nHost: t\r\nX-Slow: "));

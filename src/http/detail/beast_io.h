@@ -136,6 +136,41 @@ inline Status io_status(const ErrorCode& ec, bool has_expired, std::string_view 
   return Status::unavailable("{}: {}", what, ec.message());
 }
 
+// A request body that stopped short is the client's doing, not the server's: 400 as S3
+// answers (a 5xx invites endless retries). RequestTimeout when it stalled past the body
+// timeout, IncompleteBody when the connection ended first; anything else as it was.
+inline Status client_body_error(Status failed) {
+  if (failed.code() == Code::kDeadlineExceeded) {
+    return Status::invalid_argument("the request body stalled: {}", failed.message()).with_reason("RequestTimeout");
+  }
+  if (failed.code() == Code::kUnavailable) {
+    return Status::invalid_argument("the request body ended before its length: {}", failed.message())
+        .with_reason("IncompleteBody");
+  }
+  return failed;
+}
+
+// Whether the request's transfer codings are ones Silo reads: none, or exactly chunked.
+template <typename Fields>
+bool is_readable_transfer_coding(const bhttp::request_header<Fields>& message) {
+  size_t codings = 0;
+  for (const auto& field : message) {
+    if (field.name() != bhttp::field::transfer_encoding) continue;
+    std::string_view value = field.value();
+    while (!value.empty()) {
+      const size_t comma = value.find(',');
+      std::string_view coding = value.substr(0, comma);
+      value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+      if (coding.empty()) continue;
+      if (!beast::iequals(coding, "chunked")) return false;
+      ++codings;
+    }
+  }
+  return codings <= 1;
+}
+
 inline Method to_method(bhttp::verb verb) {
   switch (verb) {
     case bhttp::verb::get: return Method::kGet;
