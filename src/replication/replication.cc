@@ -373,6 +373,13 @@ http::Awaitable<Status> Replication::pull_copy(ObjectRef object, std::optional<u
   get.target = internal_object_target(object);
   CO_ASSIGN_OR_RETURN(auto call, co_await client_->start(holder->to, std::move(get), uint64_t{0}));
   CO_ASSIGN_OR_RETURN(const http::ClientResponse head, co_await call->finish());
+  if (head.status == 500) {
+    // The holder would not serve its copy: it is corrupt or unreadable there too. Said as
+    // it is (issue #23 F5), not as a move to retry after.
+    co_return Status::data_loss("no good copy of {} to repair from: the copy on {} is corrupt or unreadable too",
+                                object.name, holder->node.id())
+        .with_reason("InternalError");
+  }
   if (head.status != 200) {
     co_return Status::unavailable("object {} moved away from {} while being read; retry", object.name,
                                   holder->node.id());
