@@ -1,5 +1,8 @@
 #include "s3/http_time.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include <array>
@@ -83,6 +86,53 @@ bool clock(std::string_view text, size_t at, unsigned& h, unsigned& m, unsigned&
   return true;
 }
 
+// RFC 2822 / RFC 5322 3.3, as mail libraries write dates (Python's
+// email.utils.formatdate): "Sun, 6 Nov 1994 08:49:37 -0000". The weekday is optional, the
+// day one or two digits, the seconds optional; the zone a numeric offset or GMT, UT, UTC
+// or Z. Returns the UTC time.
+std::optional<int64_t> parse_rfc2822(std::string_view t) {
+  std::vector<std::string_view> parts;
+  for (size_t at = 0; at < t.size();) {
+    const size_t end = std::min(t.find(' ', at), t.size());
+    if (end > at) parts.push_back(t.substr(at, end - at));
+    at = end + 1;
+  }
+  if (!parts.empty() && parts.front().size() == 4 && parts.front().back() == ',') {
+    const std::string_view weekday = parts.front().substr(0, 3);
+    if (std::find(kDays.begin(), kDays.end(), weekday) == kDays.end()) return std::nullopt;
+    parts.erase(parts.begin());
+  }
+  if (parts.size() != 5 || parts[0].empty() || parts[0].size() > 2 || parts[2].size() != 4) return std::nullopt;
+  const auto day = number(parts[0], 0, parts[0].size());
+  const auto month = month_of(parts[1]);
+  const auto year = number(parts[2], 0, 4);
+  const std::string_view time = parts[3];
+  unsigned h = 0, m = 0, s = 0;
+  if (time.size() == 5 && time[2] == ':') {
+    const auto hh = number(time, 0, 2), mm = number(time, 3, 2);
+    if (!hh || !mm) return std::nullopt;
+    h = *hh;
+    m = *mm;
+  } else if (!clock(time, 0, h, m, s) || time.size() != 8) {
+    return std::nullopt;
+  }
+  if (!day || !month || !year) return std::nullopt;
+  const std::string_view zone = parts[4];
+  int64_t offset = 0;  // seconds east of UTC
+  if (zone == "GMT" || zone == "UT" || zone == "UTC" || zone == "Z") {
+    offset = 0;
+  } else if (zone.size() == 5 && (zone[0] == '+' || zone[0] == '-')) {
+    const auto hh = number(zone, 1, 2), mm = number(zone, 3, 2);
+    if (!hh || !mm || *mm > 59) return std::nullopt;
+    offset = (zone[0] == '-' ? -1 : 1) * static_cast<int64_t>(*hh * 3600 + *mm * 60);
+  } else {
+    return std::nullopt;
+  }
+  const auto local = make(*year, *month, *day, h, m, s);
+  if (!local) return std::nullopt;
+  return *local - offset;
+}
+
 }  // namespace
 
 std::string format_iso8601(int64_t unix_nanos) {
@@ -139,7 +189,9 @@ std::optional<int64_t> parse_http_date(std::string_view t) {
     const int64_t year = *yy < 70 ? 2000 + *yy : 1900 + *yy;
     return make(year, *month, *day, h, m, s);
   }
-  return std::nullopt;
+  // Anything else a client may send in Date: RFC 2822's forms (a numeric zone, a one-digit
+  // day, no weekday), as mail libraries format dates.
+  return parse_rfc2822(t);
 }
 
 std::optional<int64_t> parse_amz_date(std::string_view t) {

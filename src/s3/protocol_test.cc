@@ -220,6 +220,17 @@ TEST(HttpTimeTest, FormatsAndParsesEveryHttpDateForm) {
   EXPECT_EQ(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), 784111777);
   EXPECT_EQ(parse_http_date("Sun Nov  6 08:49:37 1994"), 784111777);
   EXPECT_EQ(parse_http_date("yesterday"), std::nullopt);
+  // RFC 2822, as Python's email.utils.formatdate and mail libraries write it.
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 08:49:37 -0000"), 784111777);
+  EXPECT_EQ(parse_http_date("Sun, 6 Nov 1994 08:49:37 +0000"), 784111777);
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 09:49:37 +0100"), 784111777);
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 03:19:37 -0530"), 784111777);
+  EXPECT_EQ(parse_http_date("6 Nov 1994 08:49:37 UT"), 784111777);
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 08:49 GMT"), 784111740);
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 08:49:37 +01"), std::nullopt);
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 1994 08:49:37 EST"), std::nullopt);
+  EXPECT_EQ(parse_http_date("Xyz, 06 Nov 1994 08:49:37 -0000"), std::nullopt);
+  EXPECT_EQ(parse_http_date("Sun, 06 Nov 94 08:49:37 -0000"), std::nullopt);
   EXPECT_EQ(format_iso8601(784111777123456789), "1994-11-06T08:49:37.123Z");
   EXPECT_EQ(parse_iso8601("1994-11-06T08:49:37.123Z"), 784111777);
   EXPECT_EQ(format_amz_date(1369353600), "20130524T000000Z");

@@ -1,4 +1,9 @@
 """S3 conformance: malformed input and authentication (signatures, clocks, users, anonymous reads)."""
+import base64
+import email.utils
+import hashlib
+import hmac
+
 import harness
 from harness import *  # noqa: F401,F403 (clients, helpers, Base)
 
@@ -67,6 +72,29 @@ class AuthTest(Base):
         when = datetime.datetime.utcnow() - datetime.timedelta(hours=1)
         status_code, _, body = raw("GET", "/", when=when)
         self.assertEqual((status_code, xml_code(body)), (403, "RequestTimeTooSkewed"))
+
+    def test_dates_in_rfc2822_form_and_x_amz_date_first(self):
+        # A SigV2 request dated as Python's email.utils.formatdate() writes it: a numeric
+        # zone ("Fri, 27 Nov 2026 13:45:00 -0000"), which AWS accepts (issue #25 item 7).
+        self.s3.put_object(Bucket=self.bucket, Key="dated", Body=b"by date")
+        path = f"/{self.bucket}/dated"
+
+        def sigv2(date_line, amz_headers=""):
+            to_sign = f"GET\n\n\n{date_line}\n{amz_headers}{path}"
+            digest = hmac.new(harness.SECRET_KEY.encode(), to_sign.encode(), hashlib.sha1).digest()
+            return f"AWS {harness.ACCESS_KEY}:{base64.b64encode(digest).decode()}"
+
+        date = email.utils.formatdate(usegmt=False)
+        self.assertTrue(date.endswith("-0000"), date)
+        status_code, _, body = raw("GET", path, headers={"Date": date, "Authorization": sigv2(date)}, sign=False)
+        self.assertEqual((status_code, body), (200, b"by date"))
+        # Both Date and x-amz-date: x-amz-date dates the request and the Date line is empty,
+        # so a stale or odd Date does not matter.
+        amz = email.utils.formatdate(usegmt=True)
+        headers = {"Date": "Sun, 06 Nov 1994 08:49:37 GMT", "x-amz-date": amz,
+                   "Authorization": sigv2("", f"x-amz-date:{amz}\n")}
+        status_code, _, body = raw("GET", path, headers=headers, sign=False)
+        self.assertEqual((status_code, body), (200, b"by date"))
 
     def test_presigned_urls(self):
         self.s3.put_object(Bucket=self.bucket, Key="shared", Body=b"presigned")
