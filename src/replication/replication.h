@@ -188,6 +188,10 @@ class Replication {
   // or their deadline passes (then dropped). A restart drops them with every work file.
   Mutex staged_mutex_;
   std::map<std::string, std::unique_ptr<Incoming>> staged_ GUARDED_BY(staged_mutex_);
+  // Tokens dropped before their slice was staged (the owner gave up while this holder was
+  // still syncing it), until when: such a slice is discarded as it arrives, not kept
+  // until its deadline.
+  std::map<std::string, std::chrono::steady_clock::time_point> dropped_early_ GUARDED_BY(staged_mutex_);
 
   stats::Counter& bytes_sent_;
   stats::Counter& forwards_;

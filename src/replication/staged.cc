@@ -59,12 +59,20 @@ http::Awaitable<Status> Replication::stage_copy(http::Exchange& exchange, const 
     return rc == 0 ? Status::ok() : Status::from_errno(error, "fsync of a staged slice");
   });
   CO_RETURN_IF_ERROR(synced);
+  bool was_dropped = false;
   {
     MutexLock lock(staged_mutex_);
     if (staged_.contains(token)) {
       co_return Status::already_exists("a slice is staged under token {} already", token);
     }
-    staged_.emplace(token, std::move(incoming));
+    // The owner may have given up (and dropped this token) while the slice was synced.
+    was_dropped = dropped_early_.erase(token) > 0;
+    if (!was_dropped) staged_.emplace(token, std::move(incoming));
+  }
+  if (was_dropped) {
+    co_await incoming->writer->discard();
+    co_return Status::aborted("the slice of {} staged under token {} was dropped by its owner meanwhile",
+                              object.name, token);
   }
   const auto executor = co_await asio::this_coro::executor;
   asio::co_spawn(executor, expire_staged(token), asio::detached);
@@ -92,7 +100,16 @@ http::Awaitable<Status> Replication::drop_staged(http::Exchange& exchange, const
                                                  const std::string& token) {
   // Idempotent: the owner drops every slice it may have staged, expired or not.
   std::unique_ptr<Incoming> incoming = take_staged(object, token);
-  if (incoming) co_await incoming->writer->discard();
+  if (incoming) {
+    co_await incoming->writer->discard();
+  } else {
+    // Not staged (yet): a slice still being received or synced under this token is
+    // discarded when it arrives. Remembered for a deadline, the expired ones pruned here.
+    const auto now = std::chrono::steady_clock::now();
+    MutexLock lock(staged_mutex_);
+    std::erase_if(dropped_early_, [now](const auto& entry) { return entry.second <= now; });
+    dropped_early_[token] = now + kStagedDeadline;
+  }
   http::ResponseHead head;
   head.status = 204;
   std::ignore = co_await exchange.response().send(std::move(head), "");
