@@ -217,31 +217,6 @@ INSTANTIATE_TEST_SUITE_P(Codes, ErasureTest, ::testing::Values(Code{2, 1, 5}, Co
                                               p.param.targets);
                          });
 
-// A bucket that does not verify reads (verify_reads false) still has its corrupt slices
-// repaired by a scrub, which checks every byte whatever the setting (issue #23 F1: the
-// scrub found them and repaired none, and GETs served the flipped bytes on).
-TEST(ErasureScrubTest, AScrubRepairsCorruptSlicesOfABucketThatDoesNotVerifyReads) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
-  client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 1024}, "verify_reads": false})"));
-  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
-  silo::testing::Random random;
-  Objects objects;
-  for (int i = 0; i < 12; ++i) objects[fmt::format("coded-{:02}", i)] = random.bytes(random.uniform(4096, 3 * kMiB));
-  for (const auto& [name, bytes] : objects) ASSERT_OK(c.put(kBucket, name, bytes).status());
-  ASSERT_OK_AND_ASSIGN(const NodeInfo rotten, cluster->node(cluster->target_ids()[0]));
-  const size_t corrupted = corrupt_files(rotten, props.id);
-  ASSERT_GT(corrupted, 0u);
-  const client::JobEntry first = scrub(c);
-  EXPECT_EQ(first.errors, 0u) << first.detail;
-  EXPECT_GE(first.corrupt_found, corrupted);
-  EXPECT_EQ(first.corrupt_repaired, first.corrupt_found) << "every corrupt slice found is rebuilt";
-  const client::JobEntry second = scrub(c);
-  EXPECT_EQ(second.corrupt_found, 0u) << "a corrupt slice was left";
-  // Every holder serves its share of the reads (the proxy takes turns): all good bytes.
-  read_from_every_holder(c, objects, 3);
-}
-
 TEST(ErasureLayoutTest, ABucketMovesBetweenCopiesAndCodesWhileReadsNeverFail) {
   ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(4)));
   client::Client& c = cluster->client();
