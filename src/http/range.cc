@@ -64,4 +64,16 @@ Result<std::optional<ByteRange>> parse_range(std::string_view header, uint64_t s
   return std::optional<ByteRange>(ByteRange{*first, last - *first + 1});
 }
 
+std::optional<ByteRange> parse_closed_range(std::string_view header) {
+  constexpr std::string_view kUnit = "bytes=";
+  if (!header.starts_with(kUnit)) return std::nullopt;
+  const std::string_view spec = header.substr(kUnit.size());
+  const size_t dash = spec.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  const std::optional<uint64_t> first = parse_u64(spec.substr(0, dash));
+  const std::optional<uint64_t> last = parse_u64(spec.substr(dash + 1));
+  if (!first || !last || *last < *first) return std::nullopt;
+  return ByteRange{*first, *last - *first + 1};
+}
+
 }  // namespace silo::http

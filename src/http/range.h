@@ -23,4 +23,8 @@ struct ByteRange {
 // - a range clamped to the object's end otherwise.
 Result<std::optional<ByteRange>> parse_range(std::string_view header, uint64_t size);
 
+// A closed range "bytes=FIRST-LAST" (both offsets, FIRST <= LAST), as
+// x-amz-copy-source-range takes it; nullopt on any other form.
+std::optional<ByteRange> parse_closed_range(std::string_view header);
+
 }  // namespace silo::http

@@ -53,5 +53,14 @@ TEST(RangeTest, IgnoredWhenNotUnderstood) {
   }
 }
 
+TEST(RangeTest, ClosedRangesNeedBothOffsets) {
+  EXPECT_EQ(parse_closed_range("bytes=0-9"), (ByteRange{0, 10}));
+  EXPECT_EQ(parse_closed_range("bytes=5-5"), (ByteRange{5, 1}));
+  for (const std::string_view header : {"", "bytes=", "bytes=0-", "bytes=-10", "bytes=9-0", "bytes=0-9,20-29",
+                                        "bytes= 0-9", "items=0-9", "bytes=a-9"}) {
+    EXPECT_EQ(parse_closed_range(header), std::nullopt) << header;
+  }
+}
+
 }  // namespace
 }  // namespace silo::http

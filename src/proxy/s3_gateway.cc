@@ -89,7 +89,8 @@ http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const s3api::S3
   }
   const bool is_allowed = request.auth.has_value() ||
                           (bucket && bucket->props().anonymous_read() && is_anonymous_read(op));
-  if (!is_allowed) s = Status::permission_denied("Access Denied").with_reason("AccessDenied");
+  // A bucket that does not exist is NoSuchBucket for anyone, as on AWS.
+  if (s.is_ok() && !is_allowed) s = Status::permission_denied("Access Denied").with_reason("AccessDenied");
   if (s.is_ok()) {
     if (is_object_op(op)) {
       co_await route_object(exchange, request, *bucket);
@@ -209,12 +210,17 @@ http::Awaitable<Status> Proxy::s3_create_bucket(http::Exchange& exchange, const 
   const std::string acl(exchange.request().headers.get("x-amz-acl").value_or("private"));
   props.set_anonymous_read(acl == "public-read" || acl == "public-read-write");
   auto created = co_await primary_->create_bucket(name, props);
+  // Every signed user owns every bucket (Silo keeps no bucket owner). In us-east-1 AWS
+  // answers 200 to a create of a bucket one owns; in other regions 409.
   if (!created && created.error().code() == Code::kAlreadyExists) {
-    co_return Status::already_exists("Your previous request to create the named bucket succeeded and you already own it.")
-        .with_reason("BucketAlreadyOwnedByYou");
+    if (live_config()->s3.region != "us-east-1") {
+      co_return Status::already_exists("Your previous request to create the named bucket succeeded and you already own it.")
+          .with_reason("BucketAlreadyOwnedByYou");
+    }
+  } else {
+    CO_RETURN_IF_ERROR(created.status());
+    SILO_LOG_INFO("bucket {} created (id {})", created->name(), created->id());
   }
-  CO_RETURN_IF_ERROR(created.status());
-  SILO_LOG_INFO("bucket {} created (id {})", created->name(), created->id());
   http::ResponseHead head = s3api::s3_head(&request);
   head.headers.set("Location", "/" + name);
   co_return co_await exchange.response().send(std::move(head), "");
@@ -240,8 +246,8 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const s3api::S3
   std::string cursor;
   const auto token = q.get("continuation-token");
   if (op == s3::Op::kListObjectsV2) {
-    if (token) {
-      auto name = token->empty() ? std::nullopt : detail::name_of_token(*token);
+    if (token && !token->empty()) {  // an empty token starts at the start, as on AWS
+      auto name = detail::name_of_token(*token);
       if (!name) co_return bad_token();
       cursor = std::move(*name);
     } else {
@@ -254,7 +260,8 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const s3api::S3
   }
   cursor = folder.start_after(std::move(cursor));
 
-  for (bool is_full = false; !is_full;) {
+  // max-keys=0 lists nothing and is not truncated (AWS).
+  for (bool is_full = max_keys == 0; !is_full;) {
     // One more than the keys still wanted: that one tells whether the listing is truncated.
     const size_t want = std::max<size_t>(kListFetch, max_keys - folder.count() + 1);
     CO_ASSIGN_OR_RETURN(auto page, co_await merged_page(bucket, prefix, cursor, want, wire::is_remote(bucket.props())));
@@ -268,7 +275,7 @@ http::Awaitable<Status> Proxy::s3_list(http::Exchange& exchange, const s3api::S3
     if (!page.second) break;
     cursor = folder.fetch_after(cursor);
   }
-  const bool is_truncated = folder.is_truncated();
+  const bool is_truncated = max_keys > 0 && folder.is_truncated();
 
   s3::XmlWriter xml;
   const bool is_versions = op == s3::Op::kListObjectVersions;

@@ -76,7 +76,97 @@ std::string finish(const EVP_MD_CTX* ctx) {
   return std::string(reinterpret_cast<const char*>(digest), length);
 }
 
+// The width and reflected polynomial of a CRC algorithm; width 0 for the SHAs.
+struct CrcShape {
+  int width = 0;
+  uint64_t polynomial = 0;
+};
+
+CrcShape crc_shape(ChecksumAlgorithm a) {
+  switch (a) {
+    case ChecksumAlgorithm::kCrc32: return {32, 0xedb88320ULL};
+    case ChecksumAlgorithm::kCrc32c: return {32, 0x82f63b78ULL};
+    case ChecksumAlgorithm::kCrc64Nvme: return {64, 0x9a6c9329ac4bc9b5ULL};
+    default: return {};
+  }
+}
+
+// GF(2) matrices over CRC registers (zlib's crc32_combine, for any reflected CRC whose
+// init and xorout are equal): row n is the image of bit n.
+using Gf2Matrix = std::array<uint64_t, 64>;
+
+uint64_t gf2_times(const Gf2Matrix& matrix, uint64_t vector) {
+  uint64_t sum = 0;
+  for (size_t i = 0; vector != 0; vector >>= 1, ++i) {
+    if (vector & 1) sum ^= matrix[i];
+  }
+  return sum;
+}
+
+void gf2_square(Gf2Matrix& square, const Gf2Matrix& matrix, int width) {
+  for (int n = 0; n < width; ++n) square[static_cast<size_t>(n)] = gf2_times(matrix, matrix[static_cast<size_t>(n)]);
+}
+
+// The CRC of A then B from crc(A), crc(B) and B's length.
+uint64_t crc_combine(CrcShape shape, uint64_t crc_a, uint64_t crc_b, uint64_t length_b) {
+  if (length_b == 0) return crc_a;
+  Gf2Matrix odd{};
+  Gf2Matrix even{};
+  odd[0] = shape.polynomial;  // the operator for one zero bit
+  for (int n = 1; n < shape.width; ++n) odd[static_cast<size_t>(n)] = uint64_t{1} << (n - 1);
+  gf2_square(even, odd, shape.width);  // two zero bits
+  gf2_square(odd, even, shape.width);  // four
+  while (true) {
+    gf2_square(even, odd, shape.width);  // one zero byte, then 4, 16...
+    if (length_b & 1) crc_a = gf2_times(even, crc_a);
+    length_b >>= 1;
+    if (length_b == 0) break;
+    gf2_square(odd, even, shape.width);
+    if (length_b & 1) crc_a = gf2_times(odd, crc_a);
+    length_b >>= 1;
+    if (length_b == 0) break;
+  }
+  return crc_a ^ crc_b;
+}
+
+size_t digest_bytes(ChecksumAlgorithm a) {
+  switch (a) {
+    case ChecksumAlgorithm::kCrc32:
+    case ChecksumAlgorithm::kCrc32c: return 4;
+    case ChecksumAlgorithm::kCrc64Nvme: return 8;
+    case ChecksumAlgorithm::kSha1: return 20;
+    case ChecksumAlgorithm::kSha256: return 32;
+  }
+  return 0;
+}
+
 }  // namespace
+
+std::optional<std::string> multipart_checksum(ChecksumAlgorithm a, bool is_full_object,
+                                              const std::vector<PartChecksum>& parts) {
+  if (parts.empty()) return std::nullopt;
+  std::vector<std::string> raw;
+  for (const PartChecksum& part : parts) {
+    auto decoded = base64::decode(part.base64);
+    if (!decoded || decoded->size() != digest_bytes(a)) return std::nullopt;
+    raw.push_back(std::move(*decoded));
+  }
+  if (!is_full_object) {
+    if (a == ChecksumAlgorithm::kCrc64Nvme) return std::nullopt;  // S3 has no composite CRC64NVME
+    Checksum composite(a);
+    for (const std::string& r : raw) composite.update(r);
+    return composite.base64() + "-" + std::to_string(parts.size());
+  }
+  const CrcShape shape = crc_shape(a);
+  if (shape.width == 0) return std::nullopt;
+  uint64_t crc = 0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    uint64_t value = 0;
+    for (const char c : raw[i]) value = (value << 8) | static_cast<unsigned char>(c);
+    crc = i == 0 ? value : crc_combine(shape, crc, value, parts[i].size);
+  }
+  return b64(big_endian(crc, shape.width / 8));
+}
 
 std::string_view checksum_name(ChecksumAlgorithm a) {
   for (const auto& n : kAlgorithms) {

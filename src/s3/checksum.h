@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace silo::s3 {
 
@@ -37,6 +38,22 @@ class Checksum {
   uint64_t crc_ = 0;
   void* sha_ = nullptr;  // EVP_MD_CTX for the SHA algorithms
 };
+
+// One part of a multipart object: its checksum (base64, as stored) and size.
+struct PartChecksum {
+  std::string base64;
+  uint64_t size = 0;
+};
+
+// The checksum of a multipart object from its parts', in order, as S3 makes it:
+// - composite: the algorithm's checksum of the parts' raw checksums, "-N" appended
+//   (CRC32, CRC32C, SHA1, SHA256);
+// - full object (CRC32, CRC32C, CRC64NVME): the CRC of the whole object, the parts' CRCs
+//   combined over their sizes (no byte is read again).
+// nullopt for a part value that is not a base64 checksum of the algorithm, no parts, or a
+// type the algorithm does not have.
+std::optional<std::string> multipart_checksum(ChecksumAlgorithm a, bool is_full_object,
+                                              const std::vector<PartChecksum>& parts);
 
 // Streaming digests over OpenSSL's EVP.
 class Digest {

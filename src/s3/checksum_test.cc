@@ -1,5 +1,7 @@
 #include "s3/checksum.h"
 
+#include "base/base64.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -119,6 +121,50 @@ TEST(ChecksumTest, NamesAndHeaders) {
   EXPECT_EQ(checksum_from_header("x-amz-checksum-sha256"), ChecksumAlgorithm::kSha256);
   EXPECT_EQ(checksum_from_header("x-amz-checksum-algorithm"), std::nullopt);
   EXPECT_EQ(checksum_from_header("crc32"), std::nullopt);
+}
+
+// The full-object CRC of parts equals the CRC of their bytes, whatever the split; the
+// composite is the checksum of the raw part checksums with "-N".
+TEST(ChecksumTest, MultipartChecksumsFromParts) {
+  std::mt19937 random(7);
+  std::string data(300000, '\0');
+  for (char& c : data) c = static_cast<char>(random());
+  const std::vector<std::vector<size_t>> splits = {{300000}, {1, 299999}, {100000, 100000, 100000}, {0, 5, 299995}};
+  for (const ChecksumAlgorithm a : {ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c, ChecksumAlgorithm::kCrc64Nvme}) {
+    for (const auto& split : splits) {
+      std::vector<PartChecksum> parts;
+      size_t at = 0;
+      for (const size_t size : split) {
+        parts.push_back({checksum_of(a, std::string_view(data).substr(at, size)), size});
+        at += size;
+      }
+      EXPECT_EQ(multipart_checksum(a, true, parts), checksum_of(a, data)) << checksum_name(a) << " " << split.size();
+    }
+  }
+  for (const ChecksumAlgorithm a : {ChecksumAlgorithm::kCrc32, ChecksumAlgorithm::kCrc32c, ChecksumAlgorithm::kSha1,
+                                    ChecksumAlgorithm::kSha256}) {
+    const std::string first = checksum_of(a, "part one");
+    const std::string second = checksum_of(a, "part two");
+    Checksum expected(a);
+    for (const std::string& part : {first, second}) {
+      auto raw = base64::decode(part);
+      ASSERT_TRUE(raw);
+      expected.update(bytes(*raw));
+    }
+    EXPECT_EQ(multipart_checksum(a, false, {{first, 8}, {second, 8}}), expected.base64() + "-2") << checksum_name(a);
+  }
+  // AWS's composite of CRC32 over parts "a" and "b" (the CRC32 of their two CRCs' bytes).
+  EXPECT_EQ(multipart_checksum(ChecksumAlgorithm::kCrc32, false,
+                               {{checksum_of(ChecksumAlgorithm::kCrc32, "a"), 1}, {checksum_of(ChecksumAlgorithm::kCrc32, "b"), 1}}),
+            checksum_of(ChecksumAlgorithm::kCrc32, std::string("\xe8\xb7\xbe\x43\x71\xbe\xef\xf9", 8)) + "-2");
+  EXPECT_EQ(multipart_checksum(ChecksumAlgorithm::kSha256, true, {{checksum_of(ChecksumAlgorithm::kSha256, "x"), 1}}),
+            std::nullopt);
+  EXPECT_EQ(multipart_checksum(ChecksumAlgorithm::kCrc64Nvme, false, {{checksum_of(ChecksumAlgorithm::kCrc64Nvme, "x"), 1}}),
+            std::nullopt);
+  EXPECT_EQ(multipart_checksum(ChecksumAlgorithm::kCrc32, true, {{"not base64", 1}}), std::nullopt);
+  EXPECT_EQ(multipart_checksum(ChecksumAlgorithm::kCrc32, true, {{checksum_of(ChecksumAlgorithm::kSha1, "x"), 1}}),
+            std::nullopt);
+  EXPECT_EQ(multipart_checksum(ChecksumAlgorithm::kCrc32, true, {}), std::nullopt);
 }
 
 TEST(DigestTest, Md5AndSha256) {

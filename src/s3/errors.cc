@@ -30,7 +30,7 @@ constexpr Known kErrors[] = {
     {"InvalidBucketName", 400},
     {"InvalidDigest", 400},
     {"InvalidPart", 400},
-    {"InvalidPartNumber", 416},
+    {"InvalidPartNumber", 400},
     {"InvalidPartOrder", 400},
     {"InvalidRange", 416},
     {"InvalidRequest", 400},

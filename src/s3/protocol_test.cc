@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "s3/conditions.h"
+#include "s3/encoded_words.h"
 #include "s3/errors.h"
 #include "s3/http_time.h"
 #include "s3/names.h"
@@ -279,6 +280,30 @@ TEST(ErrorsTest, StatusBecomesTheRightS3Error) {
   const std::string xml = error_xml({"NoSuchKey", "gone", 404}, "/b/k", "RID", {{"Key", "k"}});
   EXPECT_NE(xml.find("<Code>NoSuchKey</Code><Message>gone</Message><Key>k</Key><Resource>/b/k</Resource>"),
             std::string::npos);
+}
+
+TEST(EncodedWordsTest, DecodesWordsOfKnownCharsets) {
+  EXPECT_EQ(decode_encoded_words("plain value"), "plain value");
+  EXPECT_EQ(decode_encoded_words("=?UTF-8?B?aMOpbGxv?="), "h\xc3\xa9llo");
+  EXPECT_EQ(decode_encoded_words("=?utf-8?q?h=C3=A9llo_w?="), "h\xc3\xa9llo w");
+  EXPECT_EQ(decode_encoded_words("=?ISO-8859-1?Q?caf=E9?="), "caf\xc3\xa9");
+  // Whitespace between two words goes; between a word and text it stays.
+  EXPECT_EQ(decode_encoded_words("=?UTF-8?Q?a?= =?UTF-8?Q?b?="), "ab");
+  EXPECT_EQ(decode_encoded_words("x =?UTF-8?Q?a?= y"), "x a y");
+  // Not a word of a known charset, or malformed: kept as sent.
+  for (const char* kept : {"=?KOI8-R?Q?a?=", "=?UTF-8?X?a?=", "=?UTF-8?B?***?=", "=?UTF-8?Q?=Z1?=", "=?UTF-8?Q?a",
+                           "=?", "a=?b"}) {
+    EXPECT_EQ(decode_encoded_words(kept), kept);
+  }
+}
+
+TEST(EncodedWordsTest, EncodesWhatAHeaderCannotCarry) {
+  EXPECT_EQ(encode_header_value("plain\tvalue ~"), "plain\tvalue ~");
+  EXPECT_EQ(encode_header_value("h\xc3\xa9llo"), "=?UTF-8?B?aMOpbGxv?=");
+  EXPECT_EQ(encode_header_value("a\nb"), "=?UTF-8?B?YQpi?=");
+  for (const char* value : {"h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93", "", "=?UTF-8?B?x?="}) {
+    EXPECT_EQ(decode_encoded_words(encode_header_value(value)), value);
+  }
 }
 
 }  // namespace

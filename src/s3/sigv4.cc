@@ -335,11 +335,18 @@ Result<Parsed> parse_query_auth(const std::vector<QueryPair>& pairs) {
   int64_t seconds = 0;
   const auto [end, ec] =
       std::from_chars(expires->data(), expires->data() + expires->size(), seconds);
-  if (ec != std::errc() || end != expires->data() + expires->size() || seconds < 0) {
+  if (ec != std::errc() || end != expires->data() + expires->size()) {
     return query_error("X-Amz-Expires should be a number");
   }
-  if (seconds < 1 || seconds > kMaxPresignedExpiry) {
-    return query_error("X-Amz-Expires must be less than a week (in seconds) that is 604800");
+  // A URL that can never be valid is denied as an expired one is (403 AccessDenied, as
+  // AWS answers), not a malformed request.
+  if (seconds < 1) {
+    return Status::permission_denied("X-Amz-Expires must be a positive number of seconds, not {}", seconds)
+        .with_reason("AccessDenied");
+  }
+  if (seconds > kMaxPresignedExpiry) {
+    return Status::permission_denied("X-Amz-Expires must be less than a week (in seconds) that is 604800")
+        .with_reason("AccessDenied");
   }
   p.signed_headers = split(*signed_headers, ';');
   p.signature = *signature;

@@ -8,6 +8,7 @@
 #include "base/base64.h"
 #include "base/hash.h"
 #include "s3/checksum.h"
+#include "s3/encoded_words.h"
 #include "s3/http_time.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
@@ -107,14 +108,21 @@ void add_object_headers(const wire::ObjectRecord& record, http::Headers& headers
   }
   if (record.content_type().empty()) headers.set("Content-Type", "binary/octet-stream");
   headers.set("Accept-Ranges", "bytes");
-  for (const auto& [key, value] : record.user_metadata()) headers.set(kUserMetadataPrefix + key, value);
+  for (const auto& [key, value] : record.user_metadata()) {
+    headers.set(kUserMetadataPrefix + key, s3::encode_header_value(value));
+  }
   if (!record.tags().empty()) {
     headers.set("x-amz-tagging-count", std::to_string(record.tags().size()));
     headers.set(kTagsHeader, encode_tags(record.tags()));
   }
   if (with_checksums) {
     for (const auto& [algorithm, value] : record.checksums()) {
-      if (auto a = s3::checksum_from_name(algorithm)) headers.set(s3::checksum_header(*a), value);
+      if (auto a = s3::checksum_from_name(algorithm)) {
+        headers.set(s3::checksum_header(*a), value);
+        // A multipart object's composite checksum ends in "-N"; every other is the
+        // checksum of the whole object.
+        headers.set("x-amz-checksum-type", value.find('-') != std::string::npos ? "COMPOSITE" : "FULL_OBJECT");
+      }
     }
   }
 }
@@ -131,9 +139,15 @@ Result<wire::ObjectRecord> attributes_from_headers(const http::Headers& headers,
     if (name.size() > prefix && ::strncasecmp(name.c_str(), kUserMetadataPrefix, prefix) == 0) {
       std::string key = name.substr(prefix);
       std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-      metadata_bytes += key.size() + value.size();
+      // Stored decoded (AWS: RFC 2047 words are decoded before storing); the store keeps
+      // values as protobuf strings, so they must be UTF-8.
+      const std::string decoded = s3::decode_encoded_words(value);
+      if (!text::is_utf8(decoded)) {
+        return Status::invalid_argument("the value of x-amz-meta-{} is not UTF-8", key).with_reason("InvalidArgument");
+      }
+      metadata_bytes += key.size() + decoded.size();
       auto& slot = (*record.mutable_user_metadata())[key];
-      slot = slot.empty() ? value : slot + "," + value;  // repeated headers join as HTTP does
+      slot = slot.empty() ? decoded : slot + "," + decoded;  // repeated headers join as HTTP does
     }
   }
   if (metadata_bytes > kMaxUserMetadataBytes) {

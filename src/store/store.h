@@ -159,11 +159,21 @@ struct StoreOptions {
 };
 
 // A multipart upload in flight.
+// The checksum a multipart upload sums its parts with, and the object's checksum made of
+// theirs: COMPOSITE (the checksum of the parts' checksums, "-N" appended) or FULL_OBJECT
+// (the CRCs combined: the CRC of the whole object). Empty algorithm: none.
+struct UploadChecksum {
+  std::string algorithm;  // "CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"
+  std::string type;       // "COMPOSITE" or "FULL_OBJECT"
+  bool operator==(const UploadChecksum&) const = default;
+};
+
 struct UploadInfo {
   std::string upload_id;  // 32 lowercase hex digits, sortable by initiation time
   std::string name;
   int64_t initiated_unix_nanos = 0;
   wire::ObjectRecord attributes;  // descriptive fields the object will get
+  UploadChecksum checksum;
 };
 
 // One uploaded part of an upload.
@@ -287,8 +297,9 @@ class Store {
   // unknown or malformed upload id gives kNotFound with reason "NoSuchUpload".
 
   // Starts an upload; only the descriptive fields of `attributes` are kept (see PutOptions).
-  virtual Awaitable<Result<UploadInfo>> create_upload(const ObjectRef& object,
-                                                      wire::ObjectRecord attributes) = 0;
+  // `checksum` is kept as given (the caller checked it) for the callers of get_upload().
+  virtual Awaitable<Result<UploadInfo>> create_upload(const ObjectRef& object, wire::ObjectRecord attributes,
+                                                      UploadChecksum checksum) = 0;
   // A writer for one part (1..10000, else kInvalidArgument reason "InvalidArgument").
   // Its commit() returns a record whose size, md5_hex, xxh3 and checksums describe the
   // part; it replaces an earlier part with the same number. Uses options' durability,
@@ -305,7 +316,8 @@ class Store {
   // Builds the object from `parts` and installs it like a PUT, then forgets the upload and
   // all its part files (listed or not). Of `options` only durability and precondition are
   // used; the object gets the attributes given to create_upload.
-  // The record gets etag "<md5 of the parts' MD5s>-<N>", an empty md5_hex and `parts`.
+  // The record gets etag "<md5 of the parts' MD5s>-<N>", an empty md5_hex and `parts`
+  // (the caller adds the object's checksum of an upload with one: writer set_checksum()).
   // Errors (kInvalidArgument with reason): "MalformedXML" (no parts), "InvalidPartOrder",
   // "InvalidPart" (missing, or another ETag), "EntityTooSmall" (a part but the last under
   // StoreOptions::min_part_size); "NoSuchUpload"; the precondition's error. On any error

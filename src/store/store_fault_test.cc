@@ -255,7 +255,7 @@ TEST_F(StoreFaultTest, WriteWithoutProgressFailsInsteadOfSpinning) {
 TEST_F(StoreFaultTest, FailedPartRenameLeavesNoPart) {
   ASSERT_TRUE(store_);
   const ObjectRef object{bucket_, "multi"};
-  Result<UploadInfo> upload = run(store_->create_upload(object, {}));
+  Result<UploadInfo> upload = run(store_->create_upload(object, {}, {}));
   ASSERT_TRUE(upload) << upload.status();
   file_system_->inject(Fault(FileOp::kRename, EIO));
   auto writer = run(store_->create_part(object, upload->upload_id, 1, durable()));
@@ -273,7 +273,7 @@ TEST_F(StoreFaultTest, FailedPartRenameLeavesNoPart) {
 TEST_F(StoreFaultTest, NoSpaceWhileCompletingKeepsTheUpload) {
   ASSERT_TRUE(store_);
   const ObjectRef object{bucket_, "assembled"};
-  Result<UploadInfo> upload = run(store_->create_upload(object, {}));
+  Result<UploadInfo> upload = run(store_->create_upload(object, {}, {}));
   ASSERT_TRUE(upload) << upload.status();
   auto writer = run(store_->create_part(object, upload->upload_id, 1, durable()));
   ASSERT_TRUE(writer) << writer.status();

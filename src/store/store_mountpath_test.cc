@@ -148,7 +148,7 @@ TEST_F(StoreMountpathTest, DetachRefusesTheLastOneAnUnknownIdAndUploadsInProgres
   // An upload whose parts live on mp1 (created while mp1 was the only one).
   for (int i = 0; i < 50; ++i) {
     const ObjectRef object{bucket_, fmt::format("big-{}.tar", i)};
-    Result<UploadInfo> upload = run(store_->create_upload(object, {}));
+    Result<UploadInfo> upload = run(store_->create_upload(object, {}, {}));
     ASSERT_TRUE(upload);
     // Keep one that sits on mp1: its part files go there.
     Result<std::unique_ptr<ObjectWriter>> part = run(store_->create_part(object, upload->upload_id, 1, testing::fast()));

@@ -77,7 +77,7 @@ class StoreMultipartTest : public ::testing::Test {
   }
 
   UploadInfo create(const std::string& name, wire::ObjectRecord attributes = {}) {
-    Result<UploadInfo> upload = run(store_->create_upload({bucket_, name}, std::move(attributes)));
+    Result<UploadInfo> upload = run(store_->create_upload({bucket_, name}, std::move(attributes), {}));
     EXPECT_TRUE(upload) << upload.status();
     return upload ? *upload : UploadInfo{};
   }
@@ -175,6 +175,16 @@ TEST_F(StoreMultipartTest, ThreePartsMakeOneObjectWithTheMultipartEtag) {
   EXPECT_EQ(count_files("work"), 0u);
   EXPECT_EQ(count_files("obj"), 1u);
   EXPECT_TRUE(listed_ids({}).empty());
+}
+
+TEST_F(StoreMultipartTest, AnUploadKeepsItsChecksumAlgorithmAndType) {
+  Result<UploadInfo> created = run(store_->create_upload({bucket_, "summed"}, {}, UploadChecksum{"CRC32C", "FULL_OBJECT"}));
+  ASSERT_TRUE(created) << created.status();
+  EXPECT_EQ(created->checksum, (UploadChecksum{"CRC32C", "FULL_OBJECT"}));
+  Result<UploadInfo> got = run(store_->get_upload({bucket_, "summed"}, created->upload_id));
+  ASSERT_TRUE(got) << got.status();
+  EXPECT_EQ(got->checksum, (UploadChecksum{"CRC32C", "FULL_OBJECT"}));
+  EXPECT_EQ(create("plain").checksum, UploadChecksum{});
 }
 
 TEST_F(StoreMultipartTest, AnAssembledObjectHasTheBlockSumsOfItsWholeBytes) {
@@ -623,7 +633,7 @@ TEST_F(StoreMultipartTest, RemoveBucketRemovesUploads) {
   const UploadInfo upload = create("in-bucket");
   ASSERT_TRUE(part("in-bucket", upload.upload_id, 1, "bytes"));
   const BucketId other{12};
-  Result<UploadInfo> kept = run(store_->create_upload({other, "keep"}, {}));
+  Result<UploadInfo> kept = run(store_->create_upload({other, "keep"}, {}, {}));
   ASSERT_TRUE(kept);
   ASSERT_TRUE(run(write_part(*store_, {other, "keep"}, kept->upload_id, 1, "kept", testing::fast())));
 

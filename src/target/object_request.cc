@@ -336,7 +336,8 @@ Result<wire::ObjectRecord> copy_attributes(const ObjectRequest& request,
   const auto& tags = from.tagging == Directive::kCopy ? source.tags() : request.attributes.tags();
   attributes.mutable_tags()->insert(tags.begin(), tags.end());
   for (const auto& [name, value] : source_headers.fields()) {
-    if (auto a = s3::checksum_from_header(name)) {
+    // A composite checksum ("-N") describes the source's parts, not the copy's bytes.
+    if (auto a = s3::checksum_from_header(name); a && value.find('-') == std::string::npos) {
       (*attributes.mutable_checksums())[std::string(s3::checksum_name(*a))] = value;
     }
   }

@@ -15,6 +15,7 @@
 
 #include "base/text.h"
 #include "s3api/s3_request.h"
+#include "http/range.h"
 #include "http/reply.h"
 #include "s3/http_time.h"
 #include "s3/xml.h"
@@ -284,7 +285,9 @@ http::Awaitable<Status> Target::receive_payload(http::Exchange& exchange,
     CO_ASSIGN_OR_RETURN(payload, s3api::PayloadReader::create(exchange, *request.s3));
     body = payload.get();
     length = payload->length();
-    if (!length) {
+    // A body of unknown length streams as HTTP chunks (curl -T -, streaming writers);
+    // without Content-Length or chunks there is no body to take.
+    if (!length && !exchange.request().is_chunked) {
       co_return Status::invalid_argument("You must provide the Content-Length HTTP header.")
           .with_reason("MissingContentLength");
     }
@@ -308,16 +311,32 @@ http::Awaitable<Status> Target::receive_payload(http::Exchange& exchange,
   co_return finish_checksums(request.checksums, computed, payload->trailers(), writer, response);
 }
 
+http::Awaitable<Result<std::optional<s3::ChecksumAlgorithm>>> Target::upload_checksum(const ObjectRequest& request,
+                                                                                      const Resolved& r) {
+  if (!request.part || !request.is_s3()) co_return std::optional<s3::ChecksumAlgorithm>();
+  CO_ASSIGN_OR_RETURN(const store::UploadInfo upload, co_await store_.get_upload(r.object, request.part->upload_id));
+  co_return s3::checksum_from_name(upload.checksum.algorithm);
+}
+
 http::Awaitable<Status> Target::put_object(http::Exchange& exchange, const ObjectRequest& request,
                                            const Resolved& r) {
   puts_.add();
   CO_RETURN_IF_ERROR(cache_.check_space());
   // A part needs no holder until CompleteMultipartUpload replicates the object.
   if (!request.part) CO_RETURN_IF_ERROR(replication::Replication::check_holders_up(r.bucket, r.holders, r.object.name));
+  // A part of an upload with a checksum algorithm is summed with it, sent or not.
+  CO_ASSIGN_OR_RETURN(const std::optional<s3::ChecksumAlgorithm> upload_sum, co_await upload_checksum(request, r));
+  std::optional<ObjectRequest> summed;
+  if (upload_sum && std::none_of(request.checksums.begin(), request.checksums.end(),
+                                 [&](const ChecksumSpec& c) { return c.algorithm == *upload_sum; })) {
+    summed = request;
+    summed->checksums.push_back(ChecksumSpec{*upload_sum, std::nullopt, false});
+  }
+  const ObjectRequest& part_or_object = summed ? *summed : request;
   store::PutOptions options = put_options(request, r.bucket);  // named: docs/adr/0003
   CO_ASSIGN_OR_RETURN(auto writer, co_await open_writer(request, r, std::move(options)));
   http::ResponseHead head = answer_head(request);
-  CO_RETURN_IF_ERROR(co_await receive_payload(exchange, request, *writer, head.headers));
+  CO_RETURN_IF_ERROR(co_await receive_payload(exchange, part_or_object, *writer, head.headers));
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_write(request, r, *writer));
   // A part's ETag is its MD5: CompleteMultipartUpload names the parts by it.
   const std::string etag = request.part ? record.md5_hex() : s3api::etag_of(record);
@@ -627,7 +646,17 @@ http::Awaitable<Result<Target::CopyFrom>> Target::open_copy_source(const ObjectR
                text::percent_encode_path(source.name);
   get.headers.set("x-amz-checksum-mode", "ENABLED");
   get.headers.set(http::kNodeMapVersionHeader, std::to_string(maps_.node_map()->version()));
-  if (source.range) get.headers.set("Range", *source.range);
+  std::optional<uint64_t> range_length;
+  if (source.range) {
+    const auto range = http::parse_closed_range(*source.range);
+    if (!range) {
+      co_return Status::invalid_argument(
+          "The x-amz-copy-source-range value must be of the form bytes=first-last, not {}", *source.range)
+          .with_reason("InvalidArgument");
+    }
+    range_length = range->length;
+    get.headers.set("Range", *source.range);
+  }
   CopyFrom copy;
   CO_ASSIGN_OR_RETURN(copy.call, co_await client_->start(from, std::move(get), uint64_t{0}));
   CO_ASSIGN_OR_RETURN(copy.head, co_await copy.call->finish());
@@ -637,18 +666,19 @@ http::Awaitable<Result<Target::CopyFrom>> Target::open_copy_source(const ObjectR
                                 source.name)
         .with_reason("NoSuchKey");
   }
-  if (status == 416) {
-    co_return Status::out_of_range("The requested range is not satisfiable")
-        .with_reason("InvalidRange");
+  // A source range must lie within the source, where a GET's Range may run past its end
+  // (AWS: 400 InvalidArgument).
+  const bool is_outside = range_length && (status == 416 || (status == 206 && copy.head.content_length != *range_length));
+  if (is_outside) {
+    const std::string_view content_range = copy.head.headers.get("Content-Range").value_or("");
+    const size_t slash = content_range.rfind('/');
+    co_return Status::invalid_argument("Range specified is not valid for source object of size: {}",
+                                       slash == std::string_view::npos ? "?" : content_range.substr(slash + 1))
+        .with_reason("InvalidArgument");
   }
   if (status != 200 && status != 206) {
     co_return Status::unavailable("reading copy source {}/{} from {}: HTTP {}", source.bucket,
                                   source.name, owner.id(), status);
-  }
-  if (source.range && status != 206) {
-    co_return Status::invalid_argument(
-        "The x-amz-copy-source-range value must be of the form bytes=first-last")
-        .with_reason("InvalidArgument");
   }
   const std::string etag = s3api::unquote_etag(copy.head.headers.get("ETag").value_or(""));
   const int64_t mtime =
@@ -680,14 +710,17 @@ http::Awaitable<Status> Target::copy_object(http::Exchange& exchange, const Obje
     }
     CO_ASSIGN_OR_RETURN(options.attributes, copy_attributes(request, source.head.headers));
   }
+  CO_ASSIGN_OR_RETURN(const std::optional<s3::ChecksumAlgorithm> upload_sum, co_await upload_checksum(request, r));
   CO_ASSIGN_OR_RETURN(auto writer, co_await open_writer(request, r, std::move(options)));
-  std::vector<s3::Checksum*> no_checksums;
-  CO_ASSIGN_OR_RETURN(const uint64_t copied,
-                      co_await receive(source.call->body(), *writer, std::move(no_checksums)));
+  std::optional<s3::Checksum> part_sum;
+  std::vector<s3::Checksum*> checksums;
+  if (upload_sum) checksums.push_back(&part_sum.emplace(*upload_sum));
+  CO_ASSIGN_OR_RETURN(const uint64_t copied, co_await receive(source.call->body(), *writer, std::move(checksums)));
   if (copied != source.size) {
     co_return Status::unavailable("copy source {}/{} ended early", request.copy_source->bucket,
                                   request.copy_source->name);
   }
+  if (part_sum) writer->set_checksum(std::string(s3::checksum_name(*upload_sum)), part_sum->base64());
   CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_write(request, r, *writer));
   s3::XmlWriter xml;
   xml.open(request.part ? "CopyPartResult" : "CopyObjectResult", s3::kS3Xmlns)

@@ -2,6 +2,8 @@
 // DeleteObject, CopyObject and UploadPartCopy are parsed into an ObjectRequest and served
 // by the object service (object_service.cc), as the native API's requests are; tagging,
 // ACL reads and the other multipart steps are S3's own and run here.
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "base/log.h"
@@ -30,6 +32,66 @@ bool is_object_service_op(s3::Op op) {
     case s3::Op::kUploadPartCopy: return true;
     default: return false;
   }
+}
+
+// CreateMultipartUpload's x-amz-checksum-algorithm and x-amz-checksum-type, as AWS takes
+// them: the type defaults to COMPOSITE (FULL_OBJECT for CRC64NVME, which has no other),
+// and FULL_OBJECT is for the CRCs only.
+Result<store::UploadChecksum> upload_checksum_of(const http::Headers& headers) {
+  const auto algorithm_text = headers.get("x-amz-checksum-algorithm");
+  const auto type_text = headers.get("x-amz-checksum-type");
+  if (!algorithm_text) {
+    if (!type_text) return store::UploadChecksum{};
+    return Status::invalid_argument("x-amz-checksum-type needs x-amz-checksum-algorithm").with_reason("InvalidRequest");
+  }
+  const auto algorithm = s3::checksum_from_name(*algorithm_text);
+  if (!algorithm) {
+    return Status::invalid_argument("Checksum algorithm provided is unsupported: {}", *algorithm_text)
+        .with_reason("InvalidRequest");
+  }
+  const bool is_crc64 = *algorithm == s3::ChecksumAlgorithm::kCrc64Nvme;
+  const bool is_sha = *algorithm == s3::ChecksumAlgorithm::kSha1 || *algorithm == s3::ChecksumAlgorithm::kSha256;
+  std::string type = type_text ? std::string(*type_text) : (is_crc64 ? "FULL_OBJECT" : "COMPOSITE");
+  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::toupper(c); });
+  if ((type != "COMPOSITE" && type != "FULL_OBJECT") || (type == "COMPOSITE" && is_crc64) ||
+      (type == "FULL_OBJECT" && is_sha)) {
+    return Status::invalid_argument("The {} checksum type is not supported for {}", type, s3::checksum_name(*algorithm))
+        .with_reason("InvalidRequest");
+  }
+  return store::UploadChecksum{std::string(s3::checksum_name(*algorithm)), std::move(type)};
+}
+
+// The completed parts' checksums (those the request names must match the stored ones) and
+// the object's checksum of the upload's algorithm and type, when it has one.
+Result<std::optional<std::string>> check_part_checksums(const std::vector<s3::CompletedPart>& listed,
+                                                        const std::vector<store::PartInfo>& stored,
+                                                        const store::UploadChecksum& checksum) {
+  const auto algorithm = s3::checksum_from_name(checksum.algorithm);
+  std::vector<s3::PartChecksum> sums;
+  for (const s3::CompletedPart& part : listed) {
+    const auto it = std::find_if(stored.begin(), stored.end(),
+                                 [&](const store::PartInfo& p) { return p.part_number == part.part_number; });
+    if (it == stored.end()) continue;  // the store said InvalidPart already
+    for (const auto& [name, value] : part.checksums) {
+      const auto kept = it->checksums.find(name);
+      if (kept == it->checksums.end() || kept->second != value) {
+        return Status::invalid_argument("part {}: its {} is not {}", part.part_number, name, value)
+            .with_reason("InvalidPart");
+      }
+    }
+    if (!algorithm) continue;
+    const auto kept = it->checksums.find(checksum.algorithm);
+    if (kept == it->checksums.end()) {
+      return Status::invalid_argument("part {} has no {} checksum, which the upload's algorithm needs",
+                                      part.part_number, checksum.algorithm)
+          .with_reason("InvalidPart");
+    }
+    sums.push_back({kept->second, it->size});
+  }
+  if (!algorithm) return std::optional<std::string>();
+  auto value = s3::multipart_checksum(*algorithm, checksum.type == "FULL_OBJECT", sums);
+  if (!value) return Status::internal("the parts' {} checksums do not combine", checksum.algorithm);
+  return value;
 }
 
 }  // namespace
@@ -150,20 +212,43 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
   switch (request.route.op) {
     case s3::Op::kCreateMultipartUpload: {
       CO_ASSIGN_OR_RETURN(wire::ObjectRecord attributes, s3api::attributes_from_headers(in.headers, "x-amz-tagging"));
-      CO_ASSIGN_OR_RETURN(const store::UploadInfo upload, co_await store_.create_upload(r.object, std::move(attributes)));
+      CO_ASSIGN_OR_RETURN(store::UploadChecksum checksum, upload_checksum_of(in.headers));
+      CO_ASSIGN_OR_RETURN(const store::UploadInfo upload,
+                          co_await store_.create_upload(r.object, std::move(attributes), std::move(checksum)));
       s3::XmlWriter xml;
       xml.open("InitiateMultipartUploadResult", s3::kS3Xmlns)
           .element("Bucket", request.route.bucket)
           .element("Key", request.route.key)
-          .element("UploadId", upload.upload_id)
-          .close();
-      co_return co_await s3api::send_xml(exchange, request, xml.finish());
+          .element("UploadId", upload.upload_id);
+      http::ResponseHead head = s3api::s3_head(&request);
+      head.headers.set("Content-Type", "application/xml");
+      if (!upload.checksum.algorithm.empty()) {
+        xml.element("ChecksumAlgorithm", upload.checksum.algorithm).element("ChecksumType", upload.checksum.type);
+        head.headers.set("x-amz-checksum-algorithm", upload.checksum.algorithm);
+        head.headers.set("x-amz-checksum-type", upload.checksum.type);
+      }
+      xml.close();
+      co_return co_await exchange.response().send(std::move(head), xml.finish());
     }
     case s3::Op::kCompleteMultipartUpload: {
       CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxXmlBody));
       CO_ASSIGN_OR_RETURN(const auto completed, s3::parse_complete_multipart(body));
       std::vector<store::CompletePart> parts;
-      for (const auto& p : completed) parts.push_back({p.part_number, s3api::unquote_etag(p.etag)});
+      std::vector<std::string> part_etags;
+      for (const auto& p : completed) {
+        parts.push_back({p.part_number, s3api::unquote_etag(p.etag)});
+        part_etags.push_back(parts.back().etag_hex);
+      }
+      auto upload = co_await store_.get_upload(r.object, upload_id);
+      if (!upload && upload.error().code() == Code::kNotFound) {
+        // A retry of a completion that succeeded gets its answer again (AWS), when it
+        // names the same parts.
+        const auto answered = completed_uploads_.find(r.object, upload_id);
+        if (answered && answered->parts_etag == multipart_etag_of(part_etags)) {
+          co_return co_await send_completed(exchange, request, *answered);
+        }
+      }
+      CO_RETURN_IF_ERROR(upload.status());
       // The new object's If-Match / If-None-Match, checked at commit as a PUT's are.
       ObjectRequest complete;
       complete.conditions = preconditions_from(in.headers, "");
@@ -173,16 +258,30 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
       // staged on every holder before an old one is replaced (ADR 0014).
       CO_ASSIGN_OR_RETURN(const std::unique_ptr<store::ObjectWriter> writer,
                           co_await store_.assemble_upload(r.object, upload_id, std::move(parts), std::move(options)));
+      // The parts are the upload's own until the writer ends (the claim keeps them).
+      CO_ASSIGN_OR_RETURN(const std::vector<store::PartInfo> stored, co_await store_.list_parts(r.object, upload_id));
+      CO_ASSIGN_OR_RETURN(const std::optional<std::string> checksum,
+                          check_part_checksums(completed, stored, upload->checksum));
+      if (checksum) {
+        // A client that sends the object's checksum with the completion has it checked.
+        const auto algorithm = s3::checksum_from_name(upload->checksum.algorithm);
+        const auto given = in.headers.get(s3::checksum_header(*algorithm));
+        if (given && *given != *checksum) {
+          co_return Status::invalid_argument("The {} you specified did not match the calculated checksum {}",
+                                             upload->checksum.algorithm, *checksum)
+              .with_reason("BadDigest");
+        }
+        writer->set_checksum(upload->checksum.algorithm, *checksum);
+      }
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_write(complete, r, *writer));
-      const auto host = in.headers.get("Host").value_or("localhost");
-      s3::XmlWriter xml;
-      xml.open("CompleteMultipartUploadResult", s3::kS3Xmlns)
-          .element("Location", fmt::format("http://{}{}", host, request.resource))
-          .element("Bucket", request.route.bucket)
-          .element("Key", request.route.key)
-          .element("ETag", "\"" + s3api::etag_of(record) + "\"")
-          .close();
-      co_return co_await s3api::send_xml(exchange, request, xml.finish());
+      CompletedUploads::Answer answer{s3api::etag_of(record), multipart_etag_of(part_etags), "", "", ""};
+      if (checksum) {
+        answer.checksum_name = upload->checksum.algorithm;
+        answer.checksum_value = *checksum;
+        answer.checksum_type = upload->checksum.type;
+      }
+      completed_uploads_.remember(r.object, upload_id, answer);
+      co_return co_await send_completed(exchange, request, answer);
     }
     case s3::Op::kAbortMultipartUpload: {
       CO_RETURN_IF_ERROR(co_await store_.abort_upload(r.object, upload_id));
@@ -192,7 +291,6 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
   }
   // ListParts
   CO_ASSIGN_OR_RETURN(const store::UploadInfo upload, co_await store_.get_upload(r.object, upload_id));
-  std::ignore = upload;
   CO_ASSIGN_OR_RETURN(const std::vector<store::PartInfo> parts, co_await store_.list_parts(r.object, upload_id));
   size_t max_parts = kDefaultMaxParts;
   if (auto text = request.query.get("max-parts")) {
@@ -214,6 +312,9 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
   s3api::add_owner(xml, "Initiator");
   s3api::add_owner(xml);
   xml.element("StorageClass", "STANDARD").element("PartNumberMarker", std::to_string(marker));
+  if (!upload.checksum.algorithm.empty()) {
+    xml.element("ChecksumAlgorithm", upload.checksum.algorithm).element("ChecksumType", upload.checksum.type);
+  }
   size_t listed = 0;
   int last = 0;
   bool is_truncated = false;
@@ -238,6 +339,22 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
         .element("Size", std::to_string(part.size));
     for (const auto& [algorithm, value] : part.checksums) xml.element("Checksum" + algorithm, value);
     xml.close();
+  }
+  xml.close();
+  co_return co_await s3api::send_xml(exchange, request, xml.finish());
+}
+
+http::Awaitable<Status> Target::send_completed(http::Exchange& exchange, const s3api::S3Request& request,
+                                               const CompletedUploads::Answer& answer) {
+  const auto host = exchange.request().headers.get("Host").value_or("localhost");
+  s3::XmlWriter xml;
+  xml.open("CompleteMultipartUploadResult", s3::kS3Xmlns)
+      .element("Location", fmt::format("http://{}{}", host, request.resource))
+      .element("Bucket", request.route.bucket)
+      .element("Key", request.route.key)
+      .element("ETag", "\"" + answer.etag + "\"");
+  if (!answer.checksum_name.empty()) {
+    xml.element("Checksum" + answer.checksum_name, answer.checksum_value).element("ChecksumType", answer.checksum_type);
   }
   xml.close();
   co_return co_await s3api::send_xml(exchange, request, xml.finish());

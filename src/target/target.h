@@ -27,6 +27,7 @@
 #include "scrub/scrub.h"
 #include "shards/shards.h"
 #include "store/store.h"
+#include "target/completed_uploads.h"
 #include "target/object_request.h"
 
 namespace silo::target {
@@ -176,6 +177,13 @@ class Target {
   // S3 (s3_objects.cc): the front-end, and the operations only S3 has.
   http::Awaitable<Status> run_s3(http::Exchange& exchange, const s3api::S3Request& request, const Resolved& r);
   http::Awaitable<Status> s3_tagging(http::Exchange& exchange, const s3api::S3Request& request, const Resolved& r);
+  // CompleteMultipartUpload's answer (the first, or a retry's from completed_uploads_).
+  http::Awaitable<Status> send_completed(http::Exchange& exchange, const s3api::S3Request& request,
+                                         const CompletedUploads::Answer& answer);
+  // The checksum algorithm of the upload a part (`request.part`) belongs to; nullopt for
+  // anything else, or an upload without one.
+  http::Awaitable<Result<std::optional<s3::ChecksumAlgorithm>>> upload_checksum(const ObjectRequest& request,
+                                                                                const Resolved& r);
   http::Awaitable<Status> s3_multipart(http::Exchange& exchange, const s3api::S3Request& request,
                                        const Resolved& r);
 
@@ -228,6 +236,7 @@ class Target {
   scrub::Scrub& scrub_;
   cache::Cache& cache_;
   shards::Shards& shards_;
+  CompletedUploads completed_uploads_;
   stats::Counter& bytes_received_;
   stats::Counter& bytes_sent_;
   stats::Counter& puts_;

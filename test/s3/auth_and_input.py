@@ -3,6 +3,7 @@ import base64
 import email.utils
 import hashlib
 import hmac
+import re
 
 import harness
 from harness import *  # noqa: F401,F403 (clients, helpers, Base)
@@ -21,7 +22,7 @@ class BadInputTest(Base):
             ("PUT", f"/{b}/c", {"x-amz-copy-source": f"/{b}/k", "x-amz-metadata-directive": "MAYBE"}, b"",
              "InvalidArgument", 400),
             ("GET", f"/{b}/k?partNumber=abc", {}, b"", "InvalidArgument", 400),
-            ("GET", f"/{b}/k?partNumber=2", {}, b"", "InvalidPartNumber", 416),
+            ("GET", f"/{b}/k?partNumber=2", {}, b"", "InvalidPartNumber", 400),
             ("GET", f"/{b}?list-type=2&max-keys=-1", {}, b"", "InvalidArgument", 400),
             ("GET", f"/{b}?list-type=2&continuation-token=zz", {}, b"", "InvalidArgument", 400),
             ("GET", f"/{b}?list-type=3", {}, b"", "InvalidArgument", 400),
@@ -117,6 +118,13 @@ class AuthTest(Base):
             urllib.request.urlopen(short)
         self.assertEqual(cm.exception.code, 403)
         self.assertEqual(xml_code(cm.exception.read()), "AccessDenied")
+        # An expiry out of range (never valid) is denied as an expired URL is: 403 AccessDenied.
+        signed_v4 = v4.generate_presigned_url("get_object", Params={"Bucket": self.bucket, "Key": "shared"},
+                                              ExpiresIn=60)
+        for expires in ("0", "-5", "604801"):
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                urllib.request.urlopen(re.sub(r"X-Amz-Expires=\d+", "X-Amz-Expires=" + expires, signed_v4))
+            self.assertEqual((cm.exception.code, xml_code(cm.exception.read())), (403, "AccessDenied"), expires)
         tampered = url.replace("shared", "sharee")
         with self.assertRaises(urllib.error.HTTPError) as cm:
             urllib.request.urlopen(tampered)

@@ -12,8 +12,17 @@ class BucketTest(Base):
         self.s3.head_bucket(Bucket="conf-located")
         self.s3.delete_bucket(Bucket="conf-located")
 
-    def test_create_twice_is_already_owned(self):
-        self.assertClientError("BucketAlreadyOwnedByYou", 409, self.s3.create_bucket, Bucket=self.bucket)
+    def test_create_twice_is_200_in_us_east_1_and_409_elsewhere(self):
+        """AWS answers a create of a bucket one owns 200 in us-east-1 (the default region),
+        409 BucketAlreadyOwnedByYou in every other region."""
+        self.s3.put_object(Bucket=self.bucket, Key="kept", Body=b"kept")
+        self.assertEqual(self.s3.create_bucket(Bucket=self.bucket)["ResponseMetadata"]["HTTPStatusCode"], 200)
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="kept")["Body"].read(), b"kept")
+        set_config({"s3": {"region": "eu-west-1"}})
+        try:
+            self.assertClientError("BucketAlreadyOwnedByYou", 409, self.s3.create_bucket, Bucket=self.bucket)
+        finally:
+            set_config({"s3": {"region": "us-east-1"}})
 
     def test_invalid_names(self):
         for name in ["ab", "Upper-case", "under_score", "-dash", "a..b", "192.168.1.1", "x" * 64]:
@@ -22,6 +31,12 @@ class BucketTest(Base):
             self.assertEqual(xml_code(body), "InvalidBucketName", name)
 
     def test_missing_bucket(self):
+        # Anonymous requests too: a bucket that does not exist is not a denied one.
+        for method in ("GET", "DELETE", "HEAD"):
+            status_code, _, body = raw(method, "/conf-nonexistent/k", sign=False)
+            self.assertEqual(status_code, 404, method)
+            if method != "HEAD":
+                self.assertEqual(xml_code(body), "NoSuchBucket", method)
         self.assertClientError("NoSuchBucket", 404, self.s3.list_objects_v2, Bucket="conf-nonexistent")
         self.assertClientError("NoSuchBucket", 404, self.s3.delete_bucket, Bucket="conf-nonexistent")
         self.assertClientError("NoSuchBucket", 404, self.s3.put_object, Bucket="conf-nonexistent", Key="k", Body=b"x")
@@ -146,6 +161,29 @@ class ListingTest(Base):
         page = self.s3.list_objects_v2(Bucket=self.bucket, MaxKeys=0)
         self.assertEqual(page["KeyCount"], 0)
         self.assertNotIn("Contents", page)
+        # AWS: nothing listed and not truncated (no token to follow), v1 alike.
+        self.assertFalse(page["IsTruncated"])
+        self.assertNotIn("NextContinuationToken", page)
+        page = self.s3.list_objects(Bucket=self.bucket, MaxKeys=0)
+        self.assertFalse(page["IsTruncated"])
+        self.assertNotIn("NextMarker", page)
+
+    def test_empty_continuation_token_starts_at_the_start(self):
+        status_code, _, body = raw("GET", f"/{self.bucket}?list-type=2&continuation-token=&max-keys=1000")
+        self.assertEqual(status_code, 200, body)
+        self.assertEqual(body.count(b"<Key>"), min(len(self.keys), 1000))
+
+    def test_control_characters_come_back_as_sent_without_encoding_type(self):
+        self.s3.put_object(Bucket=self.bucket, Key="ctl/a\nb\tc", Body=b"x")
+        for query in ("list-type=2&prefix=ctl%2Fa%0A", "prefix=ctl%2Fa%0A"):
+            status_code, _, body = raw("GET", f"/{self.bucket}?{query}")
+            self.assertEqual(status_code, 200, body)
+            root = ET.fromstring(body)
+            ns = {"s3": "http://s3.amazonaws.com/doc/2006-03-01/"}
+            self.assertEqual(root.find("s3:Prefix", ns).text, "ctl/a\n")
+            self.assertEqual([k.text for k in root.findall("s3:Contents/s3:Key", ns)], ["ctl/a\nb\tc"])
+            self.assertIsNone(root.find("s3:EncodingType", ns))
+        self.s3.delete_object(Bucket=self.bucket, Key="ctl/a\nb\tc")
 
     def test_v1_markers(self):
         keys, marker = [], ""

@@ -17,6 +17,7 @@ import time
 import unittest
 import urllib.parse
 import urllib.request
+import xml.etree.ElementTree as ET
 import zlib
 
 try:
@@ -110,6 +111,42 @@ def raw(method, path, body=b"", headers=None, host=None, sign=True, when=None, s
     data = response.read()
     conn.close()
     return response.status, dict((k.lower(), v) for k, v in response.getheaders()), data
+
+
+def set_config(patch):
+    """PUT /v1/config (a JSON merge-patch of the cluster section); waits until the proxy
+    that serves the tests shows it."""
+    status_code, _, body = raw("PUT", "/v1/config", body=json.dumps(patch).encode(),
+                               headers={"Content-Type": "application/json"})
+    assert status_code == 200, (status_code, body)
+
+
+def put_chunked(url, data, piece=64 * 1024):
+    """PUTs `data` to a (presigned) `url` as Transfer-Encoding: chunked, without a
+    Content-Length, as curl -T - does. Returns (status, body)."""
+    parsed = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=60)
+    conn.putrequest("PUT", parsed.path + ("?" + parsed.query if parsed.query else ""))
+    conn.putheader("Transfer-Encoding", "chunked")
+    conn.endheaders()
+    try:
+        for at in range(0, len(data), piece):
+            chunk = data[at:at + piece]
+            conn.send(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+        conn.send(b"0\r\n\r\n")
+    except OSError:
+        pass  # the server answered (and closed) before the end: its answer follows
+    response = conn.getresponse()
+    body = response.read()
+    conn.close()
+    return response.status, body
+
+
+def presigned_native_url(method, path, expires=300):
+    """A presigned SigV4 URL of the native API (`path` such as /v1/objects/B/K)."""
+    request = AWSRequest(method=method, url=endpoint + path)
+    botocore.auth.S3SigV4QueryAuth(Credentials(ACCESS_KEY, SECRET_KEY), "s3", REGION, expires=expires).add_auth(request)
+    return request.url
 
 
 def sign_by_hand(method, path, headers, payload_hash):

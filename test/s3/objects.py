@@ -1,4 +1,9 @@
 """S3 conformance: objects, conditional requests, integrity (checksums, Content-MD5, aws-chunked) and multipart uploads."""
+import email.header
+import http.client
+import threading
+import urllib.parse
+
 import harness
 from harness import *  # noqa: F401,F403 (clients, helpers, Base)
 
@@ -126,6 +131,62 @@ class ObjectTest(Base):
         self.assertClientError("InvalidTag", 400, self.s3.put_object_tagging, Bucket=self.bucket, Key="tagged",
                                Tagging={"TagSet": [{"Key": f"k{i}", "Value": "v"} for i in range(11)]})
         self.assertClientError("NoSuchKey", 404, self.s3.get_object_tagging, Bucket=self.bucket, Key="untagged-missing")
+
+
+    def test_utf8_metadata_is_kept_and_comes_back_rfc2047_encoded(self):
+        """AWS decodes RFC 2047 words before storing user metadata and encodes non-ASCII
+        values as =?UTF-8?B?...?= on the way out, so every HTTP client reads them intact."""
+        value = "héllo wörld ✓"
+        encoded = "=?UTF-8?B?" + base64.b64encode(value.encode()).decode() + "?="
+
+        def put_with_metadata(key, header):
+            # Presigned (SigV4 signs only the host), so the header's raw bytes go out as they
+            # are (http.client sends a str header as latin-1, byte for byte).
+            url = urllib.parse.urlsplit(client(signature_version="s3v4").generate_presigned_url(
+                "put_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=300))
+            conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+            conn.request("PUT", url.path + "?" + url.query, body=b"x", headers={"x-amz-meta-name": header.decode("latin-1")})
+            response = conn.getresponse()
+            answer = response.read()
+            conn.close()
+            return response.status, answer
+
+        for key, header in (("utf8-raw", value.encode()), ("utf8-word", encoded.encode()),
+                            ("utf8-q", b"=?utf-8?q?h=C3=A9llo?= =?utf-8?q?_w=C3=B6rld_=E2=9C=93?=")):
+            status_code, body = put_with_metadata(key, header)
+            self.assertEqual(status_code, 200, body)
+            got = self.s3.head_object(Bucket=self.bucket, Key=key)["Metadata"]["name"]
+            self.assertEqual(got, encoded, key)
+            decoded = "".join(part.decode(charset) if isinstance(part, bytes) else part
+                              for part, charset in email.header.decode_header(got))
+            self.assertEqual(decoded, value, key)
+        self.s3.put_object(Bucket=self.bucket, Key="ascii-meta", Body=b"x", Metadata={"plain": "just ascii"})
+        self.assertEqual(self.s3.head_object(Bucket=self.bucket, Key="ascii-meta")["Metadata"], {"plain": "just ascii"})
+        status_code, body = put_with_metadata("latin1", b"caf\xe9")
+        self.assertEqual((status_code, xml_code(body)), (400, "InvalidArgument"))
+        self.assertClientError("404", 404, self.s3.head_object, Bucket=self.bucket, Key="latin1")
+
+    def test_put_of_a_chunked_body_without_content_length(self):
+        """curl -T - and streaming writers send Transfer-Encoding: chunked and no length;
+        S3 and native PUT take it, and the size limit still applies."""
+        data = os.urandom(3 * MiB + 17)
+        url = self.s3.generate_presigned_url("put_object", Params={"Bucket": self.bucket, "Key": "streamed"},
+                                             ExpiresIn=300)
+        status_code, answer = put_chunked(url, data)
+        self.assertEqual(status_code, 200, answer)
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="streamed")["Body"].read(), data)
+        native = presigned_native_url("PUT", f"/v1/objects/{self.bucket}/streamed-native")
+        status_code, answer = put_chunked(native, data[:1000])
+        self.assertEqual(status_code, 200, answer)
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="streamed-native")["Body"].read(), data[:1000])
+        set_config({"s3": {"max_object_size": MiB}})
+        try:
+            status_code, answer = put_chunked(self.s3.generate_presigned_url(
+                "put_object", Params={"Bucket": self.bucket, "Key": "too-big"}, ExpiresIn=300), data)
+        finally:
+            set_config({"s3": {"max_object_size": None}})
+        self.assertEqual(status_code, 400, answer)
+        self.assertClientError("404", 404, self.s3.head_object, Bucket=self.bucket, Key="too-big")
 
 
 class ConditionalTest(Base):
@@ -320,6 +381,127 @@ class MultipartTest(Base):
         self.s3.complete_multipart_upload(Bucket=self.bucket, Key="copied", UploadId=uid, MultipartUpload={
             "Parts": [{"PartNumber": 1, "ETag": p1}, {"PartNumber": 2, "ETag": p2}]})
         self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="copied")["Body"].read(), source)
+
+    def test_upload_part_copy_range_outside_the_source(self):
+        self.s3.put_object(Bucket=self.bucket, Key="small-src", Body=b"0123456789")
+        uid = self.s3.create_multipart_upload(Bucket=self.bucket, Key="copied-small")["UploadId"]
+        for bad in ("bytes=0-10", "bytes=10-12", "bytes=5-", "bytes=-3", "bytes=3-2"):
+            self.assertClientError("InvalidArgument", 400, self.s3.upload_part_copy, Bucket=self.bucket,
+                                   Key="copied-small", UploadId=uid, PartNumber=1, CopySourceRange=bad,
+                                   CopySource={"Bucket": self.bucket, "Key": "small-src"})
+        etag = self.s3.upload_part_copy(Bucket=self.bucket, Key="copied-small", UploadId=uid, PartNumber=1,
+                                        CopySource={"Bucket": self.bucket, "Key": "small-src"},
+                                        CopySourceRange="bytes=2-9")["CopyPartResult"]["ETag"]
+        self.s3.complete_multipart_upload(Bucket=self.bucket, Key="copied-small", UploadId=uid,
+                                          MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="copied-small")["Body"].read(), b"23456789")
+
+    def test_retried_completion_gets_the_same_answer(self):
+        uid = self.s3.create_multipart_upload(Bucket=self.bucket, Key="retried")["UploadId"]
+        etag = self.s3.upload_part(Bucket=self.bucket, Key="retried", UploadId=uid, PartNumber=1, Body=b"once")["ETag"]
+        parts = {"Parts": [{"PartNumber": 1, "ETag": etag}]}
+        first = self.s3.complete_multipart_upload(Bucket=self.bucket, Key="retried", UploadId=uid, MultipartUpload=parts)
+        again = self.s3.complete_multipart_upload(Bucket=self.bucket, Key="retried", UploadId=uid, MultipartUpload=parts)
+        self.assertEqual(again["ETag"], first["ETag"])
+        self.assertEqual(again["ResponseMetadata"]["HTTPStatusCode"], 200)
+        # Other parts name another upload, which does not exist; so does another key's.
+        self.assertClientError("NoSuchUpload", 404, self.s3.complete_multipart_upload, Bucket=self.bucket,
+                               Key="retried", UploadId=uid,
+                               MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": '"%s"' % ("0" * 32)}]})
+        self.assertClientError("NoSuchUpload", 404, self.s3.complete_multipart_upload, Bucket=self.bucket,
+                               Key="retried-other", UploadId=uid, MultipartUpload=parts)
+        self.assertClientError("NoSuchUpload", 404, self.s3.upload_part, Bucket=self.bucket, Key="retried",
+                               UploadId=uid, PartNumber=1, Body=b"late")
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="retried")["Body"].read(), b"once")
+
+    def test_the_last_completed_upload_of_a_part_wins(self):
+        """Two uploads of part 1 overlap; the one that started first finishes last. Its
+        bytes are the part, completion takes its ETag and refuses the other's."""
+        uid = self.s3.create_multipart_upload(Bucket=self.bucket, Key="raced")["UploadId"]
+        url = urllib.parse.urlsplit(self.s3.generate_presigned_url(
+            "upload_part", Params={"Bucket": self.bucket, "Key": "raced", "UploadId": uid, "PartNumber": 1},
+            ExpiresIn=300))
+        answers = {}
+
+        def upload(name, data, pause):
+            conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+            conn.putrequest("PUT", url.path + "?" + url.query)
+            conn.putheader("Content-Length", str(len(data)))
+            conn.endheaders()
+            conn.send(data[:1000])
+            time.sleep(pause)
+            conn.send(data[1000:])
+            response = conn.getresponse()
+            response.read()
+            answers[name] = (time.monotonic(), response.status, response.getheader("ETag"))
+
+        slow, fast = b"s" * (2 * MiB), b"f" * (2 * MiB)
+        first = threading.Thread(target=upload, args=("slow", slow, 2.0))
+        first.start()
+        time.sleep(0.3)
+        upload("fast", fast, 0)
+        first.join()
+        self.assertEqual((answers["slow"][1], answers["fast"][1]), (200, 200))
+        self.assertGreater(answers["slow"][0], answers["fast"][0])
+        listed = self.s3.list_parts(Bucket=self.bucket, Key="raced", UploadId=uid)["Parts"]
+        self.assertEqual([p["ETag"] for p in listed], [answers["slow"][2]])
+        self.assertClientError("InvalidPart", 400, self.s3.complete_multipart_upload, Bucket=self.bucket,
+                               Key="raced", UploadId=uid,
+                               MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": answers["fast"][2]}]})
+        self.s3.complete_multipart_upload(Bucket=self.bucket, Key="raced", UploadId=uid,
+                                          MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": answers["slow"][2]}]})
+        self.assertEqual(self.s3.get_object(Bucket=self.bucket, Key="raced")["Body"].read(), slow)
+
+    def test_multipart_checksums_composite_and_full_object(self):
+        data = [os.urandom(5 * MiB), os.urandom(1000)]
+
+        def crc32(b):
+            return zlib.crc32(b).to_bytes(4, "big")
+
+        for algorithm, kind in (("CRC32", "COMPOSITE"), ("CRC32", "FULL_OBJECT"), ("SHA256", "COMPOSITE")):
+            key = f"summed-{algorithm}-{kind}"
+            created = self.s3.create_multipart_upload(Bucket=self.bucket, Key=key, ChecksumAlgorithm=algorithm,
+                                                      ChecksumType=kind)
+            self.assertEqual((created["ChecksumAlgorithm"], created.get("ChecksumType")), (algorithm, kind))
+            uid = created["UploadId"]
+            parts = []
+            for n, part in enumerate(data, 1):
+                got = self.s3.upload_part(Bucket=self.bucket, Key=key, UploadId=uid, PartNumber=n, Body=part,
+                                          ChecksumAlgorithm=algorithm)
+                parts.append({"PartNumber": n, "ETag": got["ETag"], "Checksum" + algorithm: got["Checksum" + algorithm]})
+            listed = self.s3.list_parts(Bucket=self.bucket, Key=key, UploadId=uid)
+            self.assertEqual(listed.get("ChecksumAlgorithm"), algorithm)
+            if algorithm == "CRC32":
+                raw_sums = [crc32(p) for p in data]
+                whole = base64.b64encode(crc32(b"".join(data))).decode()
+            else:
+                raw_sums = [hashlib.sha256(p).digest() for p in data]
+            if kind == "COMPOSITE":
+                inner = crc32(b"".join(raw_sums)) if algorithm == "CRC32" else hashlib.sha256(b"".join(raw_sums)).digest()
+                expected = base64.b64encode(inner).decode() + "-2"
+            else:
+                expected = whole
+            done = self.s3.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=uid,
+                                                     MultipartUpload={"Parts": parts})
+            self.assertEqual(done["Checksum" + algorithm], expected, key)
+            self.assertEqual(done.get("ChecksumType"), kind)
+            head = self.s3.head_object(Bucket=self.bucket, Key=key, ChecksumMode="ENABLED")
+            self.assertEqual((head["Checksum" + algorithm], head.get("ChecksumType")), (expected, kind), key)
+            got = self.s3.get_object(Bucket=self.bucket, Key=key, ChecksumMode="ENABLED")
+            self.assertEqual(got["Body"].read(), b"".join(data))
+        # A part's checksum that does not match, a full-object value that does not, and a
+        # type an algorithm does not have are refused.
+        uid = self.s3.create_multipart_upload(Bucket=self.bucket, Key="summed-bad", ChecksumAlgorithm="CRC32")["UploadId"]
+        etag = self.s3.upload_part(Bucket=self.bucket, Key="summed-bad", UploadId=uid, PartNumber=1, Body=b"p",
+                                   ChecksumAlgorithm="CRC32")["ETag"]
+        self.assertClientError("InvalidPart", 400, self.s3.complete_multipart_upload, Bucket=self.bucket,
+                               Key="summed-bad", UploadId=uid,
+                               MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag, "ChecksumCRC32": "AAAAAA=="}]})
+        self.assertClientError("BadDigest", 400, self.s3.complete_multipart_upload, Bucket=self.bucket,
+                               Key="summed-bad", UploadId=uid, ChecksumCRC32="AAAAAA==-1",
+                               MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+        self.assertClientError("InvalidRequest", 400, self.s3.create_multipart_upload, Bucket=self.bucket,
+                               Key="summed-bad", ChecksumAlgorithm="SHA256", ChecksumType="FULL_OBJECT")
 
     def test_complete_with_if_none_match(self):
         self.s3.put_object(Bucket=self.bucket, Key="exists", Body=b"x")

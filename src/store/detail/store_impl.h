@@ -88,8 +88,8 @@ class StoreImpl final : public Store {
                                                Durability durability) override;
   Awaitable<Status> set_block_sums(const ObjectRef& object, uint64_t generation, uint64_t block_size,
                                    std::vector<uint64_t> sums) override;
-  Awaitable<Result<UploadInfo>> create_upload(const ObjectRef& object,
-                                              wire::ObjectRecord attributes) override;
+  Awaitable<Result<UploadInfo>> create_upload(const ObjectRef& object, wire::ObjectRecord attributes,
+                                              UploadChecksum checksum) override;
   Awaitable<Result<std::unique_ptr<ObjectWriter>>> create_part(const ObjectRef& object,
                                                                std::string upload_id,
                                                                int part_number,

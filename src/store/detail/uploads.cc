@@ -131,6 +131,7 @@ UploadInfo upload_info_of(const wire::UploadRecord& record) {
   info.name = record.name();
   info.initiated_unix_nanos = record.initiated_unix_nanos();
   info.attributes = record.attributes();
+  info.checksum = UploadChecksum{record.checksum_algorithm(), record.checksum_type()};
   return info;
 }
 
@@ -165,15 +166,15 @@ Result<StoreImpl::FoundUpload> StoreImpl::find_upload(const ObjectRef& object,
   return no_such_upload(object, upload_id);
 }
 
-Awaitable<Result<UploadInfo>> StoreImpl::create_upload(const ObjectRef& object,
-                                                       wire::ObjectRecord attributes) {
+Awaitable<Result<UploadInfo>> StoreImpl::create_upload(const ObjectRef& object, wire::ObjectRecord attributes,
+                                                       UploadChecksum checksum) {
   const OpGate::Ticket ticket = gate_.enter();
   if (is_closed_.load()) co_return Status::failed_precondition("store is closed");
   CO_RETURN_IF_ERROR(check_object_name(object));
   const size_t owner = owner_of(object);
   MetaDb& meta = mountpaths_[owner]->meta();
   co_return co_await mountpaths_[owner]->disk().run(
-      [&meta, &object, &attributes]() -> Result<UploadInfo> {
+      [&meta, &object, &attributes, &checksum]() -> Result<UploadInfo> {
         wire::UploadRecord record;
         record.set_name(object.name);
         const int64_t now = Clock::real().unix_nanos();
@@ -183,6 +184,8 @@ Awaitable<Result<UploadInfo>> StoreImpl::create_upload(const ObjectRef& object,
             fmt::format("{:016x}{:016x}", static_cast<uint64_t>(now), random_u64()));
         record.set_initiated_unix_nanos(now);
         copy_descriptive_fields(attributes, *record.mutable_attributes());
+        record.set_checksum_algorithm(checksum.algorithm);
+        record.set_checksum_type(checksum.type);
         Status status = meta.put_upload(object.bucket_id, record, Durability::kFsync);
         if (!status.is_ok()) {
           return status.annotate("create upload of {}/{}", object.bucket_id, object.name);
