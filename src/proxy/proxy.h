@@ -188,6 +188,9 @@ class Proxy {
   // naming the backend and its answer; kUnavailable when it can not be reached).
   http::Awaitable<Status> check_backend(const wire::BackendProps& props);
   http::Awaitable<Status> list_objects(http::Exchange& exchange, const std::string& name);
+  // OPTIONS on a bucket or object (s3_cors.cc): the bucket's CORS rules answer it.
+  http::Awaitable<Status> s3_preflight(http::Exchange& exchange, const s3api::S3Request& request,
+                                       const wire::Bucket& bucket);
   http::Awaitable<Status> relay_to_primary(http::Exchange& exchange);
   // On the primary: marks the bucket deleting, checks that no target holds an object of
   // it, then deletes it, or unmarks it (BucketNotEmpty). NoSuchBucket when absent.

@@ -11,6 +11,8 @@
 #include "http/reply.h"
 #include "proxy/detail/listing.h"
 #include "proxy/proxy.h"
+#include "proxy/s3_cors.h"
+#include "s3/cors.h"
 #include "s3/http_time.h"
 #include "s3/names.h"
 #include "wire/json.h"
@@ -41,7 +43,8 @@ bool is_object_op(s3::Op op) {
     case s3::Op::kUploadPartCopy:
     case s3::Op::kCompleteMultipartUpload:
     case s3::Op::kAbortMultipartUpload:
-    case s3::Op::kListParts: return true;
+    case s3::Op::kListParts:
+    case s3::Op::kPutObjectAcl: return true;
     default: return false;
   }
 }
@@ -54,7 +57,8 @@ bool is_anonymous_read(s3::Op op) {
 
 // Bucket changes run on the primary.
 bool is_bucket_change(s3::Op op) {
-  return op == s3::Op::kCreateBucket || op == s3::Op::kDeleteBucket || op == s3::Op::kPutBucketVersioning;
+  return op == s3::Op::kCreateBucket || op == s3::Op::kDeleteBucket || op == s3::Op::kPutBucketVersioning ||
+         op == s3::Op::kPutBucketCors || op == s3::Op::kDeleteBucketCors || op == s3::Op::kPutBucketAcl;
 }
 
 Status no_such_bucket(std::string_view name) {
@@ -87,24 +91,36 @@ http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const s3api::S3
     bucket = co_await find_or_adopt(request.route.bucket);
     if (!bucket) s = no_such_bucket(request.route.bucket);
   }
-  const bool is_allowed = request.auth.has_value() ||
+  // Browsers send preflights without credentials; the bucket's CORS rules decide.
+  const bool is_allowed = request.auth.has_value() || op == s3::Op::kPreflight ||
                           (bucket && bucket->props().anonymous_read() && is_anonymous_read(op));
   // A bucket that does not exist is NoSuchBucket for anyone, as on AWS.
   if (s.is_ok() && !is_allowed) s = Status::permission_denied("Access Denied").with_reason("AccessDenied");
+  // A cross-origin request that a rule allows gets its Access-Control-* headers on
+  // whatever answers it.
+  std::optional<detail::WithHeaders> with_cors;
+  const auto origin = exchange.request().headers.get("Origin");
+  if (origin && bucket && bucket->props().cors_size() > 0 && op != s3::Op::kPreflight) {
+    const std::vector<s3::CorsRule> rules = cors_rules_of(bucket->props());
+    if (const s3::CorsRule* rule = s3::match_cors(rules, *origin, http::method_name(exchange.request().method), "")) {
+      with_cors.emplace(exchange, cors_headers(*rule, *origin, std::nullopt));
+    }
+  }
+  http::Exchange& serving = with_cors ? static_cast<http::Exchange&>(*with_cors) : exchange;
   if (s.is_ok()) {
     if (is_object_op(op)) {
-      co_await route_object(exchange, request, *bucket);
+      co_await route_object(serving, request, *bucket);
       co_return;
     }
     if (is_bucket_change(op) && !is_primary()) {
-      s = co_await relay_to_primary(exchange);
+      s = co_await relay_to_primary(serving);
     } else {
-      s = co_await run_s3(exchange, request, bucket);
+      s = co_await run_s3(serving, request, bucket);
     }
   }
   if (!s.is_ok()) {
     errors_.add();
-    co_await s3api::send_s3_error(exchange, s, request.route.bucket.empty() ? s3::Subject::kService : s3::Subject::kBucket,
+    co_await s3api::send_s3_error(serving, s, request.route.bucket.empty() ? s3::Subject::kService : s3::Subject::kBucket,
                                     &request);
   }
 }
@@ -190,6 +206,35 @@ http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const s3api::S3R
     }
     case s3::Op::kGetBucketAcl:
       co_return co_await s3api::send_xml(exchange, request, s3api::acl_xml(bucket->props().anonymous_read()));
+    case s3::Op::kPutBucketAcl: {
+      CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxBucketBody));
+      CO_ASSIGN_OR_RETURN(const bool anonymous_read, s3api::canned_acl_read(exchange.request().headers, body));
+      wire::BucketProps props = bucket->props();
+      props.set_anonymous_read(anonymous_read);
+      CO_RETURN_IF_ERROR((co_await primary_->set_bucket_props(name, props)).status());
+      co_return co_await exchange.response().send(s3api::s3_head(&request), "");
+    }
+    case s3::Op::kGetBucketCors: {
+      const std::vector<s3::CorsRule> rules = cors_rules_of(bucket->props());
+      if (rules.empty()) {
+        co_return Status::not_found("The CORS configuration does not exist").with_reason("NoSuchCORSConfiguration");
+      }
+      co_return co_await s3api::send_xml(exchange, request, s3::cors_xml(rules));
+    }
+    case s3::Op::kPutBucketCors:
+    case s3::Op::kDeleteBucketCors: {
+      std::vector<s3::CorsRule> rules;
+      if (request.route.op == s3::Op::kPutBucketCors) {
+        CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxBucketBody));
+        CO_ASSIGN_OR_RETURN(rules, s3::parse_cors(body));
+      }
+      wire::BucketProps props = bucket->props();
+      set_cors_rules(props, rules);
+      CO_RETURN_IF_ERROR((co_await primary_->set_bucket_props(name, props)).status());
+      const int status = request.route.op == s3::Op::kPutBucketCors ? 200 : 204;
+      co_return co_await exchange.response().send(s3api::s3_head(&request, status), "");
+    }
+    case s3::Op::kPreflight: co_return co_await s3_preflight(exchange, request, *bucket);
     case s3::Op::kListObjects:
     case s3::Op::kListObjectsV2:
     case s3::Op::kListObjectVersions: co_return co_await s3_list(exchange, request, *bucket);

@@ -13,6 +13,8 @@ struct Known {
 // AWS S3 "Error responses" (the codes Silo sends).
 constexpr Known kErrors[] = {
     {"AccessDenied", 403},
+    {"AccessForbidden", 403},  // a CORS preflight no rule allows
+    {"BadRequest", 400},       // a CORS preflight without Origin or Access-Control-Request-Method
     {"AuthorizationHeaderMalformed", 400},
     {"AuthorizationQueryParametersError", 400},
     {"BadDigest", 400},

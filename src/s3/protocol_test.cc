@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "s3/conditions.h"
+#include "s3/cors.h"
 #include "s3/encoded_words.h"
 #include "s3/errors.h"
 #include "s3/http_time.h"
@@ -92,7 +93,7 @@ TEST(RouteTest, UnsupportedFeaturesAnswerAtOnce) {
   EXPECT_EQ(route_of("GET", "/b", "policy").error().reason(), "NoSuchBucketPolicy");
   EXPECT_EQ(route_of("GET", "/b", "lifecycle").error().reason(), "NoSuchLifecycleConfiguration");
   EXPECT_EQ(route_of("PUT", "/b", "lifecycle").error().reason(), "NotImplemented");
-  EXPECT_EQ(route_of("PUT", "/b", "acl").error().reason(), "NotImplemented");
+  EXPECT_EQ(route_of("PUT", "/b", "website").error().reason(), "NotImplemented");
   EXPECT_EQ(route_of("GET", "/b/k", "retention").error().reason(), "NotImplemented");
   EXPECT_EQ(route_of("POST", "/b/k", "").error().reason(), "MethodNotAllowed");
   EXPECT_EQ(route_of("PATCH", "/b/k", "").error().reason(), "MethodNotAllowed");
@@ -304,6 +305,47 @@ TEST(EncodedWordsTest, EncodesWhatAHeaderCannotCarry) {
   for (const char* value : {"h\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93", "", "=?UTF-8?B?x?="}) {
     EXPECT_EQ(decode_encoded_words(encode_header_value(value)), value);
   }
+}
+
+TEST(CorsTest, ParsesMatchesAndWritesRules) {
+  const auto rules = parse_cors(
+      "<CORSConfiguration><CORSRule><ID>web</ID><AllowedOrigin>https://*.example.com</AllowedOrigin>"
+      "<AllowedMethod>GET</AllowedMethod><AllowedMethod>PUT</AllowedMethod><AllowedHeader>x-amz-*</AllowedHeader>"
+      "<AllowedHeader>Content-Type</AllowedHeader><ExposeHeader>ETag</ExposeHeader><MaxAgeSeconds>600</MaxAgeSeconds>"
+      "</CORSRule><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>HEAD</AllowedMethod></CORSRule>"
+      "</CORSConfiguration>");
+  ASSERT_TRUE(rules) << rules.status();
+  ASSERT_EQ(rules->size(), 2u);
+  EXPECT_EQ((*rules)[0].max_age_seconds, 600);
+  EXPECT_EQ(match_cors(*rules, "https://a.example.com", "PUT", "X-Amz-Date, content-type"), &(*rules)[0]);
+  EXPECT_EQ(match_cors(*rules, "https://a.example.com", "PUT", "authorization"), nullptr);
+  EXPECT_EQ(match_cors(*rules, "https://example.org", "GET", ""), nullptr);
+  EXPECT_EQ(match_cors(*rules, "https://example.org", "HEAD", ""), &(*rules)[1]);
+  EXPECT_EQ(match_cors(*rules, "http://a.example.com", "GET", ""), nullptr);
+  EXPECT_EQ(parse_cors(cors_xml(*rules)).value(), *rules);
+  for (const char* bad : {"<CORSConfiguration></CORSConfiguration>", "<Other/>",
+                          "<CORSConfiguration><CORSRule><AllowedMethod>GET</AllowedMethod></CORSRule></CORSConfiguration>",
+                          "<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+                          "<MaxAgeSeconds>x</MaxAgeSeconds></CORSRule></CORSConfiguration>"}) {
+    EXPECT_EQ(parse_cors(bad).error().reason(), "MalformedXML") << bad;
+  }
+  for (const char* bad : {"<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>PATCH"
+                          "</AllowedMethod></CORSRule></CORSConfiguration>",
+                          "<CORSConfiguration><CORSRule><AllowedOrigin>*.*</AllowedOrigin><AllowedMethod>GET"
+                          "</AllowedMethod></CORSRule></CORSConfiguration>"}) {
+    EXPECT_EQ(parse_cors(bad).error().reason(), "InvalidRequest") << bad;
+  }
+}
+
+TEST(RouteTest, CorsAclAndPreflight) {
+  EXPECT_EQ(route_of("GET", "/b", "cors").value().op, Op::kGetBucketCors);
+  EXPECT_EQ(route_of("PUT", "/b", "cors").value().op, Op::kPutBucketCors);
+  EXPECT_EQ(route_of("DELETE", "/b", "cors").value().op, Op::kDeleteBucketCors);
+  EXPECT_EQ(route_of("PUT", "/b", "acl").value().op, Op::kPutBucketAcl);
+  EXPECT_EQ(route_of("PUT", "/b/k", "acl").value().op, Op::kPutObjectAcl);
+  EXPECT_EQ(route_of("OPTIONS", "/b/k", "").value().op, Op::kPreflight);
+  EXPECT_EQ(route_of("OPTIONS", "/b", "").value().op, Op::kPreflight);
+  EXPECT_EQ(route_of("OPTIONS", "/", "").error().reason(), "MethodNotAllowed");
 }
 
 }  // namespace

@@ -26,6 +26,9 @@ constexpr Named kNames[] = {
     {Op::kCreateMultipartUpload, "CreateMultipartUpload"}, {Op::kUploadPart, "UploadPart"},
     {Op::kUploadPartCopy, "UploadPartCopy"}, {Op::kCompleteMultipartUpload, "CompleteMultipartUpload"},
     {Op::kAbortMultipartUpload, "AbortMultipartUpload"}, {Op::kListParts, "ListParts"},
+    {Op::kGetBucketCors, "GetBucketCors"}, {Op::kPutBucketCors, "PutBucketCors"},
+    {Op::kDeleteBucketCors, "DeleteBucketCors"}, {Op::kPutBucketAcl, "PutBucketAcl"},
+    {Op::kPutObjectAcl, "PutObjectAcl"}, {Op::kPreflight, "PreflightRequest"},
 };
 
 // Bucket subresources Silo does not implement, and the error a GET of each gets from AWS
@@ -38,7 +41,6 @@ struct Unsupported {
 constexpr Unsupported kBucketUnsupported[] = {
     {"policy", "NoSuchBucketPolicy"},
     {"lifecycle", "NoSuchLifecycleConfiguration"},
-    {"cors", "NoSuchCORSConfiguration"},
     {"website", "NoSuchWebsiteConfiguration"},
     {"encryption", "ServerSideEncryptionConfigurationNotFoundError"},
     {"replication", "ReplicationConfigurationNotFoundError"},
@@ -96,6 +98,12 @@ Result<Op> bucket_op(std::string_view m, const QueryParams& q) {
     }
     return not_implemented(fmt::format("{} ?{}", m, u.param));
   }
+  if (q.has("cors")) {
+    if (m == "GET") return Op::kGetBucketCors;
+    if (m == "PUT") return Op::kPutBucketCors;
+    if (m == "DELETE") return Op::kDeleteBucketCors;
+    return method_not_allowed(m, "?cors");
+  }
   if (q.has("location")) {
     if (m == "GET") return Op::kGetBucketLocation;
     return method_not_allowed(m, "?location");
@@ -107,7 +115,7 @@ Result<Op> bucket_op(std::string_view m, const QueryParams& q) {
   }
   if (q.has("acl")) {
     if (m == "GET") return Op::kGetBucketAcl;
-    if (m == "PUT") return not_implemented("PutBucketAcl");
+    if (m == "PUT") return Op::kPutBucketAcl;
     return method_not_allowed(m, "?acl");
   }
   if (q.has("uploads")) {
@@ -149,7 +157,7 @@ Result<Op> object_op(std::string_view m, const QueryParams& q, bool has_copy_sou
   }
   if (q.has("acl")) {
     if (m == "GET") return Op::kGetObjectAcl;
-    if (m == "PUT") return not_implemented("PutObjectAcl");
+    if (m == "PUT") return Op::kPutObjectAcl;
     return method_not_allowed(m, "?acl");
   }
   if (q.has("uploads")) {
@@ -243,6 +251,10 @@ Result<Route> route(const RouteInput& in) {
       return r;
     }
     return method_not_allowed(m, "the service");
+  }
+  if (m == "OPTIONS") {
+    r.op = Op::kPreflight;
+    return r;
   }
   ASSIGN_OR_RETURN(r.op, r.key.empty() ? bucket_op(m, q) : object_op(m, q, in.has_copy_source));
   return r;

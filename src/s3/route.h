@@ -15,7 +15,9 @@ enum class Op {
   kPutBucketVersioning, kGetBucketAcl, kListObjects, kListObjectsV2, kListObjectVersions, kListMultipartUploads,
   kDeleteObjects, kPutObject, kCopyObject, kGetObject, kHeadObject, kDeleteObject, kGetObjectTagging,
   kPutObjectTagging, kDeleteObjectTagging, kGetObjectAcl, kCreateMultipartUpload, kUploadPart, kUploadPartCopy,
-  kCompleteMultipartUpload, kAbortMultipartUpload, kListParts
+  kCompleteMultipartUpload, kAbortMultipartUpload, kListParts, kGetBucketCors, kPutBucketCors, kDeleteBucketCors,
+  kPutBucketAcl, kPutObjectAcl,
+  kPreflight  // OPTIONS on a bucket or object: a CORS preflight
 };
 std::string_view op_name(Op op);  // "PutObject", ...
 

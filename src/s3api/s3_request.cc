@@ -117,6 +117,35 @@ std::string acl_xml(bool anonymous_read) {
                      kOwnerId, kOwnerId, grants);
 }
 
+Result<bool> canned_acl_read(const http::Headers& headers, std::string_view body) {
+  for (const auto& [name, value] : headers.fields()) {
+    if (name.size() > 12 && ::strncasecmp(name.c_str(), "x-amz-grant-", 12) == 0) {
+      return Status::unimplemented("Silo takes canned ACLs (x-amz-acl), not grants ({})", name)
+          .with_reason("NotImplemented");
+    }
+  }
+  const auto acl = headers.get("x-amz-acl");
+  if (!acl) {
+    if (!body.empty()) {
+      return Status::unimplemented("Silo takes canned ACLs (x-amz-acl), not an AccessControlPolicy body")
+          .with_reason("NotImplemented");
+    }
+    return Status::invalid_argument("a PutAcl needs x-amz-acl (a canned ACL)").with_reason("InvalidRequest");
+  }
+  // Every signed user may read every bucket: authenticated-read and the owner ACLs grant
+  // nothing more than private does.
+  if (*acl == "private" || *acl == "authenticated-read" || *acl == "bucket-owner-read" ||
+      *acl == "bucket-owner-full-control") {
+    return false;
+  }
+  if (*acl == "public-read") return true;
+  if (*acl == "public-read-write" || *acl == "aws-exec-read" || *acl == "log-delivery-write") {
+    return Status::unimplemented("Silo can not honour the canned ACL {}: anonymous clients may only read", *acl)
+        .with_reason("NotImplemented");
+  }
+  return Status::invalid_argument("{} is not a canned ACL", *acl).with_reason("InvalidArgument");
+}
+
 http::ResponseHead s3_head(const S3Request* request, int status) {
   http::ResponseHead head;
   head.status = status;

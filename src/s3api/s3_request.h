@@ -58,6 +58,11 @@ void add_owner(s3::XmlWriter& xml, std::string_view element = "Owner");
 // The canned ACL every bucket and object has: FULL_CONTROL for the owner, plus READ for
 // everyone when the bucket allows anonymous reads. Silo does not take ACL writes.
 std::string acl_xml(bool anonymous_read);
+// What a PutBucketAcl / PutObjectAcl asks of Silo's access model, which keeps access per
+// bucket (anonymous reads or none): whether anonymous clients may read. Canned ACLs only
+// (x-amz-acl); grants (x-amz-grant-*, an AccessControlPolicy body) and canned ACLs Silo can
+// not honour (public-read-write, aws-exec-read, log-delivery-write) are NotImplemented.
+Result<bool> canned_acl_read(const http::Headers& headers, std::string_view body);
 
 // A response head with the headers every S3 answer carries.
 http::ResponseHead s3_head(const S3Request* request, int status = 200);

@@ -142,7 +142,8 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const s3api::S3
   // While objects move, one not moved here yet is copied from its previous owner first
   // (get-from-neighbor): these read or keep what exists.
   const bool reads_existing = op == s3::Op::kGetObjectTagging || op == s3::Op::kPutObjectTagging ||
-                              op == s3::Op::kDeleteObjectTagging || op == s3::Op::kGetObjectAcl;
+                              op == s3::Op::kDeleteObjectTagging || op == s3::Op::kGetObjectAcl ||
+                              op == s3::Op::kPutObjectAcl;
   if (reads_existing) CO_RETURN_IF_ERROR(co_await rebalance_.pull_if_missing(r.object));
   switch (op) {
     case s3::Op::kGetObjectTagging:
@@ -152,6 +153,20 @@ http::Awaitable<Status> Target::run_s3(http::Exchange& exchange, const s3api::S3
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await store_.stat(r.object));
       std::ignore = record;
       co_return co_await s3api::send_xml(exchange, request, s3api::acl_xml(r.bucket.props().anonymous_read()));
+    }
+    case s3::Op::kPutObjectAcl: {
+      // Access is per bucket: an object's ACL is honoured when it asks what its bucket gives.
+      CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxXmlBody));
+      CO_ASSIGN_OR_RETURN(const bool anonymous_read, s3api::canned_acl_read(exchange.request().headers, body));
+      CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await store_.stat(r.object));
+      std::ignore = record;
+      if (anonymous_read != r.bucket.props().anonymous_read()) {
+        co_return Status::unimplemented(
+            "Silo keeps access per bucket: every object of {} is {}; set the bucket's ACL (PutBucketAcl) instead",
+            request.route.bucket, r.bucket.props().anonymous_read() ? "public-read" : "private")
+            .with_reason("NotImplemented");
+      }
+      co_return co_await exchange.response().send(s3api::s3_head(&request), "");
     }
     case s3::Op::kCreateMultipartUpload:
     case s3::Op::kCompleteMultipartUpload:

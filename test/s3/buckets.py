@@ -105,7 +105,8 @@ class BucketTest(Base):
                                LifecycleConfiguration={"Rules": [{"ID": "r", "Status": "Enabled",
                                                                   "Filter": {"Prefix": ""},
                                                                   "Expiration": {"Days": 1}}]})
-        self.assertClientError("NotImplemented", 501, self.s3.put_bucket_acl, Bucket=self.bucket, ACL="public-read")
+        self.assertClientError("NotImplemented", 501, self.s3.put_bucket_acl, Bucket=self.bucket,
+                               ACL="public-read-write")
         acl = self.s3.get_bucket_acl(Bucket=self.bucket)
         self.assertEqual(acl["Grants"][0]["Permission"], "FULL_CONTROL")
 
@@ -244,3 +245,89 @@ class ListingTest(Base):
         self.assertEqual(len(seen), len(set(seen)))
         for n in range(40):
             self.assertIn(f"k{n:03d}", seen)
+
+
+class AclTest(Base):
+    def test_canned_acls_map_onto_bucket_access(self):
+        """Silo keeps access per bucket (anonymous reads or none): canned ACLs that mean one
+        of those are honoured, grants and what Silo can not honour are NotImplemented."""
+        self.s3.put_object(Bucket=self.bucket, Key="doc", Body=b"shared")
+        self.assertEqual(raw("GET", f"/{self.bucket}/doc", sign=False)[0], 403)
+        self.s3.put_bucket_acl(Bucket=self.bucket, ACL="public-read")
+        self.assertEqual(self.s3.get_bucket_acl(Bucket=self.bucket)["Grants"][-1]["Grantee"].get("URI"),
+                         "http://acs.amazonaws.com/groups/global/AllUsers")
+        wait_until(lambda: raw("GET", f"/{self.bucket}/doc", sign=False)[:3:2] == (200, b"shared"))
+        # An object's ACL is honoured when it asks what its bucket gives.
+        self.s3.put_object_acl(Bucket=self.bucket, Key="doc", ACL="public-read")
+        self.assertClientError("NotImplemented", 501, self.s3.put_object_acl, Bucket=self.bucket, Key="doc",
+                               ACL="private")
+        self.assertClientError("NoSuchKey", 404, self.s3.put_object_acl, Bucket=self.bucket, Key="absent",
+                               ACL="public-read")
+        self.s3.put_bucket_acl(Bucket=self.bucket, ACL="private")
+        wait_until(lambda: raw("GET", f"/{self.bucket}/doc", sign=False)[0] == 403)
+        for acl in ("authenticated-read", "bucket-owner-full-control"):
+            self.s3.put_object_acl(Bucket=self.bucket, Key="doc", ACL=acl)
+        self.assertClientError("NotImplemented", 501, self.s3.put_bucket_acl, Bucket=self.bucket,
+                               GrantRead='uri="http://acs.amazonaws.com/groups/global/AllUsers"')
+        self.assertClientError("InvalidArgument", 400, raw_client_error, "PUT", f"/{self.bucket}?acl",
+                               {"x-amz-acl": "everyone"})
+
+
+class CorsTest(Base):
+    RULES = {"CORSRules": [
+        {"ID": "app", "AllowedOrigins": ["https://*.example.com"], "AllowedMethods": ["GET", "PUT"],
+         "AllowedHeaders": ["x-amz-*", "content-type"], "ExposeHeaders": ["ETag"], "MaxAgeSeconds": 600},
+        {"AllowedOrigins": ["*"], "AllowedMethods": ["HEAD"]}]}
+
+    def preflight(self, path, origin=None, method=None, headers=None):
+        sent = {}
+        if origin:
+            sent["Origin"] = origin
+        if method:
+            sent["Access-Control-Request-Method"] = method
+        if headers:
+            sent["Access-Control-Request-Headers"] = headers
+        return raw("OPTIONS", path, headers=sent, sign=False)
+
+    def test_configuration_preflight_and_cross_origin_answers(self):
+        path = f"/{self.bucket}/page.html"
+        self.assertClientError("NoSuchCORSConfiguration", 404, self.s3.get_bucket_cors, Bucket=self.bucket)
+        status_code, _, body = self.preflight(path, "https://app.example.com", "GET")
+        self.assertEqual((status_code, xml_code(body)), (403, "AccessForbidden"))
+        self.s3.put_bucket_cors(Bucket=self.bucket, CORSConfiguration=self.RULES)
+        got = self.s3.get_bucket_cors(Bucket=self.bucket)["CORSRules"]
+        self.assertEqual(got[0]["AllowedOrigins"], ["https://*.example.com"])
+        self.assertEqual(got[0]["MaxAgeSeconds"], 600)
+        # Without Origin: 400 as AWS; an origin, method or header no rule allows: 403.
+        status_code, _, body = self.preflight(path, None, "GET")
+        self.assertEqual((status_code, xml_code(body)), (400, "BadRequest"))
+        for origin, method, headers in (("https://evil.org", "GET", None), ("https://app.example.com", "DELETE", None),
+                                        ("https://app.example.com", "PUT", "authorization")):
+            status_code, _, body = self.preflight(path, origin, method, headers)
+            self.assertEqual((status_code, xml_code(body)), (403, "AccessForbidden"), (origin, method, headers))
+        status_code, headers, _ = self.preflight(path, "https://app.example.com", "PUT", "Content-Type, X-Amz-Date")
+        self.assertEqual(status_code, 200)
+        self.assertEqual(headers["access-control-allow-origin"], "https://app.example.com")
+        self.assertEqual(headers["access-control-allow-methods"], "GET, PUT")
+        self.assertEqual(headers["access-control-allow-headers"], "Content-Type, X-Amz-Date")
+        self.assertEqual(headers["access-control-max-age"], "600")
+        self.assertEqual(headers["access-control-expose-headers"], "ETag")
+        status_code, headers, _ = self.preflight(f"/{self.bucket}", "https://anywhere.net", "HEAD")
+        self.assertEqual((status_code, headers["access-control-allow-origin"]), (200, "*"))
+        # The actual cross-origin requests carry the headers too, relayed answers included.
+        self.s3.put_object(Bucket=self.bucket, Key="page.html", Body=b"<html/>")
+        status_code, headers, body = raw("GET", path, headers={"Origin": "https://app.example.com"})
+        self.assertEqual((status_code, body), (200, b"<html/>"))
+        self.assertEqual(headers["access-control-allow-origin"], "https://app.example.com")
+        self.assertEqual(headers["access-control-expose-headers"], "ETag")
+        status_code, headers, _ = raw("GET", path, headers={"Origin": "https://evil.org"})
+        self.assertEqual(status_code, 200)
+        self.assertNotIn("access-control-allow-origin", headers)
+        bad = b"<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>PATCH</AllowedMethod>" \
+              b"</CORSRule></CORSConfiguration>"
+        status_code, _, body = raw("PUT", f"/{self.bucket}?cors", body=bad)
+        self.assertEqual((status_code, xml_code(body)), (400, "InvalidRequest"))
+        self.s3.delete_bucket_cors(Bucket=self.bucket)
+        self.assertClientError("NoSuchCORSConfiguration", 404, self.s3.get_bucket_cors, Bucket=self.bucket)
+        status_code, _, body = self.preflight(path, "https://app.example.com", "GET")
+        self.assertEqual((status_code, xml_code(body)), (403, "AccessForbidden"))

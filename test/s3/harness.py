@@ -113,6 +113,25 @@ def raw(method, path, body=b"", headers=None, host=None, sign=True, when=None, s
     return response.status, dict((k.lower(), v) for k, v in response.getheaders()), data
 
 
+def wait_until(condition, timeout=10):
+    """Polls `condition` until it holds (bucket props reach every node through the map)."""
+    deadline = time.time() + timeout
+    while not condition():
+        if time.time() > deadline:
+            raise AssertionError("condition did not hold within %s s" % timeout)
+        time.sleep(0.1)
+
+
+def raw_client_error(method, path, headers=None, body=b""):
+    """A signed raw request that must fail: raises a ClientError-like error for
+    Base.assertClientError."""
+    status_code, _, answer = raw(method, path, body=body, headers=headers)
+    if status_code < 300:
+        return status_code
+    raise ClientError({"Error": {"Code": xml_code(answer)}, "ResponseMetadata": {"HTTPStatusCode": status_code}},
+                      method)
+
+
 def set_config(patch):
     """PUT /v1/config (a JSON merge-patch of the cluster section); waits until the proxy
     that serves the tests shows it."""
