@@ -3,7 +3,7 @@ and silo.torch (ShardDataset, SampleDataset) for PyTorch. The package needs only
 standard library; silo.torch imports torch when it is imported."""
 
 from .client import Client, ObjectInfo, ObjectStream, resolve_settings
-from .errors import (AccessDenied, AlreadyExists, InvalidArgument, NotFound,
+from .errors import (AccessDenied, AlreadyExists, DataLoss, InvalidArgument, NotFound,
                      RangeNotSatisfiable, SiloError, TarError, Timeout, Unavailable)
 from .tar import TarReader, group_samples, split_key
 
@@ -11,4 +11,4 @@ __version__ = "0.1.0"
 
 __all__ = ["Client", "ObjectInfo", "ObjectStream", "resolve_settings", "SiloError", "NotFound",
            "AlreadyExists", "InvalidArgument", "AccessDenied", "RangeNotSatisfiable",
-           "Unavailable", "Timeout", "TarError", "TarReader", "group_samples", "split_key"]
+           "Unavailable", "Timeout", "DataLoss", "TarError", "TarReader", "group_samples", "split_key"]

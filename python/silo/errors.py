@@ -49,6 +49,11 @@ class Timeout(Unavailable):
     """No answer within the client's timeout (code DEADLINE_EXCEEDED)."""
 
 
+class DataLoss(SiloError):
+    """500 DATA_LOSS: every copy of the object (or more slices than its parity) fails its
+    checksum. Retrying does not help; a scrub reports it."""
+
+
 class TarError(SiloError):
     """A tar stream that is not a tar, is corrupt, or ends early (a truncated shard)."""
 
@@ -67,6 +72,7 @@ _BY_CODE = {
     "OUT_OF_RANGE": RangeNotSatisfiable,
     "UNAVAILABLE": Unavailable,
     "DEADLINE_EXCEEDED": Timeout,
+    "DATA_LOSS": DataLoss,
 }
 _BY_STATUS = {400: InvalidArgument, 401: AccessDenied, 403: AccessDenied, 404: NotFound,
               409: AlreadyExists, 416: RangeNotSatisfiable, 503: Unavailable, 504: Timeout}

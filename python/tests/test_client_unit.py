@@ -35,6 +35,8 @@ def test_errors_name_object_and_code():
     assert isinstance(error_of_answer(403, b"", "GET /x"), silo.AccessDenied)
     assert isinstance(error_of_answer(400, b'{"error": {"code": "INVALID_ARGUMENT"}}', "x"),
                       silo.InvalidArgument)
+    lost = error_of_answer(500, b'{"error": {"code": "DATA_LOSS", "message": "every copy of o is corrupt"}}', "x")
+    assert isinstance(lost, silo.DataLoss) and not isinstance(lost, silo.Unavailable)
 
 
 def test_client_pickles_without_connections():

@@ -77,7 +77,13 @@ http::Awaitable<Status> Rebalance::repair_and_read(http::Exchange& exchange, con
   // A named call, not a ternary around co_await (docs/adr/0003).
   const uint64_t bad_generation = bad->generation();
   const Status repaired = co_await replication_.pull_copy(object, bad_generation);
-  if (!repaired.is_ok()) co_return s;  // no good copy to be had: the corruption is reported, never served
+  // No good copy to be had: the loss is said as it is (every copy corrupt: kDataLoss), or
+  // as a wait when another copy could not be read now; corrupt bytes are never served.
+  if (repaired.code() == Code::kDataLoss) co_return repaired;
+  if (!repaired.is_ok()) {
+    co_return Status::unavailable("the copy of {} here is corrupt and no other could be read now ({}); retry",
+                                  object.name, repaired.message());
+  }
   replication_.note_repaired();
   SILO_LOG_INFO("corrupt copy of {} replaced by a good one from another target", object.name);
   co_return co_await read();

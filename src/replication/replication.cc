@@ -162,8 +162,7 @@ http::Awaitable<Status> Replication::verify_read(const wire::Bucket& bucket, con
                                : xxh3.error().to_string();
   SILO_LOG_ERROR("corrupt copy of {} (generation {}) on {}: {}", record.name(), record.generation(),
                  peers_.self().id(), why);
-  co_return Status::data_loss("the stored bytes of {} do not match their checksum ({})", record.name(), why)
-      .with_reason("InternalError");  // S3 has no code of its own for it
+  co_return Status::data_loss("the stored bytes of {} do not match their checksum ({})", record.name(), why);
 }
 
 store::ReadCheck Replication::read_check(const wire::Bucket& bucket) {
@@ -377,8 +376,7 @@ http::Awaitable<Status> Replication::pull_copy(ObjectRef object, std::optional<u
     // The holder would not serve its copy: it is corrupt or unreadable there too. Said as
     // it is (issue #23 F5), not as a move to retry after.
     co_return Status::data_loss("no good copy of {} to repair from: the copy on {} is corrupt or unreadable too",
-                                object.name, holder->node.id())
-        .with_reason("InternalError");
+                                object.name, holder->node.id());
   }
   if (head.status != 200) {
     co_return Status::unavailable("object {} moved away from {} while being read; retry", object.name,

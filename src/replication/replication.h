@@ -88,7 +88,7 @@ class Replication {
   // The XXH3 and the block sums of the file's bytes, in one read on the disk executor.
   http::Awaitable<Result<store::FileSums>> sums_of(const store::OpenObject& object);
   // Checks the bytes of `object` against its XXH3 when the bucket verifies reads.
-  // kDataLoss (S3 InternalError) when they differ; nothing was sent then. Reads whole
+  // kDataLoss (S3 DataLoss) when they differ; nothing was sent then. Reads whole
   // files: a read that sends bytes uses send_verified().
   http::Awaitable<Status> verify_read(const wire::Bucket& bucket, const store::OpenObject& object);
   // Whether reads of `bucket` check what they send (its verify_reads).
@@ -97,7 +97,7 @@ class Replication {
   // [offset, offset + length) of `object` by sendfile. With kVerify each block the range
   // touches is checked just before its bytes go (store::BlockVerifier; a record without
   // block sums whole, first), the first one before `head`: a corrupt first block fails
-  // as verify_read does, kDataLoss (InternalError) with nothing sent, which the reader
+  // as verify_read does, kDataLoss (S3 DataLoss) with nothing sent, which the reader
   // answers from another copy; a later one ends the response short with kDataLoss (the
   // server closes the connection: no client takes it for complete). Both are counted in
   // silo_target_corrupt_copies_total; after the head, the copy is also repaired in the

@@ -63,6 +63,9 @@ constexpr Known kErrors[] = {
     {"NoSuchArchiveMember", 404},
     {"NotAnArchive", 400},
     {"CorruptArchive", 400},
+    // An object whose every copy (or more slices than its parity) fails its checksum: the
+    // message says what is lost; retrying does not help (docs/data-protection.md).
+    {"DataLoss", 500},
     {"NotModified", 304},
     {"PreconditionFailed", 412},
     {"RequestTimeTooSkewed", 403},
@@ -95,6 +98,7 @@ std::string_view by_code(Code code, Subject subject) {
     case Code::kAborted:
     case Code::kDeadlineExceeded: return "ServiceUnavailable";
     case Code::kResourceExhausted: return "InsufficientStorage";
+    case Code::kDataLoss: return "DataLoss";
     default: break;
   }
   return "InternalError";

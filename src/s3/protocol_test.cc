@@ -278,6 +278,11 @@ TEST(ErrorsTest, StatusBecomesTheRightS3Error) {
       to_s3_error(Status::from_errno(ENOSPC, "write /mp/work/0123"), Subject::kObject);
   EXPECT_EQ(full.code, "InsufficientStorage");
   EXPECT_EQ(full.http_status, 507);
+  // Lost bytes are said as they are, never "please try again".
+  const S3Error lost = to_s3_error(Status::data_loss("every copy of k is corrupt"), Subject::kObject);
+  EXPECT_EQ(lost.code, "DataLoss");
+  EXPECT_EQ(lost.http_status, 500);
+  EXPECT_EQ(lost.message, "every copy of k is corrupt");
   const std::string xml = error_xml({"NoSuchKey", "gone", 404}, "/b/k", "RID", {{"Key", "k"}});
   EXPECT_NE(xml.find("<Code>NoSuchKey</Code><Message>gone</Message><Key>k</Key><Resource>/b/k</Resource>"),
             std::string::npos);

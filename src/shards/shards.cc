@@ -134,8 +134,7 @@ Status Shards::check_member_sum(const wire::ArchiveMember& member, std::span<con
   sum.update(bytes);
   if (sum.digest() == member.xxh3()) return Status::ok();
   return Status::data_loss("member {} of {} does not match its XXH3 {}", member.name(), object_name,
-                           hash::u64_hex(member.xxh3()))
-      .with_reason("InternalError");
+                           hash::u64_hex(member.xxh3()));
 }
 
 Result<const wire::ArchiveMember*> Shards::find(const MemberIndex& index, std::string_view name,
@@ -201,8 +200,7 @@ http::Awaitable<Status> Shards::send_member(http::Exchange& exchange, http::Resp
       const Status read = store::read_fully(fd, bytes.data(), bytes.size(), whole->offset());
       if (!read.is_ok()) {
         return Status::data_loss("member {} of {} cannot be read whole: {}", whole->name(), opened.record().name(),
-                                 read.message())
-            .with_reason("InternalError");
+                                 read.message());
       }
       return check_member_sum(*whole, bytes, opened.record().name());
     });

@@ -73,8 +73,8 @@ class Shards {
   static bool checks_by_member_sum(const wire::ArchiveMember& member) {
     return member.has_xxh3() && member.size() <= kMaxMemberSumCheck;
   }
-  // Compares `bytes`, all of `member`'s data, with its sum: kDataLoss (reason
-  // InternalError) naming the member of `object_name` when they differ.
+  // Compares `bytes`, all of `member`'s data, with its sum: kDataLoss (S3
+  // DataLoss) naming the member of `object_name` when they differ.
   static Status check_member_sum(const wire::ArchiveMember& member, std::span<const char> bytes,
                                  std::string_view object_name);
   // Sends `head` (Content-Type and length set here) and, when `sends_bytes` (a GET, not a
@@ -82,7 +82,7 @@ class Shards {
   // With kVerify a small member with a sum (checks_by_member_sum) is read and checked
   // whole before `head`; else only the blocks of those bytes are checked, each just before it goes
   // (store::BlockVerifier), the first before `head`: a corrupt one fails with kDataLoss
-  // (InternalError), before anything was sent when it is the first (the reader then turns
+  // (DataLoss), before anything was sent when it is the first (the reader then turns
   // to another copy), else cutting the response short. Counted in
   // silo_target_corrupt_copies_total.
   http::Awaitable<Status> send_member(http::Exchange& exchange, http::ResponseHead head,
@@ -119,7 +119,7 @@ class Shards {
     uint64_t size = 0;
   };
   // An object's file here as ArchiveBytes: every block a read touches is verified per
-  // `check` before its bytes are used (kDataLoss, reason InternalError, when it fails).
+  // `check` before its bytes are used (kDataLoss, S3 DataLoss, when it fails).
   // `opened` must outlive what reads through it.
   static ArchiveBytes file_bytes(const store::OpenObject& opened, store::ReadCheck check);
 

@@ -100,8 +100,7 @@ uint64_t BlockVerifier::verified_bytes(uint64_t offset, uint64_t length) const {
 }
 
 Status BlockVerifier::corrupt(const std::string& why) const {
-  return Status::data_loss("the stored bytes of {} do not match their checksum ({})", object_.record().name(), why)
-      .with_reason("InternalError");  // S3 has no code of its own for it
+  return Status::data_loss("the stored bytes of {} do not match their checksum ({})", object_.record().name(), why);
 }
 
 Status BlockVerifier::verify(uint64_t offset) {

@@ -81,7 +81,7 @@ class BlockVerifier {
   // block holding `offset` is not verified yet (call verify()); all of them with kNone.
   uint64_t verified_bytes(uint64_t offset, uint64_t length) const;
   // Hashes the block holding `offset` (the whole file when the record has no block sums)
-  // and compares it with its sum. kDataLoss with reason "InternalError" when it differs,
+  // and compares it with its sum. kDataLoss (S3 DataLoss) when it differs,
   // cannot be read, or the file is shorter than its record: the message says which block.
   // Blocking: call on a disk executor.
   // Requires: offset < the record's size.

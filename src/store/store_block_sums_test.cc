@@ -198,7 +198,6 @@ TEST_F(StoreBlockSumsTest, AVerifierHashesOnlyTheBlocksARangeTouches) {
   // The corrupt block is found, named, and never counted as verified.
   const Status bad = verifier.verify(2 * kBlockSize + 1000);
   EXPECT_EQ(bad.code(), Code::kDataLoss) << bad;
-  EXPECT_EQ(bad.reason(), "InternalError");
   EXPECT_NE(bad.message().find(fmt::format("do not match their checksum (block 2 at {}", 2 * kBlockSize)),
             std::string::npos)
       << bad;

@@ -84,16 +84,28 @@ http::Awaitable<Result<std::vector<SliceSource>>> open_sources(
     const std::string& self, std::vector<std::optional<wire::NodeInfo>>& where, uint64_t from,
     uint64_t length, bool& is_degraded) {
   const uint32_t k = record.ec().data(), n = record.ec().data() + record.ec().parity();
-  for (uint32_t attempt = 0; attempt <= n - k; ++attempt) {
+  // Why slices were dropped: a holder that answered another version (the slices are being
+  // replaced: retry), one that could not be reached (retry), or one whose slice is corrupt
+  // or gone (lost, unless enough others remain).
+  bool is_changed = false;
+  bool is_unreachable = false;
+  while (true) {
     std::vector<SliceSource> sources;
     std::vector<uint32_t> chosen;
     for (uint32_t i = 0; i < n && chosen.size() < k; ++i) {
       if (where[i]) chosen.push_back(i);
     }
+    if (chosen.size() < k && is_changed) {
+      co_return Status::aborted("the slices of {} changed while being read", object.name);
+    }
+    if (chosen.size() < k && is_unreachable) {
+      co_return Status::unavailable("only {} of the {} slices of {} can be read now: a holder can not be reached",
+                                    chosen.size(), n, object.name);
+    }
     if (chosen.size() < k) {
-      co_return Status::data_loss("only {} of the {} slices of {} can be read (at least {} needed)",
-                                  chosen.size(), n, object.name, k)
-          .with_reason("InternalError");
+      co_return Status::data_loss(
+          "only {} of the {} slices of {} can be read (at least {} needed): the others are corrupt or missing",
+          chosen.size(), n, object.name, k);
     }
     is_degraded = chosen.back() >= k;
     bool is_complete = true;
@@ -115,13 +127,19 @@ http::Awaitable<Result<std::vector<SliceSource>>> open_sources(
         call = co_await client.start(*to, std::move(get),
                                      uint64_t{0});  // (no ternary around co_await: adr/0003)
       std::optional<wire::ObjectRecord> theirs;
+      bool is_reached = false;
       if (call) {
         auto answer = co_await (*call)->finish();
+        is_reached = answer.has_value() && answer->status != 503;
+        // 500: its slice failed its checksum (or could not be read): lost, not changed.
+        is_changed = is_changed || (answer && answer->status != 200 && answer->status != 500 && is_reached);
         if (answer && answer->status == 200) {
           auto got = co_await read_copy_record((*call)->body());
           if (got) theirs = std::move(*got);
         }
       }
+      if (!is_reached) is_unreachable = true;
+      if (theirs && (!is_slice_of(*theirs, record) || theirs->ec().index() != i)) is_changed = true;
       if (!theirs || !is_slice_of(*theirs, record) || theirs->ec().index() != i) {
         where[i].reset();  // choose again without it
         is_complete = false;
@@ -132,7 +150,6 @@ http::Awaitable<Result<std::vector<SliceSource>>> open_sources(
     }
     if (is_complete) co_return sources;
   }
-  co_return Status::aborted("the slices of {} changed while being read", object.name);
 }
 
 http::Awaitable<Status> read_stripe(async::DiskExecutor& disk, std::vector<SliceSource>& sources,

@@ -62,7 +62,9 @@ Result<std::vector<std::pair<uint32_t, wire::NodeInfo>>> plan_rebuild(
 // Opens k slices of the version `mine` names, from slice offset `from` for `length`
 // bytes: the data slices when all are there, else any k (data first). A slice that turns
 // out gone, corrupt or of another version is dropped from `where` and another chosen.
-// Sets `is_degraded` when a parity slice is among them.
+// Sets `is_degraded` when a parity slice is among them. With fewer than k left: kAborted
+// when a holder had another version (retry), kUnavailable when one could not be reached,
+// else kDataLoss (the others are corrupt or missing: retrying does not help).
 http::Awaitable<Result<std::vector<SliceSource>>> open_sources(
     http::Client& client, const ObjectRef& object, const wire::ObjectRecord& record, int fd,
     const std::string& self, std::vector<std::optional<wire::NodeInfo>>& where, uint64_t from,
