@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "base/text.h"
 #include "placement/hrw.h"
+#include "s3/encoded_words.h"
 #include "wire/codec.h"
 #include "progress.h"
 #include "shard_packing.h"
@@ -515,8 +516,12 @@ Status stat_object(Context& context, const std::string& text) {
     std::string lower = key;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char ch) { return std::tolower(ch); });
-    if (lower.rfind("x-amz-checksum-", 0) == 0) checksums.emplace_back(lower.substr(15), value);
-    if (lower.rfind("x-amz-meta-", 0) == 0) metadata.emplace_back(lower.substr(11), value);
+    // x-amz-checksum-type says what kind the checksums are (COMPOSITE for a multipart
+    // object's "-N" value); metadata comes RFC 2047-encoded when it is not ASCII.
+    if (lower.rfind("x-amz-checksum-", 0) == 0 && lower != "x-amz-checksum-type") {
+      checksums.emplace_back(lower.substr(15), value);
+    }
+    if (lower.rfind("x-amz-meta-", 0) == 0) metadata.emplace_back(lower.substr(11), s3::decode_encoded_words(value));
   }
   const std::string modified(info.headers.get("Last-Modified").value_or(""));
   const std::string content_type(info.headers.get("Content-Type").value_or(""));
