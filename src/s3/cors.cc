@@ -9,21 +9,10 @@
 namespace silo::s3 {
 namespace {
 
-Status malformed(std::string_view why) {
-  return Status::invalid_argument("The XML you provided was not well-formed or did not validate: {}", why)
-      .with_reason("MalformedXML");
-}
-
 std::string lower(std::string_view text) {
   std::string out(text);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
   return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
-  return text;
 }
 
 // `pattern` with at most one '*' (any run of characters) against `text`.
@@ -41,21 +30,21 @@ bool has_one_star_at_most(std::string_view text) { return std::count(text.begin(
 
 Result<std::vector<CorsRule>> parse_cors(std::string_view body) {
   ASSIGN_OR_RETURN(const XmlNode root, parse_xml(body));
-  if (root.name != "CORSConfiguration") return malformed("the root element must be CORSConfiguration");
+  if (root.name != "CORSConfiguration") return malformed_xml("the root element must be CORSConfiguration");
   std::vector<CorsRule> rules;
   for (const XmlNode& node : root.children) {
     if (node.name != "CORSRule") continue;
     CorsRule rule;
     for (const XmlNode& c : node.children) {
-      const std::string value(trim(c.text));
+      const std::string value(trimmed(c.text));
       if (c.name == "ID") {
         rule.id = value;
-      } else if (c.name == "AllowedOrigin") {
+      } else if (c.name == "AllowedOrigin" || c.name == "AllowedHeader") {
         if (!has_one_star_at_most(value)) {
-          return Status::invalid_argument("AllowedOrigin \"{}\" can not have more than one wildcard.", value)
+          return Status::invalid_argument("{} \"{}\" can not have more than one wildcard.", c.name, value)
               .with_reason("InvalidRequest");
         }
-        rule.allowed_origins.push_back(value);
+        (c.name == "AllowedOrigin" ? rule.allowed_origins : rule.allowed_headers).push_back(value);
       } else if (c.name == "AllowedMethod") {
         static constexpr std::string_view kMethods[] = {"GET", "PUT", "POST", "DELETE", "HEAD"};
         if (std::find(std::begin(kMethods), std::end(kMethods), value) == std::end(kMethods)) {
@@ -64,19 +53,13 @@ Result<std::vector<CorsRule>> parse_cors(std::string_view body) {
               .with_reason("InvalidRequest");
         }
         rule.allowed_methods.push_back(value);
-      } else if (c.name == "AllowedHeader") {
-        if (!has_one_star_at_most(value)) {
-          return Status::invalid_argument("AllowedHeader \"{}\" can not have more than one wildcard.", value)
-              .with_reason("InvalidRequest");
-        }
-        rule.allowed_headers.push_back(value);
       } else if (c.name == "ExposeHeader") {
         rule.expose_headers.push_back(value);
       } else if (c.name == "MaxAgeSeconds") {
         int seconds = 0;
         const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
         if (value.empty() || ec != std::errc() || end != value.data() + value.size()) {
-          return malformed("MaxAgeSeconds must be an integer");
+          return malformed_xml("MaxAgeSeconds must be an integer");
         }
         if (seconds < 0) {
           return Status::invalid_argument("MaxAgeSeconds must not be negative").with_reason("InvalidRequest");
@@ -85,11 +68,11 @@ Result<std::vector<CorsRule>> parse_cors(std::string_view body) {
       }
     }
     if (rule.allowed_origins.empty() || rule.allowed_methods.empty()) {
-      return malformed("each CORSRule needs an AllowedOrigin and an AllowedMethod");
+      return malformed_xml("each CORSRule needs an AllowedOrigin and an AllowedMethod");
     }
     rules.push_back(std::move(rule));
   }
-  if (rules.empty() || rules.size() > kMaxCorsRules) return malformed("a CORSConfiguration has 1 to 100 CORSRules");
+  if (rules.empty() || rules.size() > kMaxCorsRules) return malformed_xml("a CORSConfiguration has 1 to 100 CORSRules");
   return rules;
 }
 
@@ -116,7 +99,7 @@ const CorsRule* match_cors(const std::vector<CorsRule>& rules, std::string_view 
   for (size_t start = 0; start <= request_headers.size();) {
     size_t end = request_headers.find(',', start);
     if (end == std::string_view::npos) end = request_headers.size();
-    const std::string_view header = trim(request_headers.substr(start, end - start));
+    const std::string_view header = trimmed(request_headers.substr(start, end - start));
     if (!header.empty()) wanted.push_back(lower(header));
     start = end + 1;
   }

@@ -8,19 +8,28 @@
 #include "s3/sigv4.h"
 
 namespace silo::s3 {
+
+Status malformed_xml(std::string_view why) {
+  return Status::invalid_argument("The XML you provided was not well-formed or did not validate against our published "
+                                  "schema: {}",
+                                  why)
+      .with_reason("MalformedXML");
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\n' || s.front() == '\r' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
 namespace {
 
 constexpr int kMaxDepth = 32;
 constexpr size_t kMaxTags = 10;
 constexpr size_t kMaxTagKey = 128;
 constexpr size_t kMaxTagValue = 256;
-
-Status malformed(std::string_view why) {
-  return Status::invalid_argument("The XML you provided was not well-formed or did not validate against our published "
-                                  "schema: {}",
-                                  why)
-      .with_reason("MalformedXML");
-}
 
 Status invalid_tag(std::string_view why) { return Status::invalid_argument("{}", why).with_reason("InvalidTag"); }
 
@@ -108,14 +117,6 @@ void XMLCALL on_entity(void* data, const char*, int, const char*, int, const cha
   auto* st = static_cast<ParseState*>(data);
   st->error = "entity declarations are not allowed";
   XML_StopParser(st->parser, XML_FALSE);
-}
-
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\n' || s.front() == '\r' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 bool is_blank(std::string_view body) { return trimmed(body).empty(); }
@@ -213,25 +214,25 @@ Result<XmlNode> parse_xml(std::string_view body) {
   std::string error = st.error;
   if (ok != XML_STATUS_OK && error.empty()) error = XML_ErrorString(XML_GetErrorCode(parser));
   XML_ParserFree(parser);
-  if (!error.empty()) return malformed(error);
-  if (!st.has_root) return malformed("the document is empty");
+  if (!error.empty()) return malformed_xml(error);
+  if (!st.has_root) return malformed_xml("the document is empty");
   return std::move(st.root);
 }
 
 Result<std::vector<CompletedPart>> parse_complete_multipart(std::string_view body) {
   ASSIGN_OR_RETURN(const XmlNode root, parse_xml(body));
-  if (root.name != "CompleteMultipartUpload") return malformed("the root element must be CompleteMultipartUpload");
+  if (root.name != "CompleteMultipartUpload") return malformed_xml("the root element must be CompleteMultipartUpload");
   std::vector<CompletedPart> parts;
   for (const XmlNode& p : root.children) {
     if (p.name != "Part") continue;
     const XmlNode* number = p.child("PartNumber");
     const XmlNode* etag = p.child("ETag");
-    if (number == nullptr || etag == nullptr) return malformed("each Part needs PartNumber and ETag");
+    if (number == nullptr || etag == nullptr) return malformed_xml("each Part needs PartNumber and ETag");
     const std::string_view text = trimmed(number->text);
     int n = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-      return malformed("PartNumber must be an integer");
+      return malformed_xml("PartNumber must be an integer");
     }
     if (n < 1 || n > 10000) {
       return Status::invalid_argument("Part number must be an integer between 1 and 10000, inclusive")
@@ -249,41 +250,41 @@ Result<std::vector<CompletedPart>> parse_complete_multipart(std::string_view bod
     }
     parts.push_back(std::move(part));
   }
-  if (parts.empty()) return malformed("a CompleteMultipartUpload needs at least one Part");
+  if (parts.empty()) return malformed_xml("a CompleteMultipartUpload needs at least one Part");
   return parts;
 }
 
 Result<DeleteRequest> parse_delete(std::string_view body) {
   ASSIGN_OR_RETURN(const XmlNode root, parse_xml(body));
-  if (root.name != "Delete") return malformed("the root element must be Delete");
+  if (root.name != "Delete") return malformed_xml("the root element must be Delete");
   DeleteRequest request;
   for (const XmlNode& c : root.children) {
     if (c.name == "Quiet") {
       request.quiet = trimmed(c.text) == "true";
     } else if (c.name == "Object") {
       const XmlNode* key = c.child("Key");
-      if (key == nullptr) return malformed("each Object needs a Key");
+      if (key == nullptr) return malformed_xml("each Object needs a Key");
       const XmlNode* version = c.child("VersionId");
       request.objects.emplace_back(key->text, version != nullptr ? std::string(trimmed(version->text)) : "");
     }
   }
   if (request.objects.empty() || request.objects.size() > 1000) {
-    return malformed("a Delete names 1 to 1000 objects");
+    return malformed_xml("a Delete names 1 to 1000 objects");
   }
   return request;
 }
 
 Result<std::map<std::string, std::string>> parse_tagging(std::string_view body) {
   ASSIGN_OR_RETURN(const XmlNode root, parse_xml(body));
-  if (root.name != "Tagging") return malformed("the root element must be Tagging");
+  if (root.name != "Tagging") return malformed_xml("the root element must be Tagging");
   const XmlNode* set = root.child("TagSet");
-  if (set == nullptr) return malformed("Tagging needs a TagSet");
+  if (set == nullptr) return malformed_xml("Tagging needs a TagSet");
   std::map<std::string, std::string> tags;
   for (const XmlNode& tag : set->children) {
     if (tag.name != "Tag") continue;
     const XmlNode* key = tag.child("Key");
     const XmlNode* value = tag.child("Value");
-    if (key == nullptr || value == nullptr) return malformed("each Tag needs a Key and a Value");
+    if (key == nullptr || value == nullptr) return malformed_xml("each Tag needs a Key and a Value");
     RETURN_IF_ERROR(check_tag(tags, key->text, value->text));
     tags.emplace(key->text, value->text);
   }
@@ -319,17 +320,17 @@ Result<std::map<std::string, std::string>> parse_tagging_header(std::string_view
 Result<std::string> parse_create_bucket(std::string_view body) {
   if (is_blank(body)) return std::string();
   ASSIGN_OR_RETURN(const XmlNode root, parse_xml(body));
-  if (root.name != "CreateBucketConfiguration") return malformed("the root element must be CreateBucketConfiguration");
+  if (root.name != "CreateBucketConfiguration") return malformed_xml("the root element must be CreateBucketConfiguration");
   const XmlNode* location = root.child("LocationConstraint");
   return location != nullptr ? std::string(trimmed(location->text)) : std::string();
 }
 
 Result<std::string> parse_versioning(std::string_view body) {
   ASSIGN_OR_RETURN(const XmlNode root, parse_xml(body));
-  if (root.name != "VersioningConfiguration") return malformed("the root element must be VersioningConfiguration");
+  if (root.name != "VersioningConfiguration") return malformed_xml("the root element must be VersioningConfiguration");
   const XmlNode* status = root.child("Status");
   const std::string value = status != nullptr ? std::string(trimmed(status->text)) : "";
-  if (value != "Enabled" && value != "Suspended") return malformed("Status must be Enabled or Suspended");
+  if (value != "Enabled" && value != "Suspended") return malformed_xml("Status must be Enabled or Suspended");
   return value;
 }
 

@@ -39,6 +39,11 @@ struct XmlNode {
   const XmlNode* child(std::string_view name) const;
 };
 
+// The MalformedXML error of a request body, and text without surrounding XML whitespace:
+// for every body parser (here and in cors.cc).
+Status malformed_xml(std::string_view why);
+std::string_view trimmed(std::string_view text);
+
 // Parses a request body with expat. DOCTYPE and entity declarations are refused (no
 // entity expansion attacks), nesting is limited to 32. Errors: reason MalformedXML.
 Result<XmlNode> parse_xml(std::string_view body);

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "s3/checksum.h"
+#include <cctype>
+
+#include "base/hash.h"
 
 namespace silo::target {
 
@@ -30,26 +32,14 @@ void CompletedUploads::prune(std::chrono::steady_clock::time_point now) {
   }
 }
 
-std::string multipart_etag_of(const std::vector<std::string>& part_etags_hex) {
-  s3::Md5 md5;
-  for (const std::string& hex : part_etags_hex) {
-    if (hex.size() != 32) return "";
-    std::string raw;
-    for (size_t i = 0; i < 32; i += 2) {
-      const auto nibble = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-      };
-      const int hi = nibble(hex[i]);
-      const int lo = nibble(hex[i + 1]);
-      if (hi < 0 || lo < 0) return "";
-      raw.push_back(static_cast<char>(hi * 16 + lo));
-    }
-    md5.update(raw);
+uint64_t parts_fingerprint(const std::vector<store::CompletePart>& parts) {
+  std::string listed;
+  for (const store::CompletePart& part : parts) {
+    listed += fmt::format("{}:", part.part_number);
+    for (const char c : part.etag_hex) listed += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    listed += ',';
   }
-  return fmt::format("{}-{}", md5.hex(), part_etags_hex.size());
+  return hash::xxh64(listed);
 }
 
 }  // namespace silo::target

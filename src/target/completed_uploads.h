@@ -11,6 +11,7 @@
 #include "base/mutex.h"
 #include "base/object_ref.h"
 #include "base/thread_annotations.h"
+#include "store/store.h"
 
 namespace silo::target {
 
@@ -25,7 +26,7 @@ class CompletedUploads {
 
   struct Answer {
     std::string etag;            // unquoted, "<hex>-N"
-    std::string parts_etag;      // the ETag the completion's part list makes (checked on a retry)
+    uint64_t parts = 0;          // parts_fingerprint() of the completion's list (a retry must match)
     std::string checksum_name;   // "CRC32"...; empty: none
     std::string checksum_value;  // base64, "-N" for a composite
     std::string checksum_type;   // "COMPOSITE" or "FULL_OBJECT"
@@ -48,8 +49,8 @@ class CompletedUploads {
   std::deque<std::string> order_ GUARDED_BY(mutex_);  // upload ids, oldest first
 };
 
-// The ETag a CompleteMultipartUpload list names: the MD5 of its parts' MD5s, "-N"; empty
-// when an ETag is not 32 hex digits.
-std::string multipart_etag_of(const std::vector<std::string>& part_etags_hex);
+// A fingerprint of a CompleteMultipartUpload list (part numbers and ETags, which the store
+// compares case-insensitively): a retry names the same parts when it has the same one.
+uint64_t parts_fingerprint(const std::vector<store::CompletePart>& parts);
 
 }  // namespace silo::target

@@ -249,17 +249,14 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
       CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxXmlBody));
       CO_ASSIGN_OR_RETURN(const auto completed, s3::parse_complete_multipart(body));
       std::vector<store::CompletePart> parts;
-      std::vector<std::string> part_etags;
-      for (const auto& p : completed) {
-        parts.push_back({p.part_number, s3api::unquote_etag(p.etag)});
-        part_etags.push_back(parts.back().etag_hex);
-      }
+      for (const auto& p : completed) parts.push_back({p.part_number, s3api::unquote_etag(p.etag)});
+      const uint64_t fingerprint = parts_fingerprint(parts);
       auto upload = co_await store_.get_upload(r.object, upload_id);
       if (!upload && upload.error().code() == Code::kNotFound) {
         // A retry of a completion that succeeded gets its answer again (AWS), when it
         // names the same parts.
         const auto answered = completed_uploads_.find(r.object, upload_id);
-        if (answered && answered->parts_etag == multipart_etag_of(part_etags)) {
+        if (answered && answered->parts == fingerprint) {
           co_return co_await send_completed(exchange, request, *answered);
         }
       }
@@ -289,7 +286,7 @@ http::Awaitable<Status> Target::s3_multipart(http::Exchange& exchange, const s3a
         writer->set_checksum(upload->checksum.algorithm, *checksum);
       }
       CO_ASSIGN_OR_RETURN(const wire::ObjectRecord record, co_await commit_write(complete, r, *writer));
-      CompletedUploads::Answer answer{s3api::etag_of(record), multipart_etag_of(part_etags), "", "", ""};
+      CompletedUploads::Answer answer{s3api::etag_of(record), fingerprint, "", "", ""};
       if (checksum) {
         answer.checksum_name = upload->checksum.algorithm;
         answer.checksum_value = *checksum;

@@ -29,6 +29,18 @@ Result<std::unique_ptr<LocalCluster>> start_filled(int targets, std::string prop
   return cluster;
 }
 
+// 3 targets, a coded bucket with `props`, and `count` objects PREFIX-NN of 4 KiB to
+// `max_bytes` random bytes.
+Result<std::unique_ptr<LocalCluster>> start_coded(std::string props, std::string_view prefix, int count,
+                                                  uint64_t max_bytes, Objects& objects) {
+  ASSIGN_OR_RETURN(auto cluster, LocalCluster::start(options(3)));
+  RETURN_IF_ERROR(cluster->client().create_bucket(kBucket, std::move(props)));
+  silo::testing::Random random;
+  for (int i = 0; i < count; ++i) objects[fmt::format("{}-{:02}", prefix, i)] = random.bytes(random.uniform(4096, max_bytes));
+  for (const auto& [name, bytes] : objects) RETURN_IF_ERROR(cluster->client().put(kBucket, name, bytes).status());
+  return cluster;
+}
+
 // Every object read twice in a row (the proxy turns to the other copy for the second).
 void read_each_twice(client::Client& c, const Objects& objects) {
   for (const auto& [name, bytes] : objects) {
@@ -355,14 +367,12 @@ TEST(ProtectionTest, CopiesChangeOnAFilledBucketWhileReadsNeverFail) {
 // repaired by a scrub, which checks every byte whatever the setting (issue #23 F1: the
 // scrub found them and repaired none, and GETs served the flipped bytes on).
 TEST(ProtectionTest, AScrubRepairsCorruptSlicesOfABucketThatDoesNotVerifyReads) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
-  client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 1024}, "verify_reads": false})"));
-  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
-  silo::testing::Random random;
   Objects objects;
-  for (int i = 0; i < 12; ++i) objects[fmt::format("coded-{:02}", i)] = random.bytes(random.uniform(4096, 3 << 20));
-  for (const auto& [name, bytes] : objects) ASSERT_OK(c.put(kBucket, name, bytes).status());
+  ASSERT_OK_AND_ASSIGN(auto cluster,
+                       start_coded(R"({"ec": {"data": 2, "parity": 1, "min_size": 1024}, "verify_reads": false})",
+                                   "coded", 12, 3 << 20, objects));
+  client::Client& c = cluster->client();
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
   ASSERT_OK_AND_ASSIGN(const NodeInfo rotten, cluster->node(cluster->target_ids()[0]));
   const size_t corrupted = corrupt_files(rotten, props.id);
   ASSERT_GT(corrupted, 0u);
@@ -422,14 +432,11 @@ TEST(ProtectionTest, AScrubSaysSoWhenEveryCopyIsCorrupt) {
 // 500 "try again" or 503 "changed while being read; retry"), the same each time, over the
 // native API and S3 (DataLoss, naming the object), and a scrub repairs nothing.
 TEST(ProtectionTest, ACodedObjectWithMoreCorruptSlicesThanParityAnswersDataLoss) {
-  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options(3)));
-  client::Client& c = cluster->client();
-  ASSERT_OK(c.create_bucket(kBucket, R"({"ec": {"data": 2, "parity": 1, "min_size": 1024}})"));
-  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
-  silo::testing::Random random;
   Objects objects;
-  for (int i = 0; i < 6; ++i) objects[fmt::format("lost-{:02}", i)] = random.bytes(random.uniform(4096, 2 << 20));
-  for (const auto& [name, bytes] : objects) ASSERT_OK(c.put(kBucket, name, bytes).status());
+  ASSERT_OK_AND_ASSIGN(auto cluster,
+                       start_coded(R"({"ec": {"data": 2, "parity": 1, "min_size": 1024}})", "lost", 6, 2 << 20, objects));
+  client::Client& c = cluster->client();
+  ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
   size_t corrupted = 0;
   for (const std::string& id : {cluster->target_ids()[0], cluster->target_ids()[1]}) {
     ASSERT_OK_AND_ASSIGN(const NodeInfo node, cluster->node(id));
