@@ -217,6 +217,11 @@ http::Awaitable<void> Node::start() {
   batch_ = std::make_unique<batch::Batch>(std::make_unique<batch::OwnerFetcher>(*maps_, data_client_, self_.id()),
                                           batch::StreamOptions{}, stats_, batch::RunSource{maps_.get(), data_client_});
   if (target_) owner_reads_ = std::make_unique<batch::OwnerReads>(*maps_, *store_, *shards_, self_.id(), stats_);
+  if (target_) dsort_worker_ = std::make_unique<dsort::Worker>(*maps_, *store_, data_client_, self_, stats_);
+  if (primary_) {
+    dsort_coordinator_ = std::make_unique<dsort::Coordinator>(*primary_, *maps_, data_client_);
+    primary_->add_runner("dsort", dsort_coordinator_.get());
+  }
   add_native_routes();
   stats_.gauge("silo_http_connections", "Open client connections.",
                [this] { return static_cast<double>(server_->connection_count()); });
@@ -330,6 +335,8 @@ http::Awaitable<void> Node::shutdown() {
   if (rebalance_) rebalance_->stop();
   if (mountpaths_) mountpaths_->stop();
   if (scrub_) scrub_->stop_all();
+  if (dsort_worker_) dsort_worker_->stop_all();
+  if (dsort_coordinator_) dsort_coordinator_->stop();
   if (cache_) cache_->stop();
   co_await server_->stop();
   if (store_) store_->close();
@@ -464,6 +471,10 @@ void Node::add_native_routes() {
     routes.add(Method::kPost, "/v1/internal/batch", [this](Exchange& exchange, const NativeCaller&, std::string_view) {
       return owner_reads_->handle(exchange);
     });
+    routes.add(std::nullopt, std::string(dsort::kWorkerPath) + "*",
+               [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
+                 return dsort_worker_->handle(exchange, rest);
+               });
     routes.add(std::nullopt, "/v1/internal/uploads/*",
                [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
                  return target_->handle_list_uploads(exchange, std::string(rest));

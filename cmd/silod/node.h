@@ -11,6 +11,8 @@
 #include "cluster/intra_auth.h"
 #include "cluster/meta_store.h"
 #include "cluster/primary.h"
+#include "dsort/coordinator.h"
+#include "dsort/worker.h"
 #include "s3api/s3_request.h"
 #include "config/live_config.h"
 #include "backend/backend_pool.h"
@@ -101,6 +103,8 @@ class Node {
   std::unique_ptr<proxy::Proxy> proxy_;
   std::unique_ptr<batch::Batch> batch_;  // POST /v1/batch, on every node
   std::unique_ptr<batch::OwnerReads> owner_reads_;  // POST /v1/internal/batch, on targets
+  std::unique_ptr<dsort::Worker> dsort_worker_;            // /v1/internal/dsort/..., on targets
+  std::unique_ptr<dsort::Coordinator> dsort_coordinator_;  // dsort jobs, on a (possible) primary
   http::RouteTable<NativeCaller> native_routes_;  // /v1/...: filled before serving
   wire::NodeInfo self_;
   std::atomic<bool> is_ready_{false};

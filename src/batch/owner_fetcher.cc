@@ -52,7 +52,7 @@ std::string entry_target(const wire::BatchEntry& entry) {
   if (entry.archpath) add("archpath", *entry.archpath);
   if (entry.archmode) {
     add("archmode", *entry.archmode);
-    add("batchprefix", entry.bucket + "/" + entry.name + "/");
+    add("batchprefix", entry.selection_prefix());
   }
   return target;
 }

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <map>
+
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
@@ -18,6 +20,18 @@
 #include "async/disk_executor.h"
 
 namespace silo::cluster {
+
+// A kind of job that a module above the control plane runs from the primary (dsort):
+// Primary::start_task() hands it the request body, abort_job() the abort.
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  // Checks the request and starts the job (Primary::open_job()); returns it.
+  virtual http::Awaitable<Result<wire::JobInfo>> start(std::string body) = 0;
+  // Stops job `id`, undoes what it did and ends it "aborted" (Primary::close_job())
+  // before it returns. Errors: kFailedPrecondition when it is not running.
+  virtual http::Awaitable<Status> abort(std::string id) = 0;
+};
 
 // The primary proxy's authority over cluster metadata (single-primary `local` meta store):
 // it admits nodes, marks silent ones down, creates and deletes buckets, and pushes every
@@ -79,6 +93,7 @@ class Primary {
   // have finished it, keeps the job's progress, retires decommissioned nodes. Runs until stop().
   http::Awaitable<void> run_rebalance();
   JobRegistry& jobs() { return jobs_; }
+  const wire::NodeInfo& self() const { return self_; }
   // Starts a job every target that is up runs a part of, as `request` says (its JSON is
   // `body`, handed to the targets as is):
   // - scrub (docs/data-protection.md "Scrub"): each checks its copies (of `bucket`, or of
@@ -95,6 +110,15 @@ class Primary {
   // Stops a running scrub or prefetch on every target and ends its job "aborted".
   // Errors: kNotFound; kFailedPrecondition (not running, or a kind that cannot stop).
   http::Awaitable<Status> abort_job(std::string id);
+  // Jobs of `kind` run by `runner` (which outlives this): started and aborted through it.
+  // Call before serving.
+  void add_runner(std::string kind, JobRunner* runner) { runners_[std::move(kind)] = runner; }
+  // For runners: a new job of `kind` in `phase`, persisted as running. Errors:
+  // kUnavailable when this node is not the primary (any more).
+  http::Awaitable<Result<wire::JobInfo>> open_job(std::string kind, std::string phase);
+  // For runners: ends `job` (its progress as given) as `state` ("finished", "aborted",
+  // "failed") with `detail`, persisted.
+  http::Awaitable<Status> close_job(wire::JobInfo job, std::string state, std::string detail);
 
  private:
   struct Changed {
@@ -131,6 +155,7 @@ class Primary {
   const config::ClusterConfig cluster_;
   Clock& clock_;
   JobRegistry& jobs_;
+  std::map<std::string, JobRunner*, std::less<>> runners_;  // filled before serving
   MetaStore& meta_;
   std::atomic<bool> is_active_{false};
   Mutex mutation_mutex_;  // held on the state disk thread only, never across co_await

@@ -49,6 +49,9 @@ http::Awaitable<Result<http::ClientResponse>> Primary::call_task(const wire::Nod
 http::Awaitable<Result<wire::JobInfo>> Primary::start_task(wire::JobRequest request, std::string body) {
   if (!is_active()) co_return Status::unavailable("node {} is not the primary (any more); retry", self_.id());
   if (request.kind == "rebalance") co_return co_await start_rebalance();
+  if (const auto runner = runners_.find(request.kind); runner != runners_.end()) {
+    co_return co_await runner->second->start(std::move(body));
+  }
   const std::string& bucket = request.bucket;
   const auto found = bucket.empty() ? std::nullopt : maps_.find_bucket(bucket);
   if (!bucket.empty() && !found) {
@@ -173,6 +176,28 @@ http::Awaitable<void> Primary::watch_task(std::string id, std::vector<wire::Node
   }
 }
 
+http::Awaitable<Result<wire::JobInfo>> Primary::open_job(std::string kind, std::string phase) {
+  if (!is_active()) co_return Status::unavailable("node {} is not the primary (any more); retry", self_.id());
+  wire::JobInfo job;
+  job.set_kind(std::move(kind));
+  job.set_phase(std::move(phase));
+  job.set_started_unix_nanos(clock_.unix_nanos());
+  CO_RETURN_IF_ERROR(co_await state_disk_.run([this, &job]() -> Status {
+    job.set_id(next_job_id(jobs_, job.kind()));
+    return jobs_.start(job);
+  }));
+  job.set_state("running");
+  co_return job;
+}
+
+http::Awaitable<Status> Primary::close_job(wire::JobInfo job, std::string state, std::string detail) {
+  const int64_t now = clock_.unix_nanos();
+  co_return co_await state_disk_.run([this, &job, &state, &detail, now]() -> Status {
+    RETURN_IF_ERROR(jobs_.checkpoint(job));
+    return jobs_.finish(job.id(), state, detail, now);
+  });
+}
+
 http::Awaitable<Status> Primary::abort_job(std::string id) {
   auto job = jobs_.find(id);
   if (!job) co_return Status::not_found("no job {}", id);
@@ -184,6 +209,9 @@ http::Awaitable<Status> Primary::abort_job(std::string id) {
     co_return Status::failed_precondition(
         "a rebalance cannot be aborted: objects would stay away from their holders; the next membership or "
         "layout change preempts it");
+  }
+  if (const auto runner = runners_.find(job->kind()); runner != runners_.end()) {
+    co_return co_await runner->second->abort(id);
   }
   if (job->kind() != "scrub" && job->kind() != "prefetch") {
     co_return Status::failed_precondition("jobs of kind {} cannot be aborted", job->kind());

@@ -9,6 +9,7 @@ namespace silo::wire {
 using nlohmann::json;
 
 std::string BatchEntry::tar_name() const {
+  if (plain_name) return archpath ? *archpath : name;
   std::string out = bucket;
   out += '/';
   out += name;
@@ -18,6 +19,8 @@ std::string BatchEntry::tar_name() const {
   }
   return out;
 }
+
+std::string BatchEntry::selection_prefix() const { return plain_name ? std::string() : bucket + "/" + name + "/"; }
 
 std::string batch_request_json(const BatchRequest& request) {
   json entries = json::array();
@@ -29,7 +32,9 @@ std::string batch_request_json(const BatchRequest& request) {
     if (e.length) entry["length"] = *e.length;
     entries.push_back(std::move(entry));
   }
-  return json{{"entries", std::move(entries)}, {"continue_on_error", request.continue_on_error}}.dump(
+  json doc{{"entries", std::move(entries)}, {"continue_on_error", request.continue_on_error}};
+  if (request.plain_names) doc["plain_names"] = true;
+  return doc.dump(
       -1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -39,6 +44,7 @@ Result<BatchRequest> parse_batch_request_json(std::string_view text) {
   const detail::JsonFields fields(doc, kDocument);
   BatchRequest request;
   ASSIGN_OR_RETURN(request.continue_on_error, fields.bool_or("continue_on_error", false));
+  ASSIGN_OR_RETURN(request.plain_names, fields.bool_or("plain_names", false));
   ASSIGN_OR_RETURN(const std::vector<detail::JsonFields> entries, fields.objects("entries"));
   if (entries.empty()) return Status::invalid_argument("a batch request names no entries");
   if (entries.size() > kMaxBatchEntries) {
@@ -49,6 +55,7 @@ Result<BatchRequest> parse_batch_request_json(std::string_view text) {
   for (size_t i = 0; i < entries.size(); ++i) {
     const detail::JsonFields& f = entries[i];
     BatchEntry& entry = request.entries.emplace_back();
+    entry.plain_name = request.plain_names;
     ASSIGN_OR_RETURN(entry.bucket, f.string("bucket"));
     ASSIGN_OR_RETURN(entry.name, f.string("name"));
     ASSIGN_OR_RETURN(entry.archpath, f.string_or_none("archpath"));

@@ -25,13 +25,17 @@ json job_to_json(const JobInfo& job) {
                  {"corrupt_found", p.corrupt_found()},     {"corrupt_repaired", p.corrupt_repaired()},
                  {"copies_restored", p.copies_restored()}, {"objects_skipped", p.objects_skipped()},
                  {"failed_objects", p.failed_objects()}};
+    if (job.kind() == "dsort") {
+      nodes[id]["samples"] = p.samples();
+      nodes[id]["spilled_bytes"] = p.spilled_bytes();
+    }
     for (const auto& f : p.failed_objects()) failed.push_back(f);
     skipped += p.objects_skipped();
   }
   // Bytes per second over the job's life so far.
   const int64_t end = job.finished_unix_nanos() > 0 ? job.finished_unix_nanos() : Clock::real().unix_nanos();
   const double seconds = static_cast<double>(std::max<int64_t>(end - job.started_unix_nanos(), 1)) / 1e9;
-  return json{{"id", job.id()},
+  json out{{"id", job.id()},
               {"kind", job.kind()},
               {"state", job.state()},
               {"phase", job.phase()},
@@ -53,6 +57,16 @@ json job_to_json(const JobInfo& job) {
                 {"bytes_per_second", static_cast<uint64_t>(static_cast<double>(job.bytes_done()) / seconds)}}},
               {"failed_objects", failed},
               {"nodes", nodes}};
+  if (job.has_dsort()) {
+    const DsortSummary& d = job.dsort();
+    out["dsort"] = {{"input_objects", d.input_objects()}, {"samples", d.samples()},
+                    {"output_shards", d.output_shards()}, {"bytes", d.bytes()},
+                    {"smallest_shard", d.smallest_shard()}, {"largest_shard", d.largest_shard()},
+                    {"spilled_bytes", d.spilled_bytes()},   {"duplicate_keys", d.duplicate_keys()},
+                    {"extraction_ms", d.extraction_ms()},   {"creation_ms", d.creation_ms()},
+                    {"dry_run", d.dry_run()}};
+  }
+  return out;
 }
 
 Result<JobEntry> job_of(const detail::JsonFields& j) {
@@ -75,6 +89,17 @@ Result<JobEntry> job_of(const detail::JsonFields& j) {
   ASSIGN_OR_RETURN(job.objects_skipped, p.u64_or("objects_skipped", 0));
   ASSIGN_OR_RETURN(job.bytes_per_second, p.u64_or("bytes_per_second", 0));
   ASSIGN_OR_RETURN(job.failed_objects, j.strings_or_none("failed_objects"));
+  ASSIGN_OR_RETURN(const std::optional<detail::JsonFields> d, j.object_or_none("dsort"));
+  if (d) {
+    JobEntry::Dsort& out = job.dsort.emplace();
+    ASSIGN_OR_RETURN(out.samples, d->u64_or("samples", 0));
+    ASSIGN_OR_RETURN(out.output_shards, d->u64_or("output_shards", 0));
+    ASSIGN_OR_RETURN(out.bytes, d->u64_or("bytes", 0));
+    ASSIGN_OR_RETURN(out.smallest_shard, d->u64_or("smallest_shard", 0));
+    ASSIGN_OR_RETURN(out.largest_shard, d->u64_or("largest_shard", 0));
+    ASSIGN_OR_RETURN(out.spilled_bytes, d->u64_or("spilled_bytes", 0));
+    ASSIGN_OR_RETURN(out.duplicate_keys, d->u64_or("duplicate_keys", 0));
+  }
   return job;
 }
 

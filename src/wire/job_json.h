@@ -3,6 +3,7 @@
 // The job documents of the native API (GET /v1/jobs, /v1/jobs/{id}, the answer to
 // POST /v1/jobs): one codec, the encoder for the proxy, the decoder for the client.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,13 +34,26 @@ struct JobEntry {
   uint64_t objects_skipped = 0;   // prefetch: cached already
   uint64_t bytes_per_second = 0;  // over the job's life so far
   std::vector<std::string> failed_objects;  // prefetch: "name: why", the first 100 per target
+  // A dsort's figures (DsortSummary), so far.
+  struct Dsort {
+    uint64_t samples = 0;
+    uint64_t output_shards = 0;
+    uint64_t bytes = 0;
+    uint64_t smallest_shard = 0;
+    uint64_t largest_shard = 0;
+    uint64_t spilled_bytes = 0;
+    uint64_t duplicate_keys = 0;
+    bool operator==(const Dsort&) const = default;
+  };
+  std::optional<Dsort> dsort;
   bool operator==(const JobEntry&) const = default;
 };
 
 // {"id", "kind", "state", "phase", "detail", "started", "finished", "progress":
 //  {"objects_done", "objects_total", "objects_scanned", "objects_remaining", "bytes_done",
 //  "errors", "corrupt_found", "corrupt_repaired", "copies_restored", "objects_skipped",
-//  "bytes_per_second"}, "failed_objects": [...], "nodes": {id: {...}}} (CONTRACT.md).
+//  "bytes_per_second"}, "failed_objects": [...], "nodes": {id: {...}}, "dsort": {...}
+//  (a dsort only: DsortSummary's fields)} (CONTRACT.md).
 std::string job_json(const JobInfo& job);
 // {"jobs": [job_json...]}
 std::string job_list_json(std::span<const JobInfo> jobs);

@@ -151,6 +151,11 @@ Result<JobRequest> parse_job_request_json(std::string_view text) {
   const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return Status::invalid_argument("the body must be a JSON object");
   JobRequest out;
+  // A resharding job's spec is its runner's to read (wire/dsort_json.h).
+  if (const auto kind = doc.find("kind"); kind != doc.end() && *kind == "dsort") {
+    out.kind = "dsort";
+    return out;
+  }
   for (const auto& [key, value] : doc.items()) {
     ASSIGN_OR_RETURN(const bool is_selection, read_selection_field(key, value, out.selection));
     if (is_selection) continue;
@@ -171,7 +176,7 @@ Result<JobRequest> parse_job_request_json(std::string_view text) {
     }
   }
   if (out.kind != "scrub" && out.kind != "prefetch" && out.kind != "rebalance") {
-    return Status::invalid_argument("job kind '{}' cannot be started here; the kinds are: scrub, prefetch, rebalance",
+    return Status::invalid_argument("job kind '{}' cannot be started here; the kinds are: scrub, prefetch, rebalance, dsort",
                                     out.kind);
   }
   if (out.kind == "rebalance" && doc.size() != 1) {

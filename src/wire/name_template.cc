@@ -107,4 +107,17 @@ std::vector<std::string> NameTemplate::expand() const {
   return names;
 }
 
+std::string NameTemplate::name_at(uint64_t index) const {
+  // Mixed radix, the last brace the lowest digit (expand()'s order).
+  std::vector<size_t> pick(parts_.size(), 0);
+  for (size_t i = parts_.size(); i-- > 0;) {
+    const uint64_t radix = parts_[i].choices.size();
+    pick[i] = static_cast<size_t>(index % radix);
+    index /= radix;
+  }
+  std::string name;
+  for (size_t i = 0; i < parts_.size(); ++i) name += parts_[i].choices[pick[i]];
+  return name;
+}
+
 }  // namespace silo::wire

@@ -22,6 +22,8 @@ class NameTemplate {
   uint64_t size() const { return size_; }
   // Every name, in order (the last brace varies fastest).
   std::vector<std::string> expand() const;
+  // The name expand() lists at `index`. Requires: index < size().
+  std::string name_at(uint64_t index) const;
   // The text before the first brace: every name starts with it.
   const std::string& prefix() const { return prefix_; }
 

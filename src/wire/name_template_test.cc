@@ -30,6 +30,15 @@ TEST(NameTemplateTest, ListsAndSeveralBracesMultiply) {
   EXPECT_EQ(expand("{,x}y"), (std::vector<std::string>{"y", "xy"}));
 }
 
+TEST(NameTemplateTest, NameAtIsTheExpansionsNameAtThatIndex) {
+  for (const char* text : {"train-{0000..0003}.tar", "{a,b}/x-{0..2}", "plain", "s{0..10..5}-{x,y}"}) {
+    auto t = NameTemplate::parse(text);
+    ASSERT_TRUE(t.has_value()) << text;
+    const std::vector<std::string> all = t->expand();
+    for (uint64_t i = 0; i < all.size(); ++i) EXPECT_EQ(t->name_at(i), all[i]) << text << " #" << i;
+  }
+}
+
 TEST(NameTemplateTest, BadTemplatesAreRefusedWithTheReason) {
   for (const char* bad : {"", "a{0..3", "a}b", "{3..1}", "{a..b}", "{0..4..0}", "{x}", "{a{b}}"}) {
     auto t = NameTemplate::parse(bad);
