@@ -17,6 +17,7 @@ void add_object_commands(CLI::App& app, Context& context);   // put, get, rm, ca
 void add_job_commands(CLI::App& app, Context& context);      // job ..., prefetch, evict
 void add_cluster_commands(CLI::App& app, Context& context);  // cluster, node, mountpath, config
 void add_batch_commands(CLI::App& app, Context& context);    // batch get
+void add_dsort_commands(CLI::App& app, Context& context);    // dsort
 
 // A subcommand with a description and an example shown by --help.
 CLI::App* add_command(CLI::App& parent, const std::string& name, const std::string& description,
@@ -24,6 +25,10 @@ CLI::App* add_command(CLI::App& parent, const std::string& name, const std::stri
 // Makes `action` the command's action when the user names `command`.
 void on_run(CLI::App* command, Context& context, std::function<Status()> action);
 
+// After POST /v1/jobs: prints the job's id (its JSON under --json), or with `is_waiting`
+// follows it with wait_for_job().
+Status report_started_job(Context& context, client::Client& c, const client::JobEntry& job,
+                          bool is_waiting);
 // Waits for job `id` to end, showing its progress (a bar on a terminal, a line every few
 // seconds otherwise); prints the final state (JSON under --json). A job that ends other
 // than "finished" is an error.

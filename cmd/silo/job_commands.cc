@@ -1,10 +1,12 @@
 // silo job ls|show|wait|abort, silo prefetch, silo evict, silo scrub.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "commands.h"
 #include "progress.h"
@@ -15,7 +17,22 @@ namespace {
 constexpr std::chrono::seconds kWaitPoll{2};        // each long-poll of /wait
 constexpr std::chrono::seconds kPlainLineEvery{5};  // progress lines when not on a terminal
 
+// A dsort's input objects read so far (the server sends objects_total and
+// objects_remaining = objects_total - objects_scanned).
+uint64_t objects_read(const client::JobEntry& j) {
+  return j.objects_total - std::min(j.objects_remaining, j.objects_total);
+}
+
 std::string progress_text(const client::JobEntry& j) {
+  if (j.kind == "dsort") {
+    // objects_done and bytes_done count the output shards created.
+    std::string out =
+        fmt::format("{}/{} input objects read, {} shards created, {}", objects_read(j),
+                    j.objects_total, j.objects_done, human_bytes(j.bytes_done));
+    if (j.bytes_per_second > 0) out += fmt::format(", {}/s", human_bytes(j.bytes_per_second));
+    if (j.errors > 0) out += fmt::format(", {} errors", j.errors);
+    return out;
+  }
   std::string out = j.objects_total > 0
                         ? fmt::format("{}/{} objects", j.objects_done, j.objects_total)
                         : fmt::format("{} objects", j.objects_done);
@@ -39,9 +56,43 @@ void print_job(const client::JobEntry& j) {
     table.add({"corrupt repaired", std::to_string(j.corrupt_repaired)});
     table.add({"copies restored", std::to_string(j.copies_restored)});
   }
+  if (j.dsort) {
+    const client::JobEntry::Dsort& d = *j.dsort;
+    const auto bytes = [](uint64_t n) {
+      return n < 1024 ? human_bytes(n) : fmt::format("{} ({} bytes)", human_bytes(n), n);
+    };
+    table.add({"samples", std::to_string(d.samples)});
+    table.add({"output shards", std::to_string(d.output_shards)});
+    table.add({"bytes", bytes(d.bytes)});
+    table.add({"smallest shard", bytes(d.smallest_shard)});
+    table.add({"largest shard", bytes(d.largest_shard)});
+    table.add({"spilled bytes", bytes(d.spilled_bytes)});
+    table.add({"duplicate keys", std::to_string(d.duplicate_keys)});
+  }
   if (!j.detail.empty()) table.add({"detail", j.detail});
   for (const auto& f : j.failed_objects) table.add({"failed", f});
   table.print();
+}
+
+// What a job's progress bar shows. A dsort counts the input objects read while it
+// extracts, then the shards created (their number is not known ahead); other jobs count
+// the objects done.
+struct BarFigures {
+  std::string label;
+  std::string unit;
+  uint64_t items = 0;
+  uint64_t total_items = 0;
+  uint64_t bytes = 0;
+};
+
+BarFigures bar_figures(const client::JobEntry& j) {
+  if (j.kind != "dsort") {
+    return {j.kind + " " + j.id, "objects", j.objects_done + j.objects_skipped, j.objects_total,
+            j.bytes_done};
+  }
+  if (j.phase.empty() || j.phase == "extraction")
+    return {j.id + " extraction", "input objects", objects_read(j), j.objects_total, 0};
+  return {j.id + " " + j.phase, "shards", j.objects_done, 0, j.bytes_done};
 }
 
 bool is_running(const client::JobEntry& j) {
@@ -116,8 +167,10 @@ struct StartOptions {
   double rate_mb_s = 0;
 };
 
-Status after_start(Context& context, client::Client& c, const client::JobEntry& job,
-                   bool is_waiting) {
+}  // namespace
+
+Status report_started_job(Context& context, client::Client& c, const client::JobEntry& job,
+                          bool is_waiting) {
   if (is_waiting) {
     if (!context.options.is_json && !context.options.is_quiet)
       std::printf("started %s job %s\n", job.kind.c_str(), job.id.c_str());
@@ -132,6 +185,8 @@ Status after_start(Context& context, client::Client& c, const client::JobEntry& 
   return Status::ok();
 }
 
+namespace {
+
 Status start_prefetch(Context& context, const StartOptions& o) {
   ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const auto selection, selection_json(o.selection));
@@ -141,7 +196,7 @@ Status start_prefetch(Context& context, const StartOptions& o) {
   if (o.workers > 0) body += fmt::format(R"(,"workers":{})", o.workers);
   body += "}";
   ASSIGN_OR_RETURN(const client::JobEntry job, c->start_job(body));
-  return after_start(context, *c, job, o.is_waiting);
+  return report_started_job(context, *c, job, o.is_waiting);
 }
 
 Status start_scrub(Context& context, const StartOptions& o) {
@@ -154,13 +209,13 @@ Status start_scrub(Context& context, const StartOptions& o) {
   if (o.rate_mb_s > 0) body += fmt::format(R"(,"rate_mb_s":{})", o.rate_mb_s);
   body += "}";
   ASSIGN_OR_RETURN(const client::JobEntry job, c->start_job(body));
-  return after_start(context, *c, job, o.is_waiting);
+  return report_started_job(context, *c, job, o.is_waiting);
 }
 
 Status start_rebalance(Context& context, bool is_waiting) {
   ASSIGN_OR_RETURN(client::Client * c, context.client());
   ASSIGN_OR_RETURN(const client::JobEntry job, c->start_job(R"({"kind":"rebalance"})"));
-  return after_start(context, *c, job, is_waiting);
+  return report_started_job(context, *c, job, is_waiting);
 }
 
 struct EvictOptions {
@@ -213,25 +268,42 @@ Status list_jobs(Context& context) {
 std::string job_json(const client::JobEntry& j) {
   std::string failed;
   for (const auto& f : j.failed_objects) failed += (failed.empty() ? "" : ",") + json_string(f);
+  std::string dsort;
+  if (j.dsort) {
+    const client::JobEntry::Dsort& d = *j.dsort;
+    dsort = fmt::format(
+        R"(,"dsort":{{"samples":{},"output_shards":{},"bytes":{},"smallest_shard":{},"largest_shard":{},)"
+        R"("spilled_bytes":{},"duplicate_keys":{}}})",
+        d.samples, d.output_shards, d.bytes, d.smallest_shard, d.largest_shard, d.spilled_bytes,
+        d.duplicate_keys);
+  }
   return fmt::format(
       R"({{"id":{},"kind":{},"state":{},"phase":{},"detail":{},"progress":{{"objects_done":{},"objects_total":{},)"
       R"("objects_remaining":{},"objects_skipped":{},"bytes_done":{},"bytes_per_second":{},"errors":{},)"
-      R"("corrupt_found":{},"corrupt_repaired":{},"copies_restored":{}}},"failed_objects":[{}]}})",
+      R"("corrupt_found":{},"corrupt_repaired":{},"copies_restored":{}}},"failed_objects":[{}]{}}})",
       json_string(j.id), json_string(j.kind), json_string(j.state), json_string(j.phase),
       json_string(j.detail), j.objects_done, j.objects_total, j.objects_remaining,
       j.objects_skipped, j.bytes_done, j.bytes_per_second, j.errors, j.corrupt_found,
-      j.corrupt_repaired, j.copies_restored, failed);
+      j.corrupt_repaired, j.copies_restored, failed, dsort);
 }
 
 Status wait_for_job(Context& context, client::Client& c, const std::string& id) {
   ASSIGN_OR_RETURN(client::JobEntry job, c.job(id));
-  Progress progress(job.kind + " " + job.id, job.objects_total, 0, context.shows_progress());
+  // One bar, or one a phase when the figures change meaning with the phase (dsort).
+  std::optional<Progress> progress;
+  const auto show = [&context, &progress](const client::JobEntry& j) {
+    BarFigures f = bar_figures(j);
+    if (!progress || progress->label() != f.label) {
+      if (progress) progress->finish();
+      progress.emplace(f.label, f.total_items, 0, context.shows_progress(), f.unit);
+    }
+    progress->set(f.items, f.total_items, f.bytes, j.bytes_per_second);
+  };
   const bool prints_lines =
       !context.options.is_json && !context.options.is_quiet && !context.shows_progress();
   auto last_line = std::chrono::steady_clock::now();
   while (is_running(job)) {
-    progress.set(job.objects_done + job.objects_skipped, job.objects_total, job.bytes_done,
-                 job.bytes_per_second);
+    show(job);
     const auto now = std::chrono::steady_clock::now();
     if (prints_lines && now - last_line >= kPlainLineEvery) {
       std::printf("%s %s: %s, %s\n", job.kind.c_str(), job.id.c_str(), job.state.c_str(),
@@ -241,9 +313,8 @@ Status wait_for_job(Context& context, client::Client& c, const std::string& id) 
     }
     ASSIGN_OR_RETURN(job, c.wait_job(id, kWaitPoll));
   }
-  progress.set(job.objects_done + job.objects_skipped, job.objects_total, job.bytes_done,
-               job.bytes_per_second);
-  progress.finish();
+  show(job);
+  progress->finish();
   if (context.options.is_json) {
     std::printf("%s\n", job_json(job).c_str());
   } else if (!context.options.is_quiet) {

@@ -37,6 +37,7 @@ Examples:
   silo put ./shards photos/train/
   silo ls photos/train/ --long
   silo prefetch s3://cache --template 'train-{0000..0999}.tar' --wait
+  silo dsort photos out --template 'train-{00000..09999}.tar' --shard-size 256MiB --wait
   silo cluster show)";
 
 int run(int argc, char** argv) {
@@ -63,6 +64,7 @@ int run(int argc, char** argv) {
   add_job_commands(app, context);
   add_cluster_commands(app, context);
   add_batch_commands(app, context);
+  add_dsort_commands(app, context);
 
   try {
     app.parse(argc, argv);

@@ -22,8 +22,10 @@ std::string human_duration(std::chrono::seconds duration) {
   return fmt::format("{}s", s);
 }
 
-Progress::Progress(std::string label, uint64_t total_items, uint64_t total_bytes, bool is_drawn)
+Progress::Progress(std::string label, uint64_t total_items, uint64_t total_bytes, bool is_drawn,
+                   std::string unit)
     : label_(std::move(label)),
+      unit_(std::move(unit)),
       is_drawn_(is_drawn),
       started_(std::chrono::steady_clock::now()),
       total_items_(total_items),
@@ -91,8 +93,8 @@ void Progress::draw(bool is_forced) {
   }
   const std::string items =
       total_items_ > 0 ? fmt::format("{}/{}", items_, total_items_) : fmt::format("{}", items_);
-  std::fprintf(stderr, "\r\033[K%s [%s] %3.0f%% %s objects %s %s/s ETA %s", label_.c_str(),
-               bar.c_str(), fraction * 100, items.c_str(), human_bytes(bytes_).c_str(),
+  std::fprintf(stderr, "\r\033[K%s [%s] %3.0f%% %s %s %s %s/s ETA %s", label_.c_str(), bar.c_str(),
+               fraction * 100, items.c_str(), unit_.c_str(), human_bytes(bytes_).c_str(),
                human_bytes(static_cast<uint64_t>(rate)).c_str(), eta.c_str());
   std::fflush(stderr);
 }

@@ -13,7 +13,9 @@ namespace silo::cli {
 // lines instead. Thread-safe: transfer workers call add() concurrently.
 class Progress {
  public:
-  Progress(std::string label, uint64_t total_items, uint64_t total_bytes, bool is_drawn);
+  // `unit` names the items ("objects", "shards").
+  Progress(std::string label, uint64_t total_items, uint64_t total_bytes, bool is_drawn,
+           std::string unit = "objects");
   ~Progress() { finish(); }
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
@@ -25,12 +27,14 @@ class Progress {
   void print_line(const std::string& line);
   // Draws the last state and ends the bar's line; later calls do nothing.
   void finish();
+  const std::string& label() const { return label_; }
 
  private:
   void draw(bool is_forced) REQUIRES(mutex_);
 
   Mutex mutex_;
   const std::string label_;
+  const std::string unit_;
   const bool is_drawn_;
   const std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point last_draw_ GUARDED_BY(mutex_) = {};

@@ -29,6 +29,9 @@ constexpr size_t kMaxKeyListBody = 1ull << 30;
 constexpr uint64_t kTarEnd = 1024;
 constexpr int kPageTries = 3;
 constexpr size_t kCleanupWindow = 16;
+// A failed job's shards on targets it could not reach are removed when they are back.
+constexpr std::chrono::seconds kRemoveLaterEvery{2};
+constexpr std::chrono::minutes kRemoveLaterFor{30};
 
 std::string object_path(std::string_view bucket, std::string_view name) {
   return "/v1/objects/" + text::percent_encode(bucket) + "/" + text::percent_encode_path(name);
@@ -237,6 +240,10 @@ http::Awaitable<void> Coordinator::run(std::shared_ptr<Run> run) {
     state = r.is_aborted ? "aborted" : "failed";
     const std::string removed = co_await remove_outputs(r);
     detail = fmt::format("{}; {}", r.is_aborted ? std::string("aborted by an admin") : s.to_string(), removed);
+    if (!r.sent.empty()) {
+      const auto executor = co_await asio::this_coro::executor;
+      asio::co_spawn(executor, remove_later(run), asio::detached);
+    }
     SILO_LOG_WARN("{} {}: {}", r.job.id(), state, detail);
   }
   co_await drop_parts(r);  // the targets' records and runs are of no use now
@@ -476,9 +483,26 @@ http::Awaitable<std::string> Coordinator::remove_outputs(Run& r) {
       }
     }
   }
+  r.sent = left;
   if (left.empty()) co_return fmt::format("removed the {} output shards it had made", removed);
-  co_return fmt::format("removed {} output shards it had made; could not remove {} (their owners are unreachable): {}",
-                        removed, left.size(), fmt::join(left, ", "));
+  if (left.size() > 10) left.resize(10);
+  co_return fmt::format(
+      "removed {} output shards it had made; {} more ({}{}) are on targets that cannot be reached, and are removed "
+      "once they are back",
+      removed, r.sent.size(), fmt::join(left, ", "), r.sent.size() > left.size() ? ", ..." : "");
+}
+
+http::Awaitable<void> Coordinator::remove_later(std::shared_ptr<Run> run) {
+  std::unique_ptr<asio::steady_timer> timer;
+  const auto give_up = std::chrono::steady_clock::now() + kRemoveLaterFor;
+  while (!run->sent.empty() && !is_stopping_ && std::chrono::steady_clock::now() < give_up) {
+    co_await async::pause(timer, kRemoveLaterEvery);
+    std::ignore = co_await remove_outputs(*run);
+  }
+  if (!run->sent.empty()) {
+    SILO_LOG_WARN("{}: gave up removing {} output shards of bucket {}: {}", run->job.id(), run->sent.size(),
+                  run->spec.output_bucket, fmt::join(run->sent, ", "));
+  }
 }
 
 http::Awaitable<void> Coordinator::drop_parts(Run& r) {

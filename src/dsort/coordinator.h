@@ -45,8 +45,11 @@ class Coordinator : public cluster::JobRunner {
   http::Awaitable<Status> order_and_create(Run& run);
   http::Awaitable<Status> advance(Run& run, Cursor& cursor);
   http::Awaitable<Status> send_wave(Run& run);
-  // Removes the output shards sent for creation; says what it removed and what it could not.
+  // Removes the output shards sent for creation (run.sent keeps those it could not);
+  // says what it removed and what it could not.
   http::Awaitable<std::string> remove_outputs(Run& run);
+  // Tries remove_outputs() again every few seconds until none are left (or 30 min).
+  http::Awaitable<void> remove_later(std::shared_ptr<Run> run);
   // Ends the targets' parts (their records and spilled runs go).
   http::Awaitable<void> drop_parts(Run& run);
   // Why the job cannot go on: aborted, not the primary any more, the targets changed.

@@ -96,6 +96,80 @@ TEST(CliTest, UsageErrorsHelpAndUnreachable) {
 
 }
 
+// `silo dsort` refuses a bad job before it connects: nothing listens at the endpoint, so a
+// command that tried would exit 5, not 2. Each error names the problem.
+TEST(CliTest, DsortArgumentErrorsComeBeforeAnyConnection) {
+  Cli cli("http://127.0.0.1:1");
+  const CliResult help = cli.run({"dsort", "--help"});
+  EXPECT_EQ(help.code, kOk) << help;
+  EXPECT_TRUE(contains(help.out, "Example")) << help;
+  EXPECT_TRUE(contains(help.out, "--shard-size")) << help;
+
+  const std::string spec = cli.dir() + "/job.json";
+  write_file(spec, R"({"kind": "dsort"})");
+  const std::vector<std::string> job = {"dsort", "src", "out", "--template", "t-{000..999}.tar"};
+  const auto with = [&job](std::vector<std::string> more) {
+    std::vector<std::string> args = job;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"dsort"}, "--spec FILE"},
+      {{"dsort", "src"}, "OUT_BUCKET is missing"},
+      {{"dsort", "src", "out", "--shard-size", "1MiB"}, "--template is missing"},
+      {job, "--shard-size is missing"},
+      {{"dsort", "--spec", spec, "src", "out"}, "SRC_BUCKET, OUT_BUCKET cannot go with it"},
+      {{"dsort", "--spec", spec, "--seed", "3", "--dry-run"},
+       "--seed, --dry-run cannot go with it"},
+      {{"dsort", "--spec", cli.dir() + "/no-such.json"}, "cannot be read"},
+      {{"dsort", "--spec", "-"}, "is empty"},  // stdin is /dev/null
+      {with({"--shard-size", "1 parsec"}), "unknown size unit"},
+      {with({"--shard-size", "0"}), "more than 0"},
+      {with({"--shard-size", "1MiB", "--memory-limit", "lots"}), "--memory-limit"},
+      {{"dsort", "src", "out", "--template", "t-{0..9", "--shard-size", "1MiB"},
+       "not a brace template"},
+      {with({"--shard-size", "1MiB", "--input-template", "in-{0..9"}), "--input-template"},
+      {with({"--shard-size", "1MiB", "--prefix", "a/", "--input-template", "in-{0..9}.tar"}),
+       "--prefix and --input-template"},
+      {{"dsort", "src/a/", "out", "--template", "t-{0..9}.tar", "--shard-size", "1MiB", "--prefix",
+        "b/"},
+       "SRC_BUCKET/PREFIX"},
+      {{"dsort", "src", "out/dir", "--template", "t-{0..9}.tar", "--shard-size", "1MiB"},
+       "names more than a bucket"},
+      {with({"--shard-size", "1MiB", "--loose", "--input-template", "in-{0..9}.tar"}), "--loose"},
+      {with({"--shard-size", "1MiB", "--order", "key", "--seed", "4"}),
+       "--seed applies to --order random"},
+      {with({"--shard-size", "1MiB", "--order", "content"}), "needs --content-member"},
+      {with({"--shard-size", "1MiB", "--order", "list"}), "needs --list"},
+      {with({"--shard-size", "1MiB", "--content-member", "cls", "--list", "b/keys.json"}),
+       "pick one"},
+      {with({"--list", "just-a-bucket"}), "BUCKET/NAME"},
+      {with({"--shard-size", "1MiB", "--order", "shuffle"}), "--order"},
+      {with({"--shard-size", "1MiB", "--content-member", "cls", "--content-type", "double"}),
+       "--content-type"},
+      {with({"--shard-size", "1MiB", "--on-duplicate", "drop"}), "--on-duplicate"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CliResult r = cli.run(args);
+    EXPECT_EQ(r.code, kUsage) << r;
+    EXPECT_TRUE(contains(r.err, message)) << "expected '" << message << "' in: " << r;
+  }
+  const CliResult json = cli.run({"dsort", "--json"});
+  EXPECT_EQ(json.code, kUsage) << json;
+  EXPECT_TRUE(contains(json.err, R"("exit_code":2)")) << json;
+
+  // Good jobs get as far as the endpoint: a spec file as is, flags (--order list needs no
+  // --shard-size).
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"dsort", "--spec", spec, "--wait"},
+        with({"--shard-size", "256MiB", "--seed", "7", "--on-duplicate", "fail", "--memory-limit",
+              "1GiB"}),
+        with({"--list", "b/keys.json", "--prefix", "raw/", "--loose", "--dry-run"})}) {
+    const CliResult r = cli.run(args);
+    EXPECT_EQ(r.code, kUnreachable) << r;
+  }
+}
+
 struct CliOutput {
   int code = -1;
   std::string text;  // stdout and stderr

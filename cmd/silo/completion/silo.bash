@@ -9,14 +9,15 @@ _silo() {
     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   fi
   local globals="--endpoint --access-key --secret-key --config --json --quiet --help --version"
-  local top="bucket ls put get cat batch rm stat prefetch evict scrub rebalance job cluster node mountpath config"
+  local top="bucket ls put get cat batch rm stat prefetch evict dsort scrub rebalance job cluster node mountpath config"
 
   # The command path typed so far, options left out.
   local path="" w i
   for ((i = 1; i < cword; i++)); do
     w="${words[i]}"
     case "$w" in
-      --endpoint|-e|--access-key|--secret-key|--config|--workers|-w|--offset|--length|--limit|-n|--prefix|-p|--template|-t|--list|-f|--rate) ((i++)) ;;
+      --endpoint|-e|--access-key|--secret-key|--config|--workers|-w|--offset|--length|--limit|-n|--prefix|-p|--template|-t|--list|-f|--rate|\
+      --spec|--shard-size|--input-template|--order|--seed|--content-member|--content-type|--on-duplicate|--memory-limit) ((i++)) ;;
       -*) ;;
       *) path="$path $w" ;;
     esac
@@ -24,7 +25,14 @@ _silo() {
   path="${path# }"
 
   case "$prev" in
-    --config|--list|-f) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --order) COMPREPLY=($(compgen -W "random key content list" -- "$cur")); return ;;
+    --content-type) COMPREPLY=($(compgen -W "int float string" -- "$cur")); return ;;
+    --on-duplicate) COMPREPLY=($(compgen -W "keep fail" -- "$cur")); return ;;
+    --shard-size|--input-template|--seed|--content-member|--memory-limit) return ;;
+    --list) [[ "$path" == dsort* ]] && return ;;  # dsort: BUCKET/NAME, not a file
+  esac
+  case "$prev" in
+    --config|--spec|--list|-f) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --endpoint|-e|--access-key|--secret-key|--workers|-w|--offset|--length|--limit|-n|--template|-t|--rate) return ;;
   esac
 
@@ -63,6 +71,7 @@ _silo() {
       "batch get"*) flags="$flags --archmode --continue-on-error" ;;
       prefetch*) flags="$flags --prefix --template --list --workers --wait" ;;
       evict*) flags="$flags --prefix --template --list --forget" ;;
+      dsort*) flags="$flags --spec --template --shard-size --prefix --input-template --loose --order --seed --content-member --content-type --list --dry-run --on-duplicate --memory-limit --wait" ;;
       scrub*) flags="$flags --rate --wait" ;;
       rebalance*) flags="$flags --wait" ;;
       "job wait"*) ;;
