@@ -446,7 +446,7 @@ http::Awaitable<Status> Coordinator::send_wave(Run& r) {
       const wire::NodeInfo owner = r.placement->owner(ObjectRef{output_id, plan.name});
       CO_ASSIGN_OR_RETURN(const auto answer,
                           co_await call(owner, http::Method::kPost, target, encode_plan(plan), kMaxProgressBody));
-      co_return check_answer(answer, "creating " + plan.name + " on " + owner.id());
+      co_return check_creation_answer(answer, "creating " + plan.name + " on " + owner.id());
     });
   }
   const auto created = co_await async::gather<Status>(std::move(creations));

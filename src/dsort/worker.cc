@@ -11,6 +11,7 @@
 #include "archive/tar_reader.h"
 #include "archive/tar_writer.h"
 #include "async/gather.h"
+#include "async/sleep.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/text.h"
@@ -33,6 +34,7 @@ constexpr size_t kMaxKeyListBody = 1ull << 30;      // the key list of an order 
 constexpr size_t kExtractWindow = 8;                // input shards read at once
 constexpr size_t kStreamChunk = 256 * 1024;
 constexpr size_t kTarEnd = 1024;
+constexpr std::chrono::seconds kCreationHeartbeat{5};
 
 std::string object_path(std::string_view bucket, std::string_view name) {
   return "/v1/objects/" + text::percent_encode(bucket) + "/" + text::percent_encode_path(name);
@@ -205,7 +207,7 @@ http::Awaitable<void> Worker::handle(http::Exchange& exchange, std::string_view 
     s = co_await send_page(exchange, *job);
     if (s.is_ok()) co_return;
   } else if (what == "shards" && request.method == http::Method::kPost) {
-    s = co_await create_shard(exchange, *job);
+    s = co_await answer_creation(exchange, job);
     if (s.is_ok()) co_return;
   } else {
     s = Status::not_found("no such dsort call: {} {}", request.method_text, request.path);
@@ -527,9 +529,60 @@ http::Awaitable<Status> Worker::send_page(http::Exchange& exchange, Job& job) {
   co_return Status::ok();
 }
 
-http::Awaitable<Status> Worker::create_shard(http::Exchange& exchange, Job& job) {
+// What answer_creation() and the creation it started share.
+struct Worker::Creation {
+  ShardPlan plan;
+  Status status;
+  std::atomic<bool> is_done{false};
+};
+
+http::Awaitable<void> Worker::create(std::shared_ptr<Job> job, std::shared_ptr<Creation> creation) {
+  creation->status = co_await create_shard(*job, creation->plan);
+  creation->is_done = true;
+}
+
+http::Awaitable<Status> Worker::answer_creation(http::Exchange& exchange, std::shared_ptr<Job> job) {
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxPlanBody));
-  CO_ASSIGN_OR_RETURN(const ShardPlan plan, decode_plan(body));
+  auto creation = std::make_shared<Creation>();
+  CO_ASSIGN_OR_RETURN(creation->plan, decode_plan(body));
+  asio::co_spawn(exchange.executor(), create(job, creation), asio::detached);
+  // A large shard may take longer than the caller waits for a byte: the answer begins at
+  // once and a space goes out every few seconds until the creation's result, the last
+  // line: {"name", "size"} or {"error": {...}} (check_creation_answer()).
+  http::ResponseHead head;
+  head.headers.set("Content-Type", "application/json");
+  const Status begun = co_await exchange.response().begin(std::move(head), std::nullopt);
+  std::unique_ptr<asio::steady_timer> timer;
+  auto last_beat = std::chrono::steady_clock::now();
+  bool is_heard = begun.is_ok();
+  while (!creation->is_done) {
+    co_await async::pause(timer, std::chrono::milliseconds(50));
+    if (is_heard && std::chrono::steady_clock::now() - last_beat > kCreationHeartbeat) {
+      is_heard = (co_await exchange.response().write(std::string_view(" "))).is_ok();
+      last_beat = std::chrono::steady_clock::now();
+    }
+  }
+  // The caller gone: the shard is made anyway; a job that failed meanwhile removes it.
+  if (!is_heard) co_return Status::ok();
+  const std::string result =
+      creation->status.is_ok()
+          ? fmt::format(R"({{"name":{},"size":{}}})", wire::json_string(creation->plan.name), creation->plan.size)
+          : wire::error_json(creation->status);
+  std::ignore = co_await exchange.response().write(result);
+  co_return Status::ok();
+}
+
+Status check_creation_answer(const http::ClientResponse& answer, std::string_view what) {
+  RETURN_IF_ERROR(check_answer(answer, what));
+  const size_t first = answer.body.find_first_not_of(' ');
+  if (first != std::string::npos && answer.body.compare(first, 9, R"({"error":)") == 0) {
+    return http::status_of_answer(500, std::string_view(answer.body).substr(first), what);
+  }
+  if (first == std::string::npos) return Status::unavailable("{}: the answer ended before its result", what);
+  return Status::ok();
+}
+
+http::Awaitable<Status> Worker::create_shard(Job& job, const ShardPlan& plan) {
   const std::string what = job.spec.output_bucket + "/" + plan.name;
   if (plan.size < kTarEnd) co_return Status::invalid_argument("shard plan {}: size {}", what, plan.size);
   // The shard goes in by an ordinary PUT of exactly its size through this node: stored,
@@ -608,7 +661,6 @@ http::Awaitable<Status> Worker::create_shard(http::Exchange& exchange, Job& job)
   }
   shards_.add(1);
   shard_bytes_.add(plan.size);
-  co_await http::send_json(exchange, 200, fmt::format(R"({{"name":{},"size":{}}})", wire::json_string(plan.name), plan.size));
   co_return Status::ok();
 }
 

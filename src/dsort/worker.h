@@ -42,6 +42,8 @@ struct ShardPlan {
 std::string encode_plan(const ShardPlan& plan);
 // OK for a 2xx answer, else its error (http::status_of_answer) after `what`.
 Status check_answer(const http::ClientResponse& answer, std::string_view what);
+// The answer to POST .../shards: spaces (heartbeats), then {"name", "size"} or an error.
+Status check_creation_answer(const http::ClientResponse& answer, std::string_view what);
 Result<ShardPlan> decode_plan(std::string_view bytes);
 
 // Lives as long as the node (a target); its coroutines run on the node's io_context.
@@ -55,7 +57,8 @@ class Worker {
   // GET: progress, a wire::RebalanceProgress; DELETE: stop and drop the job's records and
   // spilled runs), "{job}/records?page=N" (GET: page N of the sorted records, pages asked
   // in order, the last one again on a retry; X-Silo-More: true while more follow),
-  // "{job}/shards" (POST a ShardPlan: build that shard and store it; 200 once stored).
+  // "{job}/shards" (POST a ShardPlan: build that shard and store it; the answer
+  // begins at once, see check_creation_answer()).
   http::Awaitable<void> handle(http::Exchange& exchange, std::string_view rest);
   // Stops every job (shutdown).
   void stop_all();
@@ -81,7 +84,12 @@ class Worker {
   Result<std::string> sort_key_of(Job& job, const std::string& key, const std::string* content);
   http::Awaitable<Status> add_records(Job& job, std::vector<Record> records);
   http::Awaitable<Status> send_page(http::Exchange& exchange, Job& job);
-  http::Awaitable<Status> create_shard(http::Exchange& exchange, Job& job);
+  // POST .../shards: starts create_shard() and answers with heartbeats until it ends.
+  struct Creation;
+  http::Awaitable<Status> answer_creation(http::Exchange& exchange, std::shared_ptr<Job> job);
+  http::Awaitable<void> create(std::shared_ptr<Job> job, std::shared_ptr<Creation> creation);
+  // Builds the shard `plan` names from its samples and stores it (an ordinary PUT).
+  http::Awaitable<Status> create_shard(Job& job, const ShardPlan& plan);
   // GET of `target` (a native object path and query) from this node, as the owner.
   http::Awaitable<Result<http::ClientResponse>> get_here(std::string target, size_t max_body);
   std::shared_ptr<Job> find(const std::string& id);
