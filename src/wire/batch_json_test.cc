@@ -44,6 +44,26 @@ TEST(BatchJsonTest, RefusesWhatCannotBeServedNamingTheEntry) {
   EXPECT_NE(named.error().message().find("entry 1 (b/n)"), std::string::npos) << named.error();
 }
 
+TEST(BatchJsonTest, PlainNamesLeaveTheBucketOut) {
+  BatchRequest request;
+  request.plain_names = true;
+  request.entries = {BatchEntry{.bucket = "b", .name = "dir/x.tar"},
+                     BatchEntry{.bucket = "b", .name = "s.tar", .archpath = "k.jpg"},
+                     BatchEntry{.bucket = "b", .name = "s.tar", .archpath = "k", .archmode = "wdskey"}};
+  auto parsed = parse_batch_request_json(batch_request_json(request));
+  ASSERT_TRUE(parsed.has_value()) << parsed.status();
+  EXPECT_TRUE(parsed->plain_names);
+  ASSERT_EQ(parsed->entries.size(), 3u);
+  EXPECT_EQ(parsed->entries[0].tar_name(), "dir/x.tar");
+  EXPECT_EQ(parsed->entries[1].tar_name(), "k.jpg");
+  EXPECT_EQ(parsed->entries[2].selection_prefix(), "");
+  auto named = parse_batch_request_json(R"({"entries": [{"bucket": "b", "name": "s.tar", "archpath": "k"}]})");
+  ASSERT_TRUE(named.has_value());
+  EXPECT_FALSE(named->plain_names);
+  EXPECT_EQ(named->entries[0].tar_name(), "b/s.tar/k");
+  EXPECT_EQ(named->entries[0].selection_prefix(), "b/s.tar/");
+}
+
 TEST(BatchJsonTest, TakesUpToTheLimitOfEntries) {
   std::string text = R"({"entries": [)";
   for (size_t i = 0; i <= kMaxBatchEntries; ++i) text += (i ? "," : "") + std::string(R"({"bucket":"b","name":"n"})");
