@@ -60,7 +60,7 @@ std::string targets_fingerprint(const wire::NodeMap& map) {
   return out;
 }
 
-struct Coordinator::Run {
+struct Coordinator::Run : std::enable_shared_from_this<Coordinator::Run> {
   wire::JobInfo job;
   wire::DsortSpec spec;
   std::string spec_json;
@@ -72,11 +72,25 @@ struct Coordinator::Run {
   std::vector<std::string> list_names;      // order by list: the shards it names
   std::atomic<bool> is_aborted{false};
   std::atomic<bool> is_done{false};
-  // The merge's output: the shard being cut, the wave of plans to send.
+  // The merge's output: the shard being cut, the plans cut and not sent yet.
   ShardPlan plan;
   uint32_t plan_list_shard = 0;
-  std::vector<ShardPlan> wave;
-  size_t wave_limit = 2;
+  std::vector<ShardPlan> ready;
+  // Creations run as coroutines of their own, on any io thread.
+  size_t creation_limit = 2;
+  std::atomic<size_t> in_flight{0};
+  std::atomic<uint64_t> shards_created{0};
+  std::atomic<uint64_t> bytes_created{0};
+  Status creation_error() const {
+    MutexLock lock(mutex);
+    return first_creation_error;
+  }
+  void fail_creation(const Status& s) {
+    MutexLock lock(mutex);
+    if (first_creation_error.is_ok()) first_creation_error = s;
+  }
+  mutable Mutex mutex;
+  Status first_creation_error GUARDED_BY(mutex);
   std::vector<std::string> sent;  // every shard sent for creation, to remove on failure
   std::optional<Record> last;     // the previous sample's (first) record
 };
@@ -175,7 +189,7 @@ http::Awaitable<Result<wire::JobInfo>> Coordinator::start(std::string body) {
   }
   run->fingerprint = targets_fingerprint(*map);
   run->placement = maps_.placement();
-  run->wave_limit = 2 * run->targets.size();
+  run->creation_limit = 2 * run->targets.size();
   run->spec_json = wire::dsort_spec_json(spec);
   run->spec = std::move(spec);
   CO_ASSIGN_OR_RETURN(run->job, co_await primary_.open_job("dsort", "extraction"));
@@ -207,7 +221,7 @@ http::Awaitable<Status> Coordinator::abort(std::string id) {
                                           "it, so output shards it made may remain");
   }
   run->is_aborted = true;
-  // The run sees it at its next step (a wave of shards in creation finishes first),
+  // The run sees it at its next step (the shards in creation finish first),
   // removes what it made and ends the job.
   std::unique_ptr<asio::steady_timer> timer;
   while (!run->is_done) co_await async::pause(timer, std::chrono::milliseconds(50));
@@ -238,6 +252,7 @@ http::Awaitable<void> Coordinator::run(std::shared_ptr<Run> run) {
         static_cast<double>(d.creation_ms()) / 1e3, d.spilled_bytes(), d.duplicate_keys());
   } else {
     state = r.is_aborted ? "aborted" : "failed";
+    std::ignore = co_await drain(r);  // a creation that ends later would leave its shard
     const std::string removed = co_await remove_outputs(r);
     detail = fmt::format("{}; {}", r.is_aborted ? std::string("aborted by an admin") : s.to_string(), removed);
     if (!r.sent.empty()) {
@@ -370,7 +385,7 @@ http::Awaitable<Status> Coordinator::order_and_create(Run& r) {
     d.set_bytes(d.bytes() + r.plan.size);
     d.set_smallest_shard(d.output_shards() == 1 ? r.plan.size : std::min(d.smallest_shard(), r.plan.size));
     d.set_largest_shard(std::max(d.largest_shard(), r.plan.size));
-    if (!r.spec.dry_run) r.wave.push_back(std::move(r.plan));
+    if (!r.spec.dry_run) r.ready.push_back(std::move(r.plan));
     r.plan = ShardPlan{};
     return Status::ok();
   };
@@ -425,37 +440,59 @@ http::Awaitable<Status> Coordinator::order_and_create(Run& r) {
       one.push_back(std::move(next));
       CO_RETURN_IF_ERROR(add_sample(one, one_bytes));
     }
-    if (r.wave.size() >= r.wave_limit) CO_RETURN_IF_ERROR(co_await send_wave(r));
+    if (!r.ready.empty()) CO_RETURN_IF_ERROR(co_await send_ready(r));
   }
   if (!sample.empty()) CO_RETURN_IF_ERROR(add_sample(sample, sample_bytes));
   CO_RETURN_IF_ERROR(close_plan());
-  if (!r.wave.empty()) CO_RETURN_IF_ERROR(co_await send_wave(r));
+  CO_RETURN_IF_ERROR(co_await send_ready(r));
+  CO_RETURN_IF_ERROR(co_await drain(r));
   co_return check(r);
 }
 
-http::Awaitable<Status> Coordinator::send_wave(Run& r) {
-  CO_RETURN_IF_ERROR(check(r));
-  const std::string target = std::string(kWorkerPath) + r.job.id() + "/shards";
-  const BucketId output_id(r.output.id());
-  std::vector<std::function<http::Awaitable<Status>()>> creations;
-  uint64_t bytes = 0;
-  for (const ShardPlan& plan : r.wave) {
+http::Awaitable<Status> Coordinator::send_ready(Run& r) {
+  std::unique_ptr<asio::steady_timer> timer;
+  for (ShardPlan& plan : r.ready) {
+    // A slot: at most `creation_limit` shards in creation at once, each started as soon as
+    // one ends (no barrier between waves).
+    while (r.in_flight >= r.creation_limit && r.creation_error().is_ok()) {
+      co_await async::pause(timer, std::chrono::milliseconds(5));
+    }
+    CO_RETURN_IF_ERROR(r.creation_error());
+    CO_RETURN_IF_ERROR(check(r));
     r.sent.push_back(plan.name);
-    bytes += plan.size;
-    creations.push_back([this, &r, &plan, &target, output_id]() -> http::Awaitable<Status> {
-      const wire::NodeInfo owner = r.placement->owner(ObjectRef{output_id, plan.name});
-      CO_ASSIGN_OR_RETURN(const auto answer,
-                          co_await call(owner, http::Method::kPost, target, encode_plan(plan), kMaxProgressBody));
-      co_return check_creation_answer(answer, "creating " + plan.name + " on " + owner.id());
-    });
+    ++r.in_flight;
+    const auto executor = co_await asio::this_coro::executor;
+    asio::co_spawn(executor, create(r.shared_from_this(), std::move(plan)), asio::detached);
   }
-  const auto created = co_await async::gather<Status>(std::move(creations));
-  for (const Status& s : created) CO_RETURN_IF_ERROR(s);
-  r.job.set_objects_done(r.job.objects_done() + r.wave.size());
-  r.job.set_bytes_done(r.job.bytes_done() + bytes);
-  r.wave.clear();
+  r.ready.clear();
+  r.job.set_objects_done(r.shards_created);
+  r.job.set_bytes_done(r.bytes_created);
   primary_.jobs().update(r.job);
   co_return Status::ok();
+}
+
+http::Awaitable<Status> Coordinator::drain(Run& r) {
+  std::unique_ptr<asio::steady_timer> timer;
+  while (r.in_flight > 0) co_await async::pause(timer, std::chrono::milliseconds(5));
+  r.job.set_objects_done(r.shards_created);
+  r.job.set_bytes_done(r.bytes_created);
+  co_return r.creation_error();
+}
+
+http::Awaitable<void> Coordinator::create(std::shared_ptr<Run> run, ShardPlan plan) {
+  const std::string target = std::string(kWorkerPath) + run->job.id() + "/shards";
+  const wire::NodeInfo owner = run->placement->owner(ObjectRef{BucketId(run->output.id()), plan.name});
+  const uint64_t size = plan.size;
+  const std::string what = "creating " + plan.name + " on " + owner.id();
+  auto answer = co_await call(owner, http::Method::kPost, target, encode_plan(plan), kMaxProgressBody);
+  const Status created = answer ? check_creation_answer(*answer, what) : std::move(answer).error().annotate("{}", what);
+  if (created.is_ok()) {
+    ++run->shards_created;
+    run->bytes_created += size;
+  } else {
+    run->fail_creation(created);
+  }
+  --run->in_flight;
 }
 
 http::Awaitable<std::string> Coordinator::remove_outputs(Run& r) {

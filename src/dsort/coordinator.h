@@ -3,8 +3,8 @@
 // dsort::Coordinator: resharding jobs on the primary (docs/resharding.md). It checks the
 // spec, has every target extract the samples of the inputs it owns, merges the targets'
 // sorted records page by page into the global order, cuts that order into output shards,
-// and sends each shard's plan to the shard's owner (dsort::Worker), a bounded wave at a
-// time. An abort, a failure or a change of the targets removes every output shard it
+// and sends each shard's plan to the shard's owner (dsort::Worker), at most two per
+// target in creation at once. An abort, a failure or a change of the targets removes every output shard it
 // sent and ends the job.
 #include <map>
 #include <memory>
@@ -44,7 +44,12 @@ class Coordinator : public cluster::JobRunner {
   http::Awaitable<Status> extract(Run& run);
   http::Awaitable<Status> order_and_create(Run& run);
   http::Awaitable<Status> advance(Run& run, Cursor& cursor);
-  http::Awaitable<Status> send_wave(Run& run);
+  // Starts the creation of each plan cut (run.ready), waiting for a free slot for each.
+  http::Awaitable<Status> send_ready(Run& run);
+  // Waits for every creation started; the first one's error.
+  http::Awaitable<Status> drain(Run& run);
+  // One shard's creation by its owner.
+  http::Awaitable<void> create(std::shared_ptr<Run> run, ShardPlan plan);
   // Removes the output shards sent for creation (run.sent keeps those it could not);
   // says what it removed and what it could not.
   http::Awaitable<std::string> remove_outputs(Run& run);

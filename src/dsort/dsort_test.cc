@@ -89,6 +89,7 @@ void sort_and_check(uint64_t memory_limit, size_t count, bool expect_spill) {
     ASSERT_TRUE(sorter.finish().is_ok());
     EXPECT_EQ(sorter.records(), all.size());
     EXPECT_EQ(sorter.spilled_runs() > 0, expect_spill);
+    EXPECT_LE(sorter.spilled_runs(), 4 * RecordSorter::kMaxRunsPerLevel);
     EXPECT_EQ(std::filesystem::exists(spill), expect_spill);
     std::vector<Record> out;
     bool more = true;
@@ -108,7 +109,13 @@ void sort_and_check(uint64_t memory_limit, size_t count, bool expect_spill) {
 
 TEST(RecordSorterTest, SortsInMemoryWithinItsLimit) { sort_and_check(64 << 20, 5000, false); }
 
-TEST(RecordSorterTest, SpillsSortedRunsAndMergesThemToTheSameOrder) { sort_and_check(16 << 10, 5000, true); }
+TEST(RecordSorterTest, SpillsSortedRunsAndMergesThemToTheSameOrder) { sort_and_check(64 << 10, 3000, true); }
+
+TEST(RecordSorterTest, RunsPastATierMergeIntoTheNextSoFewStayOpen) {
+  // ~40,000 records of ~140 bytes against a 4 KiB limit: ~1,400 runs spilled, merged in
+  // tiers of 16.
+  sort_and_check(4 << 10, 40000, true);
+}
 
 TEST(ShardPlanTest, PlansRoundTripAndTornOnesAreRefused) {
   ShardPlan plan{"train-0001.tar", 1 << 20, {record("a", "k1", "in-0.tar", 3072), record("b", "k2", "in-1.tar", 1024)}};

@@ -177,6 +177,7 @@ Result<Record> take_record(std::string_view& in) {
 struct RecordSorter::Run {
   std::string path;
   int fd = -1;
+  uint32_t level = 0;  // 0: spilled from memory; n + 1: merged from kMaxRunsPerLevel runs of level n
   std::string buffer;
   size_t used = 0;  // of buffer, taken already
   bool is_at_end = false;
@@ -234,34 +235,96 @@ Status RecordSorter::add(Record record) {
   return Status::ok();
 }
 
-Status RecordSorter::spill() {
-  std::sort(memory_.begin(), memory_.end());
+// A run being written: records appended in order through a buffer.
+class RecordSorter::RunWriter {
+ public:
+  static Result<std::unique_ptr<RunWriter>> open(const std::string& path, uint32_t level) {
+    const int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::unavailable("creating {}: {}", path, std::strerror(errno));
+    auto writer = std::unique_ptr<RunWriter>(new RunWriter);
+    writer->run_ = std::make_unique<Run>();
+    writer->run_->path = path;
+    writer->run_->fd = fd;
+    writer->run_->level = level;
+    return writer;
+  }
+  Status add(const Record& r) {
+    append_record(chunk_, r);
+    if (chunk_.size() < kRunBuffer) return Status::ok();
+    return flush();
+  }
+  // The run, to be read from its start.
+  Result<std::unique_ptr<Run>> close() {
+    RETURN_IF_ERROR(flush());
+    if (::lseek(run_->fd, 0, SEEK_SET) != 0) {
+      return Status::unavailable("seeking {}: {}", run_->path, std::strerror(errno));
+    }
+    return std::move(run_);
+  }
+  uint64_t written() const { return written_; }
+
+ private:
+  Status flush() {
+    RETURN_IF_ERROR(write_all(run_->fd, chunk_, run_->path));
+    written_ += chunk_.size();
+    chunk_.clear();
+    return Status::ok();
+  }
+  std::unique_ptr<Run> run_;
+  std::string chunk_;
+  uint64_t written_ = 0;
+};
+
+Result<std::unique_ptr<RecordSorter::RunWriter>> RecordSorter::new_run(uint32_t level) {
   std::error_code ec;
   std::filesystem::create_directories(spill_dir_, ec);
   if (ec) return Status::unavailable("creating {}: {}", spill_dir_, ec.message());
-  auto run = std::make_unique<Run>();
-  run->path = fmt::format("{}/run-{:06}", spill_dir_, runs_.size());
-  const int fd = ::open(run->path.c_str(), O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::unavailable("creating {}: {}", run->path, std::strerror(errno));
-  run->fd = fd;
-  std::string chunk;
-  uint64_t written = 0;
-  for (const Record& r : memory_) {
-    append_record(chunk, r);
-    if (chunk.size() >= kRunBuffer) {
-      RETURN_IF_ERROR(write_all(fd, chunk, run->path));
-      written += chunk.size();
-      chunk.clear();
-    }
-  }
-  RETURN_IF_ERROR(write_all(fd, chunk, run->path));
-  written += chunk.size();
-  if (::lseek(fd, 0, SEEK_SET) != 0) return Status::unavailable("seeking {}: {}", run->path, std::strerror(errno));
-  spilled_bytes_ += written;
+  return RunWriter::open(fmt::format("{}/run-{:06}", spill_dir_, next_run_++), level);
+}
+
+Status RecordSorter::spill() {
+  std::sort(memory_.begin(), memory_.end());
+  ASSIGN_OR_RETURN(auto writer, new_run(0));
+  for (const Record& r : memory_) RETURN_IF_ERROR(writer->add(r));
+  ASSIGN_OR_RETURN(auto run, writer->close());
+  spilled_bytes_ += writer->written();
   runs_.push_back(std::move(run));
   memory_.clear();
   memory_.shrink_to_fit();
   memory_bytes_ = 0;
+  // Tiers: kMaxRunsPerLevel runs of one level merge into one of the next, so the runs
+  // (and the buffers and files a merge holds open) stay few: about kMaxRunsPerLevel per
+  // level, each record rewritten once per level.
+  for (uint32_t level = 0;; ++level) {
+    std::vector<std::unique_ptr<Run>> tier;
+    for (auto& r : runs_) {
+      if (r->level == level) tier.push_back(std::move(r));
+    }
+    std::erase(runs_, nullptr);
+    if (tier.size() < kMaxRunsPerLevel) {
+      for (auto& r : tier) runs_.push_back(std::move(r));
+      return Status::ok();
+    }
+    RETURN_IF_ERROR(merge(std::move(tier), level + 1));
+  }
+}
+
+Status RecordSorter::merge(std::vector<std::unique_ptr<Run>> tier, uint32_t level) {
+  for (auto& r : tier) RETURN_IF_ERROR(r->advance());
+  ASSIGN_OR_RETURN(auto writer, new_run(level));
+  for (;;) {
+    Run* least = nullptr;
+    for (auto& r : tier) {
+      if (r->current && (least == nullptr || *r->current < *least->current)) least = r.get();
+    }
+    if (least == nullptr) break;
+    RETURN_IF_ERROR(writer->add(*least->current));
+    RETURN_IF_ERROR(least->advance());
+  }
+  ASSIGN_OR_RETURN(auto merged, writer->close());
+  spilled_bytes_ += writer->written();
+  for (auto& r : tier) ::unlink(r->path.c_str());
+  runs_.push_back(std::move(merged));
   return Status::ok();
 }
 

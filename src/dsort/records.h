@@ -55,8 +55,10 @@ Result<Record> take_record(std::string_view& in);
 
 // A target's records of one job: kept in memory until they take `memory_limit` bytes,
 // then sorted and written as a run file under `spill_dir` (created on the first spill,
-// removed with the sorter). finish() sorts what is in memory; then next_page() hands out
-// every record in order, merging the runs (one 256 KiB buffer each). Not thread-safe;
+// removed with the sorter); every kMaxRunsPerLevel runs of a level are merged into one of
+// the next. finish() sorts what is in memory; then next_page() hands out every record in
+// order, merging the runs (one 256 KiB buffer each). spilled_bytes() counts every byte
+// written, merges included. Not thread-safe;
 // blocking (files): call on a disk executor.
 class RecordSorter {
  public:
@@ -73,11 +75,17 @@ class RecordSorter {
 
   uint64_t records() const { return records_; }
   uint64_t spilled_bytes() const { return spilled_bytes_; }
+  // Runs on disk now (merged ones count once).
   uint64_t spilled_runs() const { return runs_.size(); }
+  static constexpr size_t kMaxRunsPerLevel = 16;
 
  private:
   struct Run;
+  class RunWriter;
   Status spill();
+  Result<std::unique_ptr<RunWriter>> new_run(uint32_t level);
+  // Merges `tier` into one run of `level`, removing their files.
+  Status merge(std::vector<std::unique_ptr<Run>> tier, uint32_t level);
 
   const std::string spill_dir_;
   const uint64_t memory_limit_;
@@ -85,6 +93,7 @@ class RecordSorter {
   uint64_t memory_bytes_ = 0;
   size_t memory_next_ = 0;  // after finish(): the next record of memory_ to hand out
   std::vector<std::unique_ptr<Run>> runs_;
+  uint64_t next_run_ = 0;  // names run files
   uint64_t records_ = 0;
   uint64_t spilled_bytes_ = 0;
   bool is_finished_ = false;

@@ -2,6 +2,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/this_coro.hpp>
 
 #include <charconv>
 #include <filesystem>
@@ -11,6 +12,9 @@
 #include "archive/tar_reader.h"
 #include "archive/tar_writer.h"
 #include "async/gather.h"
+#include "batch/batch_stream.h"
+#include "batch/owner_fetcher.h"
+#include "batch/run_fetcher.h"
 #include "async/sleep.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -32,7 +36,6 @@ constexpr size_t kMaxContentsBody = 256ull << 20;   // the content members of on
 constexpr size_t kMaxContentBody = 1 << 20;         // one loose content member
 constexpr size_t kMaxKeyListBody = 1ull << 30;      // the key list of an order by list
 constexpr size_t kExtractWindow = 8;                // input shards read at once
-constexpr size_t kStreamChunk = 256 * 1024;
 constexpr size_t kTarEnd = 1024;
 constexpr std::chrono::seconds kCreationHeartbeat{5};
 
@@ -582,6 +585,72 @@ Status check_creation_answer(const http::ClientResponse& answer, std::string_vie
   return Status::ok();
 }
 
+// The response side of an in-process batch GET (batch::stream_batch) whose tar stream
+// becomes the body of an output shard's PUT: its bytes go to `put` as they come, except
+// the stream's end-of-archive blocks, held back (the shard gets one pair at its very
+// end), and nothing past `limit` bytes in all.
+class ShardSink final : public http::Exchange, public http::ResponseWriter {
+ public:
+  ShardSink(http::Call& put, uint64_t& written, uint64_t limit, boost::asio::any_io_executor executor)
+      : put_(put), written_(written), limit_(limit), executor_(std::move(executor)) {
+    head_.method = http::Method::kPost;
+    head_.method_text = "POST";
+    head_.target = head_.path = "/v1/batch";
+  }
+  // The stream ended with its end blocks, and was not cut.
+  bool ended_whole() const { return !is_cut_ && tail_ == archive::tar_end(); }
+
+  // http::Exchange
+  const http::RequestHead& request() const override { return head_; }
+  http::BodyReader& body() override { return no_body_; }
+  http::ResponseWriter& response() override { return *this; }
+  boost::asio::any_io_executor executor() override { return executor_; }
+
+  // http::ResponseWriter
+  // stream_batch() begins a 200 stream, or returns its error without answering.
+  http::Awaitable<Status> send(http::ResponseHead, std::string) override {
+    co_return Status::internal("a batch stream sends no whole answer");
+  }
+  http::Awaitable<Status> begin(http::ResponseHead, std::optional<uint64_t>) override {
+    is_begun_ = true;
+    co_return Status::ok();
+  }
+  http::Awaitable<Status> write(std::span<const char> data) override {
+    if (is_cut_) co_return Status::aborted("the shard's stream was cut");
+    tail_.append(data.data(), data.size());
+    if (tail_.size() <= kTarEnd) co_return Status::ok();
+    const size_t ready = tail_.size() - kTarEnd;
+    if (written_ + ready > limit_) {
+      co_return Status::internal("the samples come to more than the {} bytes extraction measured", limit_);
+    }
+    CO_RETURN_IF_ERROR(co_await put_.write(std::span<const char>(tail_.data(), ready)));
+    written_ += ready;
+    tail_.erase(0, ready);
+    co_return Status::ok();
+  }
+  http::Awaitable<Status> send_file(int, uint64_t, uint64_t) override {
+    co_return Status::internal("a batch stream sends no files");
+  }
+  bool has_begun() const override { return is_begun_; }
+  void cut() override { is_cut_ = true; }
+
+ private:
+  class NoBody final : public http::BodyReader {
+   public:
+    http::Awaitable<Result<size_t>> read(std::span<char>) override { co_return size_t{0}; }
+    bool is_done() const override { return true; }
+  };
+  http::Call& put_;
+  uint64_t& written_;
+  const uint64_t limit_;
+  boost::asio::any_io_executor executor_;
+  http::RequestHead head_;
+  NoBody no_body_;
+  std::string tail_;
+  bool is_begun_ = false;
+  bool is_cut_ = false;
+};
+
 http::Awaitable<Status> Worker::create_shard(Job& job, const ShardPlan& plan) {
   const std::string what = job.spec.output_bucket + "/" + plan.name;
   if (plan.size < kTarEnd) co_return Status::invalid_argument("shard plan {}: size {}", what, plan.size);
@@ -594,10 +663,13 @@ http::Awaitable<Status> Worker::create_shard(Job& job, const ShardPlan& plan) {
   put_request.headers.set("Content-Type", "application/x-tar");
   CO_ASSIGN_OR_RETURN(const std::unique_ptr<http::Call> put,
                       co_await client_->start(self_endpoint_, std::move(put_request), plan.size));
+  // The samples: a batch GET run here, in process (each sample asked of the target that
+  // holds it, a window ahead, in runs where it can), its stream written into the PUT.
+  batch::OwnerFetcher owners(maps_, client_, self_.id());
+  batch::RunFetcher runs(maps_, client_, owners);
   uint64_t written = 0;
   const uint64_t body_size = plan.size - kTarEnd;
-  std::string tail;
-  std::vector<char> chunk(kStreamChunk);
+  const auto executor = co_await asio::this_coro::executor;
   for (size_t first = 0; first < plan.records.size(); first += wire::kMaxBatchEntries) {
     if (job.is_stopped) co_return Status::aborted("{}: stopped", job.id);
     wire::BatchRequest batch;
@@ -614,37 +686,11 @@ http::Awaitable<Status> Worker::create_shard(Job& job, const ShardPlan& plan) {
         e.archmode = "wdskey";
       }
     }
-    const std::string batch_body = wire::batch_request_json(batch);
-    http::ClientRequest batch_request;
-    batch_request.method = http::Method::kPost;
-    batch_request.target = "/v1/batch";
-    batch_request.headers.set("Content-Type", "application/json");
-    CO_ASSIGN_OR_RETURN(const std::unique_ptr<http::Call> samples,
-                        co_await client_->start(self_endpoint_, std::move(batch_request), batch_body.size()));
-    CO_RETURN_IF_ERROR(co_await samples->write(batch_body));
-    CO_ASSIGN_OR_RETURN(const http::ClientResponse samples_head, co_await samples->finish());
-    if (samples_head.status != 200) {
-      auto refusal = co_await http::read_all(samples->body(), 64 * 1024);
-      co_return http::status_of_answer(samples_head.status, refusal ? *refusal : "", "the samples of " + what);
-    }
-    // Each batch's stream ends with the end-of-archive blocks: held back, and the shard
-    // gets one pair at its end.
-    tail.clear();
-    for (;;) {
-      CO_ASSIGN_OR_RETURN(const size_t n, co_await samples->body().read(chunk));
-      if (n == 0) break;
-      tail.append(chunk.data(), n);
-      if (tail.size() <= kTarEnd) continue;
-      const size_t ready = tail.size() - kTarEnd;
-      if (written + ready > body_size) {
-        co_return Status::internal("the samples of {} come to more than the {} bytes extraction measured", what,
-                                   body_size);
-      }
-      CO_RETURN_IF_ERROR(co_await put->write(std::span<const char>(tail.data(), ready)));
-      written += ready;
-      tail.erase(0, ready);
-    }
-    if (tail != archive::tar_end()) {
+    ShardSink sink(*put, written, body_size, executor);
+    batch::StreamTally tally;
+    const Status streamed = co_await batch::stream_batch(sink, batch, runs, batch::StreamOptions{}, tally);
+    if (!streamed.is_ok()) co_return Status(streamed).annotate("the samples of {}", what);
+    if (!sink.ended_whole()) {
       co_return Status::unavailable("the samples of {} ended before their end-of-archive blocks", what);
     }
   }
