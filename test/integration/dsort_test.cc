@@ -3,8 +3,8 @@
 // content and list order, checked sample by sample (each exactly once, members together
 // and in order, the order asked for, sizes within one sample of the target); the same
 // spec twice, and with a memory limit that forces spilling, gives byte-identical shards;
-// loose objects into shards; a dry run; an abort mid-creation and a target killed mid-job
-// leave no output; bad specs are refused.
+// loose objects into shards; a dry run; an abort mid-creation, a target killed mid-job and
+// a rebalance starting mid-job leave no output; bad specs are refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -283,7 +283,7 @@ TEST_F(DsortTest, LooseObjectsBecomeShardsAndADryRunWritesNothing) {
   EXPECT_EQ(out.keys, expected);
 }
 
-TEST_F(DsortTest, AnAbortMidCreationAndAKilledTargetLeaveNoOutput) {
+TEST_F(DsortTest, AnAbortMidCreationAKilledTargetAndARebalanceLeaveNoOutput) {
   client::Client& c = cluster_->client();
   make_input(c, 200, 100);
   // Small output shards: creation takes long enough to be caught in the middle.
@@ -327,6 +327,22 @@ TEST_F(DsortTest, AnAbortMidCreationAndAKilledTargetLeaveNoOutput) {
   ASSERT_OK_AND_ASSIGN(const auto after_kill, c.list_all(kOut));
   EXPECT_TRUE(after_kill.empty()) << after_kill.size() << " output shards left after the failure: "
                                   << (after_kill.empty() ? "" : after_kill.front().name);
+
+  // A rebalance starting mid-job (a target put in maintenance) fails it the same way.
+  ASSERT_OK_AND_ASSIGN(const wire::JobEntry third, c.start_job(spec));
+  wait_for_creation(third.id);
+  ASSERT_OK(c.set_maintenance("t3", true).status());
+  ASSERT_OK_AND_ASSIGN(const wire::JobEntry preempted, c.wait_job(third.id, kJobTimeout));
+  EXPECT_EQ(preempted.state, "failed") << preempted.detail;
+  EXPECT_NE(preempted.detail.find("targets changed"), std::string::npos) << preempted.detail;
+  for (int i = 0; i < 600; ++i) {
+    auto listed = c.list_all(kOut);
+    if (listed && listed->empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_OK_AND_ASSIGN(const auto after_rebalance, c.list_all(kOut));
+  EXPECT_TRUE(after_rebalance.empty()) << after_rebalance.size() << " output shards left after the rebalance: "
+                                       << (after_rebalance.empty() ? "" : after_rebalance.front().name);
 }
 
 TEST_F(DsortTest, BadSpecsAndMissingSamplesAreRefusedClearly) {
