@@ -273,9 +273,9 @@ std::string job_json(const client::JobEntry& j) {
     const client::JobEntry::Dsort& d = *j.dsort;
     dsort = fmt::format(
         R"(,"dsort":{{"samples":{},"output_shards":{},"bytes":{},"smallest_shard":{},"largest_shard":{},)"
-        R"("spilled_bytes":{},"duplicate_keys":{}}})",
+        R"("spilled_bytes":{},"duplicate_keys":{},"input_objects":{},"extraction_ms":{},"creation_ms":{}}})",
         d.samples, d.output_shards, d.bytes, d.smallest_shard, d.largest_shard, d.spilled_bytes,
-        d.duplicate_keys);
+        d.duplicate_keys, d.input_objects, d.extraction_ms, d.creation_ms);
   }
   return fmt::format(
       R"({{"id":{},"kind":{},"state":{},"phase":{},"detail":{},"progress":{{"objects_done":{},"objects_total":{},)"

@@ -34,28 +34,6 @@ void append_be64(std::string& out, uint64_t v) {
   for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
 }
 
-void append_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-// nullopt when `in` ends first.
-std::optional<uint64_t> take_varint(std::string_view& in) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < in.size() && i < 10; ++i) {
-    const auto byte = static_cast<uint8_t>(in[i]);
-    v |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
-    if ((byte & 0x80) == 0) {
-      in.remove_prefix(i + 1);
-      return v;
-    }
-  }
-  return std::nullopt;
-}
-
 // One record from the front of `in`; nullopt (and `in` untouched) when `in` ends before it.
 std::optional<Record> try_take_record(std::string_view& in) {
   std::string_view rest = in;
@@ -88,6 +66,27 @@ Status write_all(int fd, std::string_view bytes, const std::string& path) {
 }
 
 }  // namespace
+
+void append_varint(std::string& out, uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+std::optional<uint64_t> take_varint(std::string_view& in) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < in.size() && i < 10; ++i) {
+    const auto byte = static_cast<uint8_t>(in[i]);
+    v |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
+    if ((byte & 0x80) == 0) {
+      in.remove_prefix(i + 1);
+      return v;
+    }
+  }
+  return std::nullopt;
+}
 
 std::string sort_key_random(std::string_view key, uint64_t seed) {
   std::string out;

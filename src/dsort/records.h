@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,11 @@ std::string sort_key_natural(std::string_view key);
 Result<std::string> sort_key_content(std::string_view text, wire::DsortContentType type);
 // kList: the output shard's index in the list, then the key's position within it.
 std::string sort_key_list(uint32_t shard, uint32_t position);
+
+// The codec's integers: LEB128 varints. take_varint() drops what it read from `in`;
+// nullopt (and `in` untouched) when `in` ends first.
+void append_varint(std::string& out, uint64_t v);
+std::optional<uint64_t> take_varint(std::string_view& in);
 
 // Appends `record` (four length-prefixed fields) to `out`.
 void append_record(std::string& out, const Record& record);

@@ -51,27 +51,6 @@ std::string spill_root(const store::Store& store) {
   return {};
 }
 
-void append_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-Result<uint64_t> take_varint(std::string_view& in) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < in.size() && i < 10; ++i) {
-    const auto byte = static_cast<uint8_t>(in[i]);
-    v |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
-    if ((byte & 0x80) == 0) {
-      in.remove_prefix(i + 1);
-      return v;
-    }
-  }
-  return Status::invalid_argument("a shard plan is cut short");
-}
-
 }  // namespace
 
 Status check_answer(const http::ClientResponse& answer, std::string_view what) {
@@ -91,15 +70,20 @@ std::string encode_plan(const ShardPlan& plan) {
 
 Result<ShardPlan> decode_plan(std::string_view bytes) {
   ShardPlan plan;
-  ASSIGN_OR_RETURN(const uint64_t name_size, take_varint(bytes));
-  if (name_size == 0 || name_size > bytes.size()) return Status::invalid_argument("a shard plan has no name");
-  plan.name.assign(bytes.substr(0, name_size));
-  bytes.remove_prefix(name_size);
-  ASSIGN_OR_RETURN(plan.size, take_varint(bytes));
-  ASSIGN_OR_RETURN(const uint64_t count, take_varint(bytes));
-  if (count == 0 || count > bytes.size()) return Status::invalid_argument("shard plan {}: {} records?", plan.name, count);
-  plan.records.reserve(count);
-  for (uint64_t i = 0; i < count; ++i) {
+  const auto name_size = take_varint(bytes);
+  if (!name_size || *name_size == 0 || *name_size > bytes.size()) {
+    return Status::invalid_argument("a shard plan has no name");
+  }
+  plan.name.assign(bytes.substr(0, *name_size));
+  bytes.remove_prefix(*name_size);
+  const auto size = take_varint(bytes);
+  const auto count = take_varint(bytes);
+  if (!size || !count || *count == 0 || *count > bytes.size()) {
+    return Status::invalid_argument("shard plan {} is cut short or has no records", plan.name);
+  }
+  plan.size = *size;
+  plan.records.reserve(*count);
+  for (uint64_t i = 0; i < *count; ++i) {
     ASSIGN_OR_RETURN(Record r, take_record(bytes));
     plan.records.push_back(std::move(r));
   }

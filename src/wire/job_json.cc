@@ -99,6 +99,9 @@ Result<JobEntry> job_of(const detail::JsonFields& j) {
     ASSIGN_OR_RETURN(out.largest_shard, d->u64_or("largest_shard", 0));
     ASSIGN_OR_RETURN(out.spilled_bytes, d->u64_or("spilled_bytes", 0));
     ASSIGN_OR_RETURN(out.duplicate_keys, d->u64_or("duplicate_keys", 0));
+    ASSIGN_OR_RETURN(out.input_objects, d->u64_or("input_objects", 0));
+    ASSIGN_OR_RETURN(out.extraction_ms, d->u64_or("extraction_ms", 0));
+    ASSIGN_OR_RETURN(out.creation_ms, d->u64_or("creation_ms", 0));
   }
   return job;
 }

@@ -43,6 +43,9 @@ struct JobEntry {
     uint64_t largest_shard = 0;
     uint64_t spilled_bytes = 0;
     uint64_t duplicate_keys = 0;
+    uint64_t input_objects = 0;
+    uint64_t extraction_ms = 0;
+    uint64_t creation_ms = 0;
     bool operator==(const Dsort&) const = default;
   };
   std::optional<Dsort> dsort;

@@ -35,6 +35,36 @@ JobInfo finished_scrub() {
   return job;
 }
 
+TEST(JobJsonTest, ADsortsFiguresComeThrough) {
+  JobInfo job;
+  job.set_id("dsort-1");
+  job.set_kind("dsort");
+  job.set_state("finished");
+  DsortSummary& d = *job.mutable_dsort();
+  d.set_input_objects(200);
+  d.set_samples(20000);
+  d.set_output_shards(12);
+  d.set_bytes(50'000'000);
+  d.set_smallest_shard(1'000'000);
+  d.set_largest_shard(4'194'304);
+  d.set_spilled_bytes(123);
+  d.set_duplicate_keys(2);
+  d.set_extraction_ms(300);
+  d.set_creation_ms(4000);
+  (*job.mutable_nodes())["t1"].set_samples(5000);
+  auto decoded = parse_job_json(job_json(job));
+  ASSERT_TRUE(decoded.has_value()) << decoded.error();
+  ASSERT_TRUE(decoded->dsort.has_value());
+  EXPECT_EQ(*decoded->dsort, (JobEntry::Dsort{.samples = 20000, .output_shards = 12, .bytes = 50'000'000,
+                                              .smallest_shard = 1'000'000, .largest_shard = 4'194'304,
+                                              .spilled_bytes = 123, .duplicate_keys = 2, .input_objects = 200,
+                                              .extraction_ms = 300, .creation_ms = 4000}));
+  EXPECT_NE(job_json(job).find(R"("samples":5000)"), std::string::npos) << "the node's extraction figures";
+  auto scrub = parse_job_json(job_json(finished_scrub()));
+  ASSERT_TRUE(scrub.has_value());
+  EXPECT_FALSE(scrub->dsort.has_value());
+}
+
 TEST(JobJsonTest, DecodesWhatTheProxyEncodes) {
   auto decoded = parse_job_json(job_json(finished_scrub()));
   ASSERT_TRUE(decoded.has_value()) << decoded.error();
