@@ -179,12 +179,11 @@ http::Awaitable<Result<wire::JobInfo>> Coordinator::start(std::string body) {
   }
   if (run->targets.empty()) co_return Status::unavailable("no target is up to run a dsort");
   {
+    // Reserved before the job is opened, so that two starts at once cannot both pass.
     MutexLock lock(mutex_);
-    for (const auto& [id, other] : runs_) {
-      if (other->spec.output_bucket == spec.output_bucket) {
-        co_return Status::failed_precondition("{} writes into bucket {} already; wait for it or abort it", id,
-                                              spec.output_bucket);
-      }
+    if (!writing_.insert(spec.output_bucket).second) {
+      co_return Status::failed_precondition("another dsort writes into bucket {}; wait for it or abort it",
+                                            spec.output_bucket);
     }
   }
   run->fingerprint = targets_fingerprint(*map);
@@ -192,7 +191,13 @@ http::Awaitable<Result<wire::JobInfo>> Coordinator::start(std::string body) {
   run->creation_limit = 2 * run->targets.size();
   run->spec_json = wire::dsort_spec_json(spec);
   run->spec = std::move(spec);
-  CO_ASSIGN_OR_RETURN(run->job, co_await primary_.open_job("dsort", "extraction"));
+  auto opened = co_await primary_.open_job("dsort", "extraction");
+  if (!opened) {
+    MutexLock lock(mutex_);
+    writing_.erase(run->spec.output_bucket);
+    co_return std::move(opened).error();
+  }
+  run->job = std::move(*opened);
   run->job.mutable_dsort()->set_dry_run(run->spec.dry_run);
   {
     MutexLock lock(mutex_);
@@ -270,6 +275,7 @@ http::Awaitable<void> Coordinator::run(std::shared_ptr<Run> run) {
   {
     MutexLock lock(mutex_);
     runs_.erase(r.job.id());
+    writing_.erase(r.spec.output_bucket);
   }
   r.is_done = true;
 }

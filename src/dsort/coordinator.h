@@ -8,6 +8,7 @@
 // sent and ends the job.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "base/mutex.h"
@@ -68,6 +69,7 @@ class Coordinator : public cluster::JobRunner {
   std::atomic<bool> is_stopping_{false};
   Mutex mutex_;
   std::map<std::string, std::shared_ptr<Run>> runs_ GUARDED_BY(mutex_);  // running ones
+  std::set<std::string> writing_ GUARDED_BY(mutex_);  // their output buckets
 };
 
 // What the targets look like to a job: every target's id, state and mode and the

@@ -38,6 +38,10 @@ constexpr size_t kMaxKeyListBody = 1ull << 30;      // the key list of an order 
 constexpr size_t kExtractWindow = 8;                // input shards read at once
 constexpr size_t kTarEnd = 1024;
 constexpr std::chrono::seconds kCreationHeartbeat{5};
+// A job's part that its coordinator has not called for this long is dropped (the primary
+// restarted, or the job's end never came).
+constexpr std::chrono::minutes kAbandonedAfter{15};
+constexpr std::chrono::seconds kAbandonedCheck{30};
 
 std::string object_path(std::string_view bucket, std::string_view name) {
   return "/v1/objects/" + text::percent_encode(bucket) + "/" + text::percent_encode_path(name);
@@ -96,6 +100,8 @@ struct Worker::Job {
   wire::DsortSpec spec;
   wire::Bucket input;
   std::atomic<bool> is_stopped{false};
+  // When the coordinator last called (drop_when_abandoned()).
+  std::atomic<std::chrono::steady_clock::duration> last_call{std::chrono::steady_clock::now().time_since_epoch()};
   // Order by list: each key's output shard and place in it.
   std::unordered_map<std::string, std::pair<uint32_t, uint32_t>> list;
 
@@ -148,7 +154,9 @@ void Worker::stop_all() {
 std::shared_ptr<Worker::Job> Worker::find(const std::string& id) {
   MutexLock lock(mutex_);
   const auto it = jobs_.find(id);
-  return it == jobs_.end() ? nullptr : it->second;
+  if (it == jobs_.end()) return nullptr;
+  it->second->last_call = std::chrono::steady_clock::now().time_since_epoch();
+  return it->second;
 }
 
 http::Awaitable<void> Worker::handle(http::Exchange& exchange, std::string_view rest) {
@@ -238,22 +246,44 @@ http::Awaitable<void> Worker::extract(std::shared_ptr<Job> job) {
   if (!extracted.is_ok()) {
     SILO_LOG_WARN("{}: extraction failed: {}", job->id, extracted);
     job->fail(extracted);
-    co_return;
+  } else {
+    const auto finished = co_await disk_.run([&job]() -> Result<std::pair<uint64_t, uint64_t>> {
+      MutexLock lock(job->sorter_mutex);
+      if (job->sorter == nullptr) return Status::aborted("dropped");
+      RETURN_IF_ERROR(job->sorter->finish());
+      return std::make_pair(job->sorter->records(), job->sorter->spilled_bytes());
+    });
+    if (!finished) {
+      job->fail(finished.error());
+    } else {
+      MutexLock lock(job->mutex);
+      job->progress.set_spilled_bytes(finished->second);
+      job->progress.set_finished(true);
+      job->progress.set_finished_unix_nanos(Clock::real().unix_nanos());
+    }
   }
-  const auto finished = co_await disk_.run([&job]() -> Result<std::pair<uint64_t, uint64_t>> {
-    MutexLock lock(job->sorter_mutex);
-    if (job->sorter == nullptr) return Status::aborted("dropped");
-    RETURN_IF_ERROR(job->sorter->finish());
-    return std::make_pair(job->sorter->records(), job->sorter->spilled_bytes());
-  });
-  if (!finished) {
-    job->fail(finished.error());
-    co_return;
+  co_await drop_when_abandoned(job);
+}
+
+http::Awaitable<void> Worker::drop_when_abandoned(std::shared_ptr<Job> job) {
+  std::unique_ptr<asio::steady_timer> timer;
+  while (!job->is_stopped) {
+    co_await async::pause(timer, kAbandonedCheck);
+    const auto idle = std::chrono::steady_clock::now().time_since_epoch() - job->last_call.load();
+    if (job->is_stopped || idle < kAbandonedAfter) continue;
+    SILO_LOG_WARN("{}: no call from its coordinator for {} s: its records and runs are dropped", job->id,
+                  std::chrono::duration_cast<std::chrono::seconds>(idle).count());
+    job->is_stopped = true;
+    {
+      MutexLock lock(mutex_);
+      jobs_.erase(job->id);
+    }
+    std::ignore = co_await disk_.run([&job] {
+      MutexLock lock(job->sorter_mutex);
+      job->sorter.reset();
+      return 0;
+    });
   }
-  MutexLock lock(job->mutex);
-  job->progress.set_spilled_bytes(finished->second);
-  job->progress.set_finished(true);
-  job->progress.set_finished_unix_nanos(Clock::real().unix_nanos());
 }
 
 http::Awaitable<Result<http::ClientResponse>> Worker::get_here(std::string target, size_t max_body) {

@@ -67,6 +67,8 @@ class Worker {
   struct Job;
   http::Awaitable<Status> start(http::Exchange& exchange, const std::string& id);
   http::Awaitable<void> extract(std::shared_ptr<Job> job);
+  // Drops `job` once its coordinator has not called for kAbandonedAfter (15 min).
+  http::Awaitable<void> drop_when_abandoned(std::shared_ptr<Job> job);
   http::Awaitable<Status> extract_all(Job& job);
   // Order by list: reads the key list into job.list.
   http::Awaitable<Status> load_list(Job& job);
@@ -92,6 +94,7 @@ class Worker {
   http::Awaitable<Status> create_shard(Job& job, const ShardPlan& plan);
   // GET of `target` (a native object path and query) from this node, as the owner.
   http::Awaitable<Result<http::ClientResponse>> get_here(std::string target, size_t max_body);
+  // The job, its last_call set to now (a call of its coordinator); null when none.
   std::shared_ptr<Job> find(const std::string& id);
 
   cluster::ClusterMaps& maps_;
