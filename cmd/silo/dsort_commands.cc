@@ -191,7 +191,8 @@ Result<std::string> spec_from_flags(const DsortOptions& o) {
       return Status::invalid_argument("--list '{}' names no object: write BUCKET/NAME",
                                       o.list_object);
     }
-    spec.list_object = list.bucket + "/" + list.name;
+    spec.list_bucket = list.bucket;
+    spec.list_name = list.name;
   }
   spec.dry_run = o.is_dry_run;
   spec.fails_on_duplicate = o.on_duplicate == "fail";

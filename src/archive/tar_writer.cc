@@ -68,7 +68,7 @@ std::string tar_header(std::string_view name, uint64_t size, int64_t mtime_unix_
 
 std::string tar_padding(uint64_t size) { return std::string(round_up_to_block(size) - size, '\0'); }
 
-std::string tar_end() { return std::string(2 * kBlockSize, '\0'); }
+std::string tar_end() { return std::string(kTarEndBytes, '\0'); }
 
 uint64_t tar_member_bytes(std::string_view name, uint64_t size) {
   const std::string records = pax_records(name, size);

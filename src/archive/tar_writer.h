@@ -16,6 +16,7 @@ std::string tar_header(std::string_view name, uint64_t size, int64_t mtime_unix_
 // The zero bytes that round a member of `size` bytes up to a whole block.
 std::string tar_padding(uint64_t size);
 // The end of the archive: two zero blocks.
+inline constexpr uint64_t kTarEndBytes = 1024;
 std::string tar_end();
 // The bytes a member takes in the stream: its header(s), data and padding.
 uint64_t tar_member_bytes(std::string_view name, uint64_t size);

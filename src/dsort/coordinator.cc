@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <span>
 
+#include "archive/tar_writer.h"
 #include "async/gather.h"
 #include "async/sleep.h"
 #include "base/clock.h"
@@ -26,16 +28,11 @@ constexpr std::chrono::milliseconds kPoll{300};
 constexpr size_t kMaxProgressBody = 64 * 1024;
 constexpr size_t kMaxPageBody = 64ull << 20;
 constexpr size_t kMaxKeyListBody = 1ull << 30;
-constexpr uint64_t kTarEnd = 1024;
 constexpr int kPageTries = 3;
 constexpr size_t kCleanupWindow = 16;
 // A failed job's shards on targets it could not reach are removed when they are back.
 constexpr std::chrono::seconds kRemoveLaterEvery{2};
 constexpr std::chrono::minutes kRemoveLaterFor{30};
-
-std::string object_path(std::string_view bucket, std::string_view name) {
-  return "/v1/objects/" + text::percent_encode(bucket) + "/" + text::percent_encode_path(name);
-}
 
 // The text every input name starts with: output names starting with it could be read as input.
 std::string input_prefix(const wire::DsortSpec& spec) {
@@ -92,7 +89,8 @@ struct Coordinator::Run : std::enable_shared_from_this<Coordinator::Run> {
   mutable Mutex mutex;
   Status first_creation_error GUARDED_BY(mutex);
   std::vector<std::string> sent;  // every shard sent for creation, to remove on failure
-  std::optional<Record> last;     // the previous sample's (first) record
+  std::string last_key;     // the previous sample's key and input (duplicates)
+  std::string last_source;
 };
 
 // A target's sorted records, a page at a time.
@@ -159,10 +157,9 @@ http::Awaitable<Result<wire::JobInfo>> Coordinator::start(std::string body) {
     }
   }
   if (spec.order == wire::DsortOrder::kList) {
-    const size_t slash = spec.list_object.find('/');
-    const std::string list_bucket = spec.list_object.substr(0, slash);
-    if (!maps_.find_bucket(list_bucket)) {
-      co_return Status::not_found("bucket {} (of the key list) does not exist", list_bucket).with_reason("NoSuchBucket");
+    if (!maps_.find_bucket(spec.list_bucket)) {
+      co_return Status::not_found("bucket {} (of the key list) does not exist", spec.list_bucket)
+          .with_reason("NoSuchBucket");
     }
   }
   const auto map = maps_.node_map();
@@ -358,10 +355,9 @@ http::Awaitable<Status> Coordinator::advance(Run& r, Cursor& cursor) {
 
 http::Awaitable<Status> Coordinator::order_and_create(Run& r) {
   if (r.spec.order == wire::DsortOrder::kList) {
-    const size_t slash = r.spec.list_object.find('/');
-    const std::string path = object_path(r.spec.list_object.substr(0, slash), r.spec.list_object.substr(slash + 1));
+    const std::string path = object_path(r.spec.list_bucket, r.spec.list_name);
     CO_ASSIGN_OR_RETURN(const auto answer, co_await call(r.targets.front(), http::Method::kGet, path, "", kMaxKeyListBody));
-    CO_RETURN_IF_ERROR(check_answer(answer, "the key list " + r.spec.list_object));
+    CO_RETURN_IF_ERROR(check_answer(answer, "the key list " + r.spec.list_object()));
     CO_ASSIGN_OR_RETURN(const std::vector<wire::DsortListShard> listed, wire::parse_dsort_list_json(answer.body));
     for (const auto& shard : listed) r.list_names.push_back(shard.name);
   }
@@ -377,7 +373,7 @@ http::Awaitable<Status> Coordinator::order_and_create(Run& r) {
   // Closes the shard being cut: named, counted, queued for its owner.
   const auto close_plan = [&r, &d]() -> Status {
     if (r.plan.records.empty()) return Status::ok();
-    r.plan.size += kTarEnd;
+    r.plan.size += archive::kTarEndBytes;
     if (r.spec.order == wire::DsortOrder::kList) {
       r.plan.name = r.list_names[r.plan_list_shard];
     } else {
@@ -397,7 +393,7 @@ http::Awaitable<Status> Coordinator::order_and_create(Run& r) {
   };
   // Adds a whole sample (its records) to the shard being cut, closing that one first when
   // the sample belongs to the next.
-  const auto add_sample = [&r, &d, &close_plan](std::vector<Record>& records, uint64_t bytes) -> Status {
+  const auto add_sample = [&r, &d, &close_plan](std::span<Record> records, uint64_t bytes) -> Status {
     bool closes = false;
     if (r.spec.order == wire::DsortOrder::kList) {
       const auto& k = records.front().sort_key;
@@ -407,7 +403,7 @@ http::Awaitable<Status> Coordinator::order_and_create(Run& r) {
       if (closes) RETURN_IF_ERROR(close_plan());
       r.plan_list_shard = shard;
     } else {
-      closes = !r.plan.records.empty() && r.plan.size + bytes + kTarEnd > r.spec.shard_size;
+      closes = !r.plan.records.empty() && r.plan.size + bytes + archive::kTarEndBytes > r.spec.shard_size;
       if (closes) RETURN_IF_ERROR(close_plan());
     }
     d.set_samples(d.samples() + 1);
@@ -433,18 +429,16 @@ http::Awaitable<Status> Coordinator::order_and_create(Run& r) {
       sample_bytes += next.bytes;
       sample.push_back(std::move(next));
     } else {
-      if (r.last && r.last->key == next.key) {
+      if (d.samples() > 0 && r.last_key == next.key) {
         d.set_duplicate_keys(d.duplicate_keys() + 1);
         if (r.spec.fails_on_duplicate) {
           co_return Status::invalid_argument("sample key {} is in {} and in {} (on_duplicate: fail)", next.key,
-                                             r.last->source, next.source);
+                                             r.last_source, next.source);
         }
       }
-      r.last = next;
-      std::vector<Record> one;
-      const uint64_t one_bytes = next.bytes;
-      one.push_back(std::move(next));
-      CO_RETURN_IF_ERROR(add_sample(one, one_bytes));
+      r.last_key.assign(next.key);
+      r.last_source.assign(next.source);
+      CO_RETURN_IF_ERROR(add_sample(std::span<Record>(&next, 1), next.bytes));
     }
     if (!r.ready.empty()) CO_RETURN_IF_ERROR(co_await send_ready(r));
   }

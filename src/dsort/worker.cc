@@ -28,6 +28,7 @@ namespace silo::dsort {
 namespace {
 
 namespace asio = boost::asio;
+using archive::kTarEndBytes;
 
 constexpr size_t kMaxStartBody = 1 << 20;
 constexpr size_t kMaxPlanBody = 512ull << 20;
@@ -36,16 +37,11 @@ constexpr size_t kMaxContentsBody = 256ull << 20;   // the content members of on
 constexpr size_t kMaxContentBody = 1 << 20;         // one loose content member
 constexpr size_t kMaxKeyListBody = 1ull << 30;      // the key list of an order by list
 constexpr size_t kExtractWindow = 8;                // input shards read at once
-constexpr size_t kTarEnd = 1024;
 constexpr std::chrono::seconds kCreationHeartbeat{5};
 // A job's part that its coordinator has not called for this long is dropped (the primary
 // restarted, or the job's end never came).
 constexpr std::chrono::minutes kAbandonedAfter{15};
 constexpr std::chrono::seconds kAbandonedCheck{30};
-
-std::string object_path(std::string_view bucket, std::string_view name) {
-  return "/v1/objects/" + text::percent_encode(bucket) + "/" + text::percent_encode_path(name);
-}
 
 // Spilled runs live under <mountpath>/dsort/<job> (docs/on-disk-format.md).
 std::string spill_root(const store::Store& store) {
@@ -56,6 +52,10 @@ std::string spill_root(const store::Store& store) {
 }
 
 }  // namespace
+
+std::string object_path(std::string_view bucket, std::string_view name) {
+  return "/v1/objects/" + text::percent_encode(bucket) + "/" + text::percent_encode_path(name);
+}
 
 Status check_answer(const http::ClientResponse& answer, std::string_view what) {
   if (answer.status >= 200 && answer.status < 300) return Status::ok();
@@ -343,9 +343,8 @@ http::Awaitable<Status> Worker::extract_all(Job& job) {
 }
 
 http::Awaitable<Status> Worker::load_list(Job& job) {
-  const std::string& object = job.spec.list_object;
-  const size_t slash = object.find('/');
-  const std::string path = object_path(object.substr(0, slash), object.substr(slash + 1));
+  const std::string object = job.spec.list_object();
+  const std::string path = object_path(job.spec.list_bucket, job.spec.list_name);
   CO_ASSIGN_OR_RETURN(const http::ClientResponse answer, co_await get_here(path, kMaxKeyListBody));
   CO_RETURN_IF_ERROR(check_answer(answer, "the key list " + object));
   CO_ASSIGN_OR_RETURN(const std::vector<wire::DsortListShard> listed, wire::parse_dsort_list_json(answer.body));
@@ -487,7 +486,7 @@ Result<std::string> Worker::sort_key_of(Job& job, const std::string& key, const 
     case wire::DsortOrder::kList: {
       const auto it = job.list.find(key);
       if (it == job.list.end()) {
-        return Status::invalid_argument("sample {} is not in the key list {}", key, job.spec.list_object);
+        return Status::invalid_argument("sample {} is not in the key list {}", key, job.spec.list_object());
       }
       return sort_key_list(it->second.first, it->second.second);
     }
@@ -632,8 +631,8 @@ class ShardSink final : public http::Exchange, public http::ResponseWriter {
   http::Awaitable<Status> write(std::span<const char> data) override {
     if (is_cut_) co_return Status::aborted("the shard's stream was cut");
     tail_.append(data.data(), data.size());
-    if (tail_.size() <= kTarEnd) co_return Status::ok();
-    const size_t ready = tail_.size() - kTarEnd;
+    if (tail_.size() <= kTarEndBytes) co_return Status::ok();
+    const size_t ready = tail_.size() - kTarEndBytes;
     if (written_ + ready > limit_) {
       co_return Status::internal("the samples come to more than the {} bytes extraction measured", limit_);
     }
@@ -667,7 +666,7 @@ class ShardSink final : public http::Exchange, public http::ResponseWriter {
 
 http::Awaitable<Status> Worker::create_shard(Job& job, const ShardPlan& plan) {
   const std::string what = job.spec.output_bucket + "/" + plan.name;
-  if (plan.size < kTarEnd) co_return Status::invalid_argument("shard plan {}: size {}", what, plan.size);
+  if (plan.size < kTarEndBytes) co_return Status::invalid_argument("shard plan {}: size {}", what, plan.size);
   // The shard goes in by an ordinary PUT of exactly its size through this node: stored,
   // indexed, copied or coded like any; a stream that comes out short or long is never
   // committed (the PUT is dropped unfinished).
@@ -682,7 +681,7 @@ http::Awaitable<Status> Worker::create_shard(Job& job, const ShardPlan& plan) {
   batch::OwnerFetcher owners(maps_, client_, self_.id());
   batch::RunFetcher runs(maps_, client_, owners);
   uint64_t written = 0;
-  const uint64_t body_size = plan.size - kTarEnd;
+  const uint64_t body_size = plan.size - kTarEndBytes;
   const auto executor = co_await asio::this_coro::executor;
   for (size_t first = 0; first < plan.records.size(); first += wire::kMaxBatchEntries) {
     if (job.is_stopped) co_return Status::aborted("{}: stopped", job.id);

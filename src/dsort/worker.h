@@ -40,6 +40,8 @@ struct ShardPlan {
   std::vector<Record> records;
 };
 std::string encode_plan(const ShardPlan& plan);
+// The native API's path of an object (percent-encoded).
+std::string object_path(std::string_view bucket, std::string_view name);
 // OK for a 2xx answer, else its error (http::status_of_answer) after `what`.
 Status check_answer(const http::ClientResponse& answer, std::string_view what);
 // The answer to POST .../shards: spaces (heartbeats), then {"name", "size"} or an error.

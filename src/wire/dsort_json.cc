@@ -95,7 +95,7 @@ Result<DsortSpec> parse_dsort_spec_json(std::string_view text) {
     ASSIGN_OR_RETURN(spec.seed, order->u64_or("seed", 0));
     ASSIGN_OR_RETURN(spec.content_member, order->string_or("member", ""));
     ASSIGN_OR_RETURN(const std::string type, order->string_or("type", "int"));
-    ASSIGN_OR_RETURN(spec.list_object, order->string_or("object", ""));
+    ASSIGN_OR_RETURN(const std::string list_object, order->string_or("object", ""));
     if (by == "random") {
       spec.order = DsortOrder::kRandom;
     } else if (by == "key") {
@@ -117,10 +117,12 @@ Result<DsortSpec> parse_dsort_spec_json(std::string_view text) {
       }
     } else if (by == "list") {
       spec.order = DsortOrder::kList;
-      const size_t slash = spec.list_object.find('/');
-      if (slash == std::string::npos || slash == 0 || slash + 1 == spec.list_object.size()) {
+      const size_t slash = list_object.find('/');
+      if (slash == std::string::npos || slash == 0 || slash + 1 == list_object.size()) {
         return Status::invalid_argument("{}: order by list needs 'order.object' as \"BUCKET/NAME\"", kDocument);
       }
+      spec.list_bucket = list_object.substr(0, slash);
+      spec.list_name = list_object.substr(slash + 1);
     } else {
       return Status::invalid_argument("{}: 'order.by' must be \"random\", \"key\", \"content\" or \"list\"", kDocument);
     }
@@ -183,7 +185,7 @@ std::string dsort_spec_json(const DsortSpec& spec) {
                       : spec.content_type == DsortContentType::kFloat ? "float"
                                                                       : "string";
       break;
-    case DsortOrder::kList: order["object"] = spec.list_object; break;
+    case DsortOrder::kList: order["object"] = spec.list_object(); break;
   }
   json doc{{"kind", "dsort"},       {"input", std::move(input)},
            {"output", std::move(output)}, {"order", std::move(order)},

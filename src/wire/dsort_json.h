@@ -18,7 +18,7 @@ enum class DsortOrder {
   kRandom,   // a uniform shuffle: by XXH64(seed, sample key)
   kKey,      // sample keys in byte order
   kContent,  // the value of one member of each sample (content_member), as content_type
-  kList,     // an object of the cluster maps keys to output shards (list_object)
+  kList,     // an object of the cluster maps keys to output shards (list_bucket/list_name)
 };
 enum class DsortContentType { kInt, kFloat, kString };
 
@@ -37,7 +37,10 @@ struct DsortSpec {
   uint64_t seed = 0;
   std::string content_member;  // kContent: the member's extension ("cls")
   DsortContentType content_type = DsortContentType::kInt;
-  std::string list_object;  // kList: "BUCKET/NAME", JSON {"shard name": ["key", ...], ...}
+  // kList: the object "BUCKET/NAME" (order.object), JSON {"shard name": ["key", ...], ...}
+  std::string list_bucket;
+  std::string list_name;
+  std::string list_object() const { return list_bucket + "/" + list_name; }
   bool dry_run = false;
   bool fails_on_duplicate = false;  // on_duplicate: "keep" (false) or "fail"
   uint64_t memory_limit = 0;        // bytes of sample records per target before spilling; 0: the default
