@@ -169,6 +169,7 @@ Result<std::string> spec_from_flags(const DsortOptions& o) {
   spec.output_bucket = output.bucket;
   RETURN_IF_ERROR(check_template("--template", o.output_template));
   spec.output_template = o.output_template;
+  spec.output_gzip = wire::names_gzip_shards(o.output_template);  // .tgz, .tar.gz: compressed
 
   ASSIGN_OR_RETURN(spec.order, order_of(o));
   if (!o.shard_size.empty()) {
@@ -235,8 +236,8 @@ void add_dsort_commands(CLI::App& app, Context& context) {
   CLI::App* command = add_command(
       app, "dsort",
       "Reshard a dataset (a job): read the samples of input shards or loose objects, order them "
-      "(random, by key, by a member's content, by a list) and write them as new tar shards of a "
-      "size",
+      "(random, by key, by a member's content, by a list) and write them as new tar (or tgz) "
+      "shards of a size",
       "silo dsort photos photos-out --template 'train-{00000..09999}.tar' --shard-size 256MiB "
       "--seed 7 --wait\n"
       "  silo dsort photos photos-out --input-template 'in-{000..199}.tar' --template "
@@ -255,7 +256,8 @@ void add_dsort_commands(CLI::App& app, Context& context) {
   flags.push_back(command->add_option("OUT_BUCKET", o->output, "The output shards' bucket"));
   flags.push_back(command->add_option("--template,-t", o->output_template,
                                       "Brace template that names the output shards in order: "
-                                      "'train-{00000..09999}.tar'"));
+                                      "'train-{00000..09999}.tar' (.tgz or .tar.gz: "
+                                      "gzip-compressed)"));
   flags.push_back(command->add_option(
       "--shard-size", o->shard_size,
       "Output shard size: 256MiB, 1GiB, 500MB, bytes (needed unless --order list)"));

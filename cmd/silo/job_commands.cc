@@ -72,6 +72,19 @@ void print_job(const client::JobEntry& j) {
   if (!j.detail.empty()) table.add({"detail", j.detail});
   for (const auto& f : j.failed_objects) table.add({"failed", f});
   table.print();
+  if (j.dsort && !j.dsort->parts.empty()) {
+    // Each target: the inputs it read, its records merged, the output shards it builds.
+    std::printf("\n");
+    Table parts({"TARGET", "INPUTS READ", "RECORDS MERGED", "SHARDS CREATED", "SAMPLES CREATED", "BYTES CREATED"});
+    for (const auto& p : j.dsort->parts) {
+      parts.add({p.id, fmt::format("{}/{}", p.inputs_read, p.inputs_total),
+                 fmt::format("{}/{}", p.records_ordered, p.records),
+                 fmt::format("{}/{}", p.shards_created, p.shards_planned),
+                 fmt::format("{}/{}", p.samples_created, p.samples_planned),
+                 fmt::format("{}/{}", human_bytes(p.bytes_created), human_bytes(p.bytes_planned))});
+    }
+    parts.print();
+  }
 }
 
 // What a job's progress bar shows. A dsort counts the input objects read while it
@@ -271,11 +284,22 @@ std::string job_json(const client::JobEntry& j) {
   std::string dsort;
   if (j.dsort) {
     const client::JobEntry::Dsort& d = *j.dsort;
+    std::string parts;
+    for (const auto& p : d.parts) {
+      parts += fmt::format(
+          R"({}{}:{{"inputs_read":{},"inputs_total":{},"records":{},"records_ordered":{},"shards_planned":{},)"
+          R"("shards_created":{},"samples_planned":{},"samples_created":{},"bytes_planned":{},"bytes_created":{}}})",
+          parts.empty() ? "" : ",", json_string(p.id), p.inputs_read, p.inputs_total, p.records,
+          p.records_ordered, p.shards_planned, p.shards_created, p.samples_planned, p.samples_created,
+          p.bytes_planned, p.bytes_created);
+    }
     dsort = fmt::format(
         R"(,"dsort":{{"samples":{},"output_shards":{},"bytes":{},"smallest_shard":{},"largest_shard":{},)"
-        R"("spilled_bytes":{},"duplicate_keys":{},"input_objects":{},"extraction_ms":{},"creation_ms":{}}})",
+        R"("spilled_bytes":{},"duplicate_keys":{},"input_objects":{},"extraction_ms":{},"creation_ms":{},)"
+        R"("samples_created":{},"input_bytes":{},"targets":{{{}}}}})",
         d.samples, d.output_shards, d.bytes, d.smallest_shard, d.largest_shard, d.spilled_bytes,
-        d.duplicate_keys, d.input_objects, d.extraction_ms, d.creation_ms);
+        d.duplicate_keys, d.input_objects, d.extraction_ms, d.creation_ms, d.samples_created,
+        d.input_bytes, parts);
   }
   return fmt::format(
       R"({{"id":{},"kind":{},"state":{},"phase":{},"detail":{},"progress":{{"objects_done":{},"objects_total":{},)"

@@ -23,23 +23,30 @@ int main(int argc, char** argv) {
   CLI::App app{
       "silod: a Silo node (proxy gateway, storage target, or both).\n"
       "The config file holds {\"node\": {...}, \"cluster\": {...}} (docs/configuration.md);\n"
-      "flags override it. Example, one process serving everything on port 8080:\n"
+      "flags override it, and each flag's variable (SILOD_ID for --id, ...) stands for a flag not given.\n"
+      "Example, one process serving everything on port 8080:\n"
       "  silod --role all --data-dir /var/lib/silo --port 8080",
       "silod"};
   std::string config_path, role, id, host, data_dir, primary, log_level, ready_file, public_url;
   std::vector<std::string> mountpaths;
   int port = -1;
-  app.add_option("--config", config_path, "Config file (JSON)")->check(CLI::ExistingFile);
-  app.add_option("--role", role, "proxy | target | all")->check(CLI::IsMember({"proxy", "target", "all"}));
-  app.add_option("--id", id, "Node id, stable across restarts");
-  app.add_option("--host", host, "Address to listen on");
-  app.add_option("--port", port, "Port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
-  app.add_option("--public-url", public_url, "URL other nodes and clients use to reach this node");
-  app.add_option("--data-dir", data_dir, "Directory for node state (and the default mountpath)");
-  app.add_option("--mountpath", mountpaths, "A drive directory for objects (repeat for several)");
-  app.add_option("--primary", primary, "URL of the primary proxy to join (not on the primary)");
-  app.add_option("--log-level", log_level, "trace | debug | info | warn | error");
-  app.add_option("--ready-file", ready_file, "Written with the node's port and pid once it serves");
+  app.add_option("--config", config_path, "Config file (JSON)")->envname("SILOD_CONFIG")->check(CLI::ExistingFile);
+  app.add_option("--role", role, "proxy | target | all")->envname("SILOD_ROLE")->check(CLI::IsMember({"proxy", "target", "all"}));
+  app.add_option("--id", id, "Node id, stable across restarts")->envname("SILOD_ID");
+  app.add_option("--host", host, "Address to listen on")->envname("SILOD_HOST");
+  app.add_option("--port", port, "Port to listen on (0: any free port)")->envname("SILOD_PORT")->check(CLI::Range(0, 65535));
+  app.add_option("--public-url", public_url, "URL other nodes and clients use to reach this node")
+      ->envname("SILOD_PUBLIC_URL");
+  app.add_option("--data-dir", data_dir, "Directory for node state (and the default mountpath)")
+      ->envname("SILOD_DATA_DIR");
+  app.add_option("--mountpath", mountpaths, "A drive directory for objects (repeat for several; the variable: comma-separated)")
+      ->envname("SILOD_MOUNTPATHS")
+      ->delimiter(',');
+  app.add_option("--primary", primary, "URL of the primary proxy to join (on the primary: none, or its own URL)")
+      ->envname("SILOD_PRIMARY");
+  app.add_option("--log-level", log_level, "trace | debug | info | warn | error")->envname("SILOD_LOG_LEVEL");
+  app.add_option("--ready-file", ready_file, "Written with the node's port and pid once it serves")
+      ->envname("SILOD_READY_FILE");
   CLI11_PARSE(app, argc, argv);
 
   silo::Result<silo::config::Config> loaded =

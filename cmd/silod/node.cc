@@ -9,8 +9,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "base/clock.h"
@@ -28,6 +32,8 @@ namespace asio = boost::asio;
 constexpr size_t kMaxControlBody = 16 * 1024 * 1024;
 // <state>/attached_primary: the primary URL an admin's add gave a node started without one.
 constexpr const char* kAttachedFile = "attached_primary";
+// Written when the primary retires this node (POST /v1/cluster/leave): it never joins again.
+constexpr const char* kLeftFile = "decommissioned";
 
 wire::NodeRole wire_role(config::Role role) {
   switch (role) {
@@ -122,7 +128,7 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
     headers.set(http::kNodeMapVersionHeader, std::to_string(self->maps_->node_map()->version()));
   };
   ASSIGN_OR_RETURN(node->server_, http::Server::create(node->io_, server_options, [self](http::Exchange& e) {
-                     return self->dispatch(e);
+                     return self->serve(e);
                    }));
   // With port 0 the URL is known only now that the kernel picked the port.
   if (nc.port == 0 && node->config_.node.public_url == fmt::format("http://{}:0", nc.host)) {
@@ -141,6 +147,7 @@ http::Awaitable<void> Node::start() {
   // With the local meta store the proxy without a primary_url is the primary for good;
   // with etcd every proxy may become it.
   const bool is_fixed_primary = config::is_proxy(nc.role) && !is_ha && nc.primary_url.empty();
+  has_left_ = ::access(left_marker().c_str(), F_OK) == 0;
   if (config::is_proxy(nc.role) && (is_ha || is_fixed_primary)) {
     auto jobs = cluster::JobRegistry::open(nc.data_dir + "/state");
     if (!jobs) {
@@ -223,14 +230,18 @@ http::Awaitable<void> Node::start() {
     primary_->add_runner("dsort", dsort_coordinator_.get());
   }
   add_native_routes();
-  stats_.gauge("silo_http_connections", "Open client connections.",
-               [this] { return static_cast<double>(server_->connection_count()); });
-  if (primary_) {
-    stats_.gauge("silo_primary", "1 while this proxy acts as the primary.", [this] { return is_primary() ? 1.0 : 0.0; });
-  }
+  add_metrics();
   server_->start();
   SILO_LOG_INFO("{} node {} listening on {}", config::role_name(nc.role), nc.id, self_.url());
 
+  if (has_left_) {
+    // Decommissioned: the primary retired this node. A restart (Kubernetes starts a pod
+    // that exits again) must not bring it back as a new node: it stays out, not ready.
+    SILO_LOG_WARN("this node was decommissioned and left the cluster: it stays out (remove it; to join again, "
+                  "delete {})",
+                  left_marker());
+    co_return;
+  }
   if (is_fixed_primary) {
     const Status s = co_await primary_->start();
     if (!s.is_ok()) {
@@ -345,13 +356,94 @@ http::Awaitable<void> Node::shutdown() {
   io_.stop();
 }
 
+void Node::add_metrics() {
+  for (const http::Method m : {http::Method::kGet, http::Method::kHead, http::Method::kPut, http::Method::kPost,
+                               http::Method::kDelete, http::Method::kOptions, http::Method::kOther}) {
+    std::string op(http::method_name(m));
+    std::transform(op.begin(), op.end(), op.begin(), [](unsigned char c) { return std::tolower(c); });
+    request_seconds_[static_cast<size_t>(m)] = &stats_.histogram(
+        "silo_http_request_duration_seconds",
+        "Time from a request's head to the end of its answer (S3 and native API, intra-cluster included).",
+        stats::label("op", op));
+  }
+  stats_.gauge("silo_http_connections", "Open client connections.",
+               [this] { return static_cast<double>(server_->connection_count()); });
+  if (primary_) {
+    stats_.gauge("silo_primary", "1 while this proxy acts as the primary.", [this] { return is_primary() ? 1.0 : 0.0; });
+  }
+  if (store_) {
+    // Per mountpath: its file system's size and free bytes, and the objects on it.
+    const auto per_mountpath = [this](auto figure) {
+      return [this, figure] {
+        std::vector<stats::LabeledValue> out;
+        for (const store::MountpathInfo& m : store_->mountpaths()) {
+          out.push_back({stats::label("mountpath", m.path) + "," + stats::label("state", store::mountpath_state_name(m.state)),
+                         static_cast<double>(figure(m))});
+        }
+        return out;
+      };
+    };
+    stats_.gauge_family("silo_mountpath_capacity_bytes", "Size of the file system of each mountpath.",
+                        per_mountpath([](const store::MountpathInfo& m) { return m.capacity_bytes; }));
+    stats_.gauge_family("silo_mountpath_available_bytes", "Bytes free for objects on each mountpath.",
+                        per_mountpath([](const store::MountpathInfo& m) { return m.available_bytes; }));
+    stats_.gauge_family("silo_mountpath_objects", "Objects on each mountpath (an estimate).",
+                        per_mountpath([](const store::MountpathInfo& m) { return m.objects; }));
+  }
+  if (jobs_) {
+    // The primary's jobs: how many of each kind are in each state, and the figures of
+    // those running (a rebalance's progress: objects_done / objects_total).
+    stats_.gauge_family("silo_jobs", "Jobs the primary knows, by kind and state.", [this] {
+      std::map<std::pair<std::string, std::string>, double> counts;
+      if (is_primary()) {
+        for (const wire::JobInfo& job : jobs_->list()) counts[{job.kind(), job.state()}] += 1;
+      }
+      std::vector<stats::LabeledValue> out;
+      for (const auto& [key, n] : counts) out.push_back({stats::label("kind", key.first) + "," + stats::label("state", key.second), n});
+      return out;
+    });
+    const auto per_running_job = [this](auto figure) {
+      return [this, figure] {
+        std::vector<stats::LabeledValue> out;
+        if (!is_primary()) return out;
+        for (const wire::JobInfo& job : jobs_->list()) {
+          if (job.state() != "running") continue;
+          out.push_back({stats::label("kind", job.kind()) + "," + stats::label("id", job.id()),
+                         static_cast<double>(figure(job))});
+        }
+        return out;
+      };
+    };
+    stats_.gauge_family("silo_job_objects_done", "Objects a running job has done (moved, copied, fetched, ...).",
+                        per_running_job([](const wire::JobInfo& j) { return j.objects_done(); }));
+    stats_.gauge_family("silo_job_objects_total", "Objects a running job looks at (an estimate while it scans).",
+                        per_running_job([](const wire::JobInfo& j) { return std::max(j.objects_total(), j.objects_done()); }));
+    stats_.gauge_family("silo_job_bytes_done", "Bytes a running job has moved or written.",
+                        per_running_job([](const wire::JobInfo& j) { return j.bytes_done(); }));
+  }
+}
+
+http::Awaitable<void> Node::serve(http::Exchange& exchange) {
+  const std::string& path = exchange.request().path;
+  if (path == "/v1/health" || path == "/metrics") {
+    co_await dispatch(exchange);
+    co_return;
+  }
+  const auto began = std::chrono::steady_clock::now();
+  stats::Histogram* timed = request_seconds_[static_cast<size_t>(exchange.request().method)];
+  co_await dispatch(exchange);
+  timed->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+}
+
 http::Awaitable<void> Node::dispatch(http::Exchange& exchange) {
   const http::RequestHead& request = exchange.request();
   const std::string& path = request.path;
   const bool is_signed = request.headers.has("Authorization") || request.query.find("X-Amz-Signature=") != std::string::npos;
   if (path == "/v1/health") {
     co_await http::send_json(exchange, is_ready_ ? 200 : 503,
-                                is_ready_ ? R"({"status":"ready"})" : R"({"status":"starting"})");
+                             is_ready_   ? R"({"status":"ready"})"
+                             : has_left_ ? R"({"status":"decommissioned"})"
+                                         : R"({"status":"starting"})");
     co_return;
   }
   // Prometheus scrapes unsigned; a signed request for /metrics is S3 (a bucket "metrics").
@@ -553,6 +645,8 @@ http::Awaitable<void> Node::handle_metasync(http::Exchange& exchange) {
   co_await http::send_json(exchange, 200, "{}");
 }
 
+std::string Node::left_marker() const { return config_.node.data_dir + "/state/" + kLeftFile; }
+
 std::string Node::read_attached_primary() const {
   std::ifstream in(config_.node.data_dir + "/state/" + kAttachedFile);
   std::string url;
@@ -597,6 +691,11 @@ http::Awaitable<void> Node::handle_leave(http::Exchange& exchange) {
   }
   SILO_LOG_INFO("decommissioned by the primary: leaving the cluster and stopping");
   if (member_) member_->stop();  // no keepalive may add this node back
+  // Remembered, so that a restart does not join again (docs/kubernetes.md "Scaling").
+  const std::string marker = left_marker();
+  const Status s = co_await state_disk_.run(
+      [&marker] { return cluster::write_file_atomically(marker, "decommissioned\n"); });
+  if (!s.is_ok()) SILO_LOG_ERROR("recording the decommission in {}: {}", marker, s);
   co_await http::send_json(exchange, 200, "{}");
   if (!is_stopping_.exchange(true)) asio::co_spawn(io_, shutdown(), asio::detached);
 }

@@ -2,6 +2,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <array>
 #include <atomic>
 #include <memory>
 
@@ -46,7 +47,12 @@ class Node {
   http::Awaitable<bool> start_ha_proxy();
   bool is_primary() const { return primary_ && primary_->is_active(); }
   http::Awaitable<void> shutdown();
+  // Every request: timed into request_seconds_ (but health checks and scrapes), then
+  // dispatched.
+  http::Awaitable<void> serve(http::Exchange& exchange);
   http::Awaitable<void> dispatch(http::Exchange& exchange);
+  // The node's gauges: connections, primary, mountpath space, jobs.
+  void add_metrics();
   http::Awaitable<void> dispatch_native(http::Exchange& exchange, bool is_intra_cluster);
   http::Awaitable<void> dispatch_s3(http::Exchange& exchange, bool is_forwarded);
   // What the native dispatcher learned about the caller before routing.
@@ -64,6 +70,7 @@ class Node {
   // POST /v1/internal/attach from the primary: an admin added this waiting node.
   http::Awaitable<void> handle_attach(http::Exchange& exchange);
   std::string read_attached_primary() const;
+  std::string left_marker() const;
   // POST /v1/internal/leave from the primary: this node was decommissioned.
   http::Awaitable<void> handle_leave(http::Exchange& exchange);
   Status write_ready_file() const;
@@ -76,6 +83,8 @@ class Node {
   std::unique_ptr<s3api::Users> users_;
   boost::asio::io_context io_;
   stats::Registry stats_;
+  // silo_http_request_duration_seconds by method (http::Method's order).
+  std::array<stats::Histogram*, 7> request_seconds_{};
   async::DiskExecutor state_disk_{1};
   std::unique_ptr<cluster::ClusterMaps> maps_;
   std::unique_ptr<store::Store> store_;
@@ -108,6 +117,7 @@ class Node {
   http::RouteTable<NativeCaller> native_routes_;  // /v1/...: filled before serving
   wire::NodeInfo self_;
   std::atomic<bool> is_ready_{false};
+  std::atomic<bool> has_left_{false};  // decommissioned earlier: stays out of the cluster (left_marker())
   std::atomic<bool> is_stopping_{false};
   int exit_code_ = 0;
 };

@@ -18,6 +18,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The nodes' settings are the config files written here: silod would take a caller's
+# SILOD_* variables (docs/configuration.md) over them.
+while read -r variable; do unset "$variable"; done < <(compgen -e | grep '^SILOD_' || true)
 repo=$(cd "$here/../.." && pwd)
 dir=${SILO_CLUSTER_DIR:-/tmp/silo-cluster}
 proxies=1 targets=3 mountpaths=2 base_port=8080 ha=0 json=0 role="" node_id="" join=1

@@ -19,8 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "archive/gzip_writer.h"
 #include "archive/members.h"
 #include "archive/tar_reader.h"
+#include "archive/tar_writer.h"
 
 namespace silo::archive {
 namespace {
@@ -209,6 +211,37 @@ TEST(CompressedTarTest, IndexMatchesTheTarIndexOfTheDecompressedBytes) {
     }
     expect_members(format, archive, *index, files);
   }
+}
+
+TEST(GzipWriterTest, ATarWrittenInPiecesReadsBackAsATgzAndIsTheSameEveryTime) {
+  const std::vector<File> files = sample_files();
+  std::string tar;
+  for (const File& f : files) tar += tar_header(f.name, f.bytes.size(), 0) + f.bytes + tar_padding(f.bytes.size());
+  tar += tar_end();
+  // In uneven pieces, as a batch stream delivers them.
+  const auto compress = [&tar](size_t piece) {
+    GzipWriter gzip;
+    std::string out;
+    for (size_t at = 0; at < tar.size(); at += piece) {
+      EXPECT_TRUE(gzip.write(std::span<const char>(tar).subspan(at, std::min(piece, tar.size() - at)), out).is_ok());
+    }
+    EXPECT_TRUE(gzip.finish(out).is_ok());
+    EXPECT_FALSE(gzip.write(std::span<const char>(tar).first(1), out).is_ok()) << "nothing after finish";
+    return out;
+  };
+  const std::string tgz = compress(7'777);
+  EXPECT_EQ(compress(1 << 20), tgz) << "the same bytes whatever the pieces";
+  EXPECT_LT(tgz.size(), tar.size());
+  EXPECT_EQ(sniff_format(tgz), wire::ARCHIVE_FORMAT_TGZ);
+  EXPECT_TRUE(decompress(tgz) == tar);
+  auto index = index_of(wire::ARCHIVE_FORMAT_TGZ, tgz);
+  ASSERT_TRUE(index) << index.status();
+  expect_members(wire::ARCHIVE_FORMAT_TGZ, tgz, *index, files);
+
+  GzipWriter empty;
+  std::string nothing;
+  ASSERT_TRUE(empty.finish(nothing).is_ok());
+  EXPECT_EQ(sniff_format(nothing), wire::ARCHIVE_FORMAT_TGZ) << "an empty stream is still one gzip member";
 }
 
 TEST(CompressedTarTest, SystemTarGzipAndLz4) {

@@ -323,6 +323,16 @@ Status finalize(Config& config) {
   if (n.public_url.rfind("http://", 0) != 0) {
     return Status::invalid_argument("config: node.public_url '{}' must start with http://", n.public_url);
   }
+  // One set of flags for every proxy (a Kubernetes StatefulSet): the node that the primary
+  // URL names is the primary, and joins nobody.
+  const auto without_slash = [](std::string_view url) { return url.ends_with('/') ? url.substr(0, url.size() - 1) : url; };
+  if (!n.primary_url.empty() && without_slash(n.primary_url) == without_slash(n.public_url)) {
+    if (!is_proxy(n.role)) {
+      return Status::invalid_argument("config: node.primary_url '{}' is this node's own URL, but only a proxy can be the primary",
+                                      n.primary_url);
+    }
+    n.primary_url.clear();
+  }
   if (is_target(n.role) && n.mountpaths.empty()) n.mountpaths.push_back(n.data_dir + "/mp0");
   if (!is_target(n.role) && !n.mountpaths.empty()) {
     return Status::invalid_argument("config: node.mountpaths is set but role '{}' stores no objects", role_name(n.role));

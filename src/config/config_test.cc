@@ -66,6 +66,28 @@ TEST(ConfigTest, ErrorsNameTheProblem) {
   EXPECT_FALSE(parse(R"({"nodes": {}})").has_value());
 }
 
+TEST(ConfigTest, APrimaryUrlNamingTheNodeItselfMakesItThePrimary) {
+  // Every proxy of a StatefulSet gets the same --primary: the one it names is the primary.
+  Config c;
+  c.node.data_dir = "/d";
+  c.node.role = Role::kProxy;
+  c.node.public_url = "http://silo-proxy-0.silo-proxy-hl.ns.svc.cluster.local:8080";
+  c.node.primary_url = c.node.public_url + "/";
+  ASSERT_TRUE(finalize(c).is_ok());
+  EXPECT_EQ(c.node.primary_url, "") << "the primary joins nobody";
+
+  Config other = c;
+  other.node.public_url = "http://silo-proxy-1.silo-proxy-hl.ns.svc.cluster.local:8080";
+  other.node.primary_url = c.node.public_url;
+  ASSERT_TRUE(finalize(other).is_ok());
+  EXPECT_EQ(other.node.primary_url, c.node.public_url);
+
+  Config target = c;
+  target.node.role = Role::kTarget;
+  target.node.primary_url = target.node.public_url;
+  EXPECT_NE(finalize(target).message().find("only a proxy can be the primary"), std::string::npos);
+}
+
 TEST(ConfigTest, FinalizeChecksCrossFieldRules) {
   Config c;
   c.node.data_dir = "/d";

@@ -86,8 +86,34 @@ struct Coordinator::Run : std::enable_shared_from_this<Coordinator::Run> {
     MutexLock lock(mutex);
     if (first_creation_error.is_ok()) first_creation_error = s;
   }
+  // What each owner (a target id) was sent to create and has created.
+  struct OwnerCounts {
+    uint64_t shards_planned = 0, shards_created = 0;
+    uint64_t samples_planned = 0, samples_created = 0;
+    uint64_t bytes_planned = 0, bytes_created = 0;
+  };
+  void count_planned(const std::string& owner, const ShardPlan& sent_plan) {
+    MutexLock lock(mutex);
+    OwnerCounts& c = owners[owner];
+    ++c.shards_planned;
+    c.samples_planned += sent_plan.samples;
+    c.bytes_planned += sent_plan.size;
+  }
+  void count_created(const std::string& owner, uint64_t samples, uint64_t bytes) {
+    MutexLock lock(mutex);
+    OwnerCounts& c = owners[owner];
+    ++c.shards_created;
+    c.samples_created += samples;
+    c.bytes_created += bytes;
+  }
+  std::map<std::string, OwnerCounts> owner_counts() const {
+    MutexLock lock(mutex);
+    return owners;
+  }
   mutable Mutex mutex;
   Status first_creation_error GUARDED_BY(mutex);
+  std::map<std::string, OwnerCounts> owners GUARDED_BY(mutex);
+  std::vector<uint64_t> records_ordered;  // per target (index in `targets`): merged so far
   std::vector<std::string> sent;  // every shard sent for creation, to remove on failure
   std::string last_key;     // the previous sample's key and input (duplicates)
   std::string last_source;
@@ -96,6 +122,7 @@ struct Coordinator::Run : std::enable_shared_from_this<Coordinator::Run> {
 // A target's sorted records, a page at a time.
 struct Coordinator::Cursor {
   wire::NodeInfo node;
+  size_t index = 0;  // in Run::targets
   uint64_t next_page = 0;
   bool has_more = true;
   std::string page;
@@ -323,6 +350,7 @@ http::Awaitable<Status> Coordinator::extract(Run& r) {
     r.job.set_objects_total(std::max(total, scanned));
     wire::DsortSummary& d = *r.job.mutable_dsort();
     d.set_input_objects(scanned);
+    d.set_input_bytes(bytes);
     d.set_spilled_bytes(spilled);
     if (!all_finished) d.set_samples(samples);
     primary_.jobs().update(r.job);
@@ -362,8 +390,10 @@ http::Awaitable<Status> Coordinator::order_and_create(Run& r) {
     for (const auto& shard : listed) r.list_names.push_back(shard.name);
   }
   std::vector<Cursor> cursors(r.targets.size());
+  r.records_ordered.assign(r.targets.size(), 0);
   for (size_t i = 0; i < cursors.size(); ++i) {
     cursors[i].node = r.targets[i];
+    cursors[i].index = i;
     CO_RETURN_IF_ERROR(co_await advance(r, cursors[i]));
   }
   wire::DsortSummary& d = *r.job.mutable_dsort();
@@ -407,6 +437,7 @@ http::Awaitable<Status> Coordinator::order_and_create(Run& r) {
       if (closes) RETURN_IF_ERROR(close_plan());
     }
     d.set_samples(d.samples() + 1);
+    ++r.plan.samples;
     r.plan.size += bytes;
     for (Record& rec : records) r.plan.records.push_back(std::move(rec));
     return Status::ok();
@@ -418,6 +449,7 @@ http::Awaitable<Status> Coordinator::order_and_create(Run& r) {
     }
     if (least == nullptr) break;
     Record next = std::move(*least->current);
+    ++r.records_ordered[least->index];
     CO_RETURN_IF_ERROR(co_await advance(r, *least));
     if (r.spec.input_loose) {
       // A loose sample's members come together: equal sort keys and keys, by object name.
@@ -460,33 +492,56 @@ http::Awaitable<Status> Coordinator::send_ready(Run& r) {
     CO_RETURN_IF_ERROR(r.creation_error());
     CO_RETURN_IF_ERROR(check(r));
     r.sent.push_back(plan.name);
+    wire::NodeInfo owner = r.placement->owner(ObjectRef{BucketId(r.output.id()), plan.name});
+    r.count_planned(owner.id(), plan);
     ++r.in_flight;
     const auto executor = co_await asio::this_coro::executor;
-    asio::co_spawn(executor, create(r.shared_from_this(), std::move(plan)), asio::detached);
+    asio::co_spawn(executor, create(r.shared_from_this(), std::move(owner), std::move(plan)), asio::detached);
   }
   r.ready.clear();
-  r.job.set_objects_done(r.shards_created);
-  r.job.set_bytes_done(r.bytes_created);
+  publish(r);
   primary_.jobs().update(r.job);
   co_return Status::ok();
+}
+
+void Coordinator::publish(Run& r) {
+  r.job.set_objects_done(r.shards_created);
+  r.job.set_bytes_done(r.bytes_created);
+  const auto owners = r.owner_counts();
+  uint64_t samples_created = 0;
+  for (size_t i = 0; i < r.targets.size(); ++i) {
+    wire::RebalanceProgress& p = (*r.job.mutable_nodes())[r.targets[i].id()];
+    if (i < r.records_ordered.size()) p.set_records_ordered(r.records_ordered[i]);
+    const auto found = owners.find(r.targets[i].id());
+    if (found == owners.end()) continue;
+    const Run::OwnerCounts& c = found->second;
+    p.set_shards_planned(c.shards_planned);
+    p.set_shards_created(c.shards_created);
+    p.set_samples_planned(c.samples_planned);
+    p.set_samples_created(c.samples_created);
+    p.set_shard_bytes_planned(c.bytes_planned);
+    p.set_shard_bytes_created(c.bytes_created);
+    samples_created += c.samples_created;
+  }
+  r.job.mutable_dsort()->set_samples_created(samples_created);
 }
 
 http::Awaitable<Status> Coordinator::drain(Run& r) {
   std::unique_ptr<asio::steady_timer> timer;
   while (r.in_flight > 0) co_await async::pause(timer, std::chrono::milliseconds(5));
-  r.job.set_objects_done(r.shards_created);
-  r.job.set_bytes_done(r.bytes_created);
+  publish(r);
   co_return r.creation_error();
 }
 
-http::Awaitable<void> Coordinator::create(std::shared_ptr<Run> run, ShardPlan plan) {
+http::Awaitable<void> Coordinator::create(std::shared_ptr<Run> run, wire::NodeInfo owner, ShardPlan plan) {
   const std::string target = std::string(kWorkerPath) + run->job.id() + "/shards";
-  const wire::NodeInfo owner = run->placement->owner(ObjectRef{BucketId(run->output.id()), plan.name});
   const uint64_t size = plan.size;
+  const uint64_t samples = plan.samples;
   const std::string what = "creating " + plan.name + " on " + owner.id();
   auto answer = co_await call(owner, http::Method::kPost, target, encode_plan(plan), kMaxProgressBody);
   const Status created = answer ? check_creation_answer(*answer, what) : std::move(answer).error().annotate("{}", what);
   if (created.is_ok()) {
+    run->count_created(owner.id(), samples, size);
     ++run->shards_created;
     run->bytes_created += size;
   } else {

@@ -50,7 +50,9 @@ class Coordinator : public cluster::JobRunner {
   // Waits for every creation started; the first one's error.
   http::Awaitable<Status> drain(Run& run);
   // One shard's creation by its owner.
-  http::Awaitable<void> create(std::shared_ptr<Run> run, ShardPlan plan);
+  http::Awaitable<void> create(std::shared_ptr<Run> run, wire::NodeInfo owner, ShardPlan plan);
+  // Copies the ordering and creation figures into the job, per target and in all.
+  void publish(Run& run);
   // Removes the output shards sent for creation (run.sent keeps those it could not);
   // says what it removed and what it could not.
   http::Awaitable<std::string> remove_outputs(Run& run);

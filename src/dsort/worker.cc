@@ -6,8 +6,10 @@
 
 #include <charconv>
 #include <filesystem>
+#include <optional>
 #include <unordered_map>
 
+#include "archive/gzip_writer.h"
 #include "archive/members.h"
 #include "archive/tar_reader.h"
 #include "archive/tar_writer.h"
@@ -598,13 +600,46 @@ Status check_creation_answer(const http::ClientResponse& answer, std::string_vie
   return Status::ok();
 }
 
+// The body of an output shard's PUT: the tar stream as it comes, or gzip-compressed
+// (a tgz shard), sent in pieces of about kCompressedPiece.
+class ShardBody {
+ public:
+  ShardBody(http::Call& put, bool is_gzip) : put_(put) {
+    if (is_gzip) gzip_.emplace();
+  }
+  http::Awaitable<Status> write(std::span<const char> data) {
+    if (!gzip_) co_return co_await put_.write(data);
+    CO_RETURN_IF_ERROR(gzip_->write(data, compressed_));
+    if (compressed_.size() < kCompressedPiece) co_return Status::ok();
+    co_return co_await send_compressed();
+  }
+  // After the last write: the rest of the compressed stream.
+  http::Awaitable<Status> finish() {
+    if (!gzip_) co_return Status::ok();
+    CO_RETURN_IF_ERROR(gzip_->finish(compressed_));
+    co_return co_await send_compressed();
+  }
+
+ private:
+  static constexpr size_t kCompressedPiece = 256 * 1024;
+  http::Awaitable<Status> send_compressed() {
+    if (compressed_.empty()) co_return Status::ok();
+    const Status sent = co_await put_.write(compressed_);
+    compressed_.clear();
+    co_return sent;
+  }
+  http::Call& put_;
+  std::optional<archive::GzipWriter> gzip_;
+  std::string compressed_;
+};
+
 // The response side of an in-process batch GET (batch::stream_batch) whose tar stream
 // becomes the body of an output shard's PUT: its bytes go to `put` as they come, except
 // the stream's end-of-archive blocks, held back (the shard gets one pair at its very
 // end), and nothing past `limit` bytes in all.
 class ShardSink final : public http::Exchange, public http::ResponseWriter {
  public:
-  ShardSink(http::Call& put, uint64_t& written, uint64_t limit, boost::asio::any_io_executor executor)
+  ShardSink(ShardBody& put, uint64_t& written, uint64_t limit, boost::asio::any_io_executor executor)
       : put_(put), written_(written), limit_(limit), executor_(std::move(executor)) {
     head_.method = http::Method::kPost;
     head_.method_text = "POST";
@@ -653,7 +688,7 @@ class ShardSink final : public http::Exchange, public http::ResponseWriter {
     http::Awaitable<Result<size_t>> read(std::span<char>) override { co_return size_t{0}; }
     bool is_done() const override { return true; }
   };
-  http::Call& put_;
+  ShardBody& put_;
   uint64_t& written_;
   const uint64_t limit_;
   boost::asio::any_io_executor executor_;
@@ -667,15 +702,19 @@ class ShardSink final : public http::Exchange, public http::ResponseWriter {
 http::Awaitable<Status> Worker::create_shard(Job& job, const ShardPlan& plan) {
   const std::string what = job.spec.output_bucket + "/" + plan.name;
   if (plan.size < kTarEndBytes) co_return Status::invalid_argument("shard plan {}: size {}", what, plan.size);
-  // The shard goes in by an ordinary PUT of exactly its size through this node: stored,
-  // indexed, copied or coded like any; a stream that comes out short or long is never
-  // committed (the PUT is dropped unfinished).
+  // The shard goes in by an ordinary PUT through this node: stored, indexed, copied or
+  // coded like any; of exactly its size (a tgz: chunked, its tar stream counted before
+  // compression); a stream that comes out short or long is never committed (the PUT is
+  // dropped unfinished).
+  const bool is_gzip = job.spec.output_gzip;
   http::ClientRequest put_request;
   put_request.method = http::Method::kPut;
   put_request.target = object_path(job.spec.output_bucket, plan.name);
-  put_request.headers.set("Content-Type", "application/x-tar");
+  put_request.headers.set("Content-Type", is_gzip ? "application/gzip" : "application/x-tar");
+  const std::optional<uint64_t> put_length = is_gzip ? std::nullopt : std::optional<uint64_t>(plan.size);
   CO_ASSIGN_OR_RETURN(const std::unique_ptr<http::Call> put,
-                      co_await client_->start(self_endpoint_, std::move(put_request), plan.size));
+                      co_await client_->start(self_endpoint_, std::move(put_request), put_length));
+  ShardBody body(*put, is_gzip);
   // The samples: a batch GET run here, in process (each sample asked of the target that
   // holds it, a window ahead, in runs where it can), its stream written into the PUT.
   batch::OwnerFetcher owners(maps_, client_, self_.id());
@@ -699,7 +738,7 @@ http::Awaitable<Status> Worker::create_shard(Job& job, const ShardPlan& plan) {
         e.archmode = "wdskey";
       }
     }
-    ShardSink sink(*put, written, body_size, executor);
+    ShardSink sink(body, written, body_size, executor);
     batch::StreamTally tally;
     const Status streamed = co_await batch::stream_batch(sink, batch, runs, batch::StreamOptions{}, tally);
     if (!streamed.is_ok()) co_return Status(streamed).annotate("the samples of {}", what);
@@ -712,7 +751,8 @@ http::Awaitable<Status> Worker::create_shard(Job& job, const ShardPlan& plan) {
                                body_size);
   }
   const std::string end_blocks = archive::tar_end();
-  CO_RETURN_IF_ERROR(co_await put->write(end_blocks));
+  CO_RETURN_IF_ERROR(co_await body.write(end_blocks));
+  CO_RETURN_IF_ERROR(co_await body.finish());
   CO_ASSIGN_OR_RETURN(const http::ClientResponse stored, co_await put->finish());
   auto stored_body = co_await http::read_all(put->body(), 64 * 1024);
   if (stored.status != 200) {

@@ -38,6 +38,7 @@ struct ShardPlan {
   std::string name;
   uint64_t size = 0;
   std::vector<Record> records;
+  uint64_t samples = 0;  // the coordinator's count (not sent: the records are the samples' members)
 };
 std::string encode_plan(const ShardPlan& plan);
 // The native API's path of an object (percent-encoded).

@@ -154,7 +154,7 @@ LocalCluster::~LocalCluster() {
 
 Status LocalCluster::script(std::vector<std::string> args, milliseconds timeout) {
   CommandOptions command;
-  command.unset_prefixes = {"SILO_"};
+  command.unset_prefixes = {"SILO_", "SILOD_"};  // never the caller's settings
   command.env = {{"SILO_ACCESS_KEY", access_key_}, {"SILO_SECRET_KEY", secret_key_}};
   for (const auto& variable : options_.env) command.env.push_back(variable);
   command.env.emplace_back("SILO_BIN_DIR", bin_dir());
@@ -239,6 +239,20 @@ Status LocalCluster::kill(std::string_view id) {
 Status LocalCluster::stop(std::string_view id) { return script({"stop", std::string(id)}, kNodeTimeout); }
 
 Status LocalCluster::restart(std::string_view id) { return script({"restart", std::string(id)}, kNodeTimeout); }
+
+Status LocalCluster::launch(std::string_view id) {
+  ASSIGN_OR_RETURN(const NodeInfo info, node(id));
+  if (runs_node(info)) return Status::failed_precondition("node {} (pid {}) is running", id, info.pid);
+  CommandOptions command;
+  command.unset_prefixes = {"SILO_", "SILOD_"};
+  command.env = {{"SILO_ACCESS_KEY", access_key_}, {"SILO_SECRET_KEY", secret_key_}};
+  const std::string line = fmt::format(
+      "setsid '{}/silod' --config '{}/config.json' >>'{}' 2>&1 </dev/null & echo $! >'{}/pid'", bin_dir(), info.dir,
+      info.log_path, info.dir);
+  ASSIGN_OR_RETURN(const int code, run_command({"bash", "-c", line}, command));
+  if (code != 0) return Status::internal("starting node {}: exit {}", id, code);
+  return Status::ok();
+}
 
 Result<uint16_t> LocalCluster::etcd_port() const {
   ASSIGN_OR_RETURN(const std::string text, read_file(dir() + "/etcd/port"));

@@ -89,6 +89,9 @@ class LocalCluster {
   // `cluster.sh stop ID` / `cluster.sh restart ID` (restart waits until all are online).
   Status stop(std::string_view id);
   Status restart(std::string_view id);
+  // Starts node `id`'s silod again with its config file, as a supervisor (a Kubernetes
+  // StatefulSet) would, and returns at once: it may never become ready.
+  Status launch(std::string_view id);
   // The client port of the cluster's etcd (ha clusters).
   Result<uint16_t> etcd_port() const;
   // `cluster.sh add --role ROLE` (with the cluster's mountpath count): a new node joins;

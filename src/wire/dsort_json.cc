@@ -37,6 +37,10 @@ Status check_template(std::string_view field, const std::string& text) {
 
 }  // namespace
 
+bool names_gzip_shards(std::string_view output_template) {
+  return output_template.ends_with(".tgz") || output_template.ends_with(".tar.gz");
+}
+
 std::string_view dsort_order_name(DsortOrder order) {
   switch (order) {
     case DsortOrder::kRandom: return "random";
@@ -80,12 +84,26 @@ Result<DsortSpec> parse_dsort_spec_json(std::string_view text) {
   RETURN_IF_ERROR(check_members(doc["output"], "output.", {"bucket", "template", "shard_size", "format"}));
   ASSIGN_OR_RETURN(spec.output_bucket, output.string("bucket"));
   ASSIGN_OR_RETURN(spec.output_template, output.string("template"));
-  ASSIGN_OR_RETURN(const std::string output_format, output.string_or("format", "tar"));
-  if (output_format != "tar") {
-    return Status::invalid_argument("{}: 'output.format' must be \"tar\" (the only output format so far)", kDocument);
-  }
+  ASSIGN_OR_RETURN(const std::string output_format, output.string_or("format", ""));
   if (spec.output_bucket.empty()) return Status::invalid_argument("{}: 'output.bucket' is empty", kDocument);
   RETURN_IF_ERROR(check_template("output.template", spec.output_template));
+  // The format follows the names (the shard index goes by them): .tgz/.tar.gz is gzip.
+  const bool is_named_gzip = names_gzip_shards(spec.output_template);
+  if (output_format == "tgz" || output_format == "tar.gz") {
+    if (!is_named_gzip) {
+      return Status::invalid_argument("{}: 'output.template' must end in .tgz or .tar.gz for 'output.format' {}",
+                                      kDocument, output_format);
+    }
+  } else if (output_format == "tar") {
+    if (is_named_gzip) {
+      return Status::invalid_argument("{}: 'output.template' ends in .tgz or .tar.gz, but 'output.format' is tar",
+                                      kDocument);
+    }
+  } else if (!output_format.empty()) {
+    return Status::invalid_argument("{}: 'output.format' must be \"tar\" or \"tgz\" (gzip-compressed tar)",
+                                    kDocument);
+  }
+  spec.output_gzip = is_named_gzip;
   ASSIGN_OR_RETURN(spec.shard_size, output.u64_or("shard_size", 0));
 
   ASSIGN_OR_RETURN(const std::optional<detail::JsonFields> order, fields.object_or_none("order"));
@@ -173,7 +191,8 @@ std::string dsort_spec_json(const DsortSpec& spec) {
   json input{{"bucket", spec.input_bucket}, {"format", spec.input_loose ? "loose" : "shards"}};
   if (!spec.input_prefix.empty()) input["prefix"] = spec.input_prefix;
   if (!spec.input_template.empty()) input["template"] = spec.input_template;
-  json output{{"bucket", spec.output_bucket}, {"template", spec.output_template}, {"format", "tar"}};
+  json output{{"bucket", spec.output_bucket}, {"template", spec.output_template},
+              {"format", spec.output_gzip ? "tgz" : "tar"}};
   if (spec.shard_size > 0) output["shard_size"] = spec.shard_size;
   json order{{"by", std::string(dsort_order_name(spec.order))}};
   switch (spec.order) {

@@ -29,10 +29,13 @@ struct DsortSpec {
   std::string input_prefix;
   std::string input_template;
   bool input_loose = false;
-  // output: a bucket, a brace template that names the shards in order, their size.
+  // output: a bucket, a brace template that names the shards in order, their size (of
+  // the tar stream, before any compression), the format: tar, or tgz when the names end
+  // in .tgz or .tar.gz.
   std::string output_bucket;
   std::string output_template;
   uint64_t shard_size = 0;
+  bool output_gzip = false;
   DsortOrder order = DsortOrder::kRandom;
   uint64_t seed = 0;
   std::string content_member;  // kContent: the member's extension ("cls")
@@ -49,13 +52,16 @@ struct DsortSpec {
 
 // {"kind": "dsort",
 //  "input": {"bucket", "prefix" | "template", "format": "shards" | "loose"},
-//  "output": {"bucket", "template", "shard_size": bytes, "format": "tar"},
+//  "output": {"bucket", "template", "shard_size": bytes, "format": "tar" | "tgz"
+//             (default: tgz when the template ends in .tgz or .tar.gz)},
 //  "order": {"by": "random", "seed": N} | {"by": "key"} |
 //           {"by": "content", "member": "cls", "type": "int" | "float" | "string"} |
 //           {"by": "list", "object": "BUCKET/NAME"},
 //  "dry_run": bool, "on_duplicate": "keep" | "fail", "memory_limit": bytes}
 // kInvalidArgument naming the field and what it must be.
 Result<DsortSpec> parse_dsort_spec_json(std::string_view text);
+// Whether output shards named by `output_template` are tgz (it ends in .tgz or .tar.gz).
+bool names_gzip_shards(std::string_view output_template);
 std::string dsort_spec_json(const DsortSpec& spec);
 std::string_view dsort_order_name(DsortOrder order);
 

@@ -1,6 +1,10 @@
 #include "wire/dsort_json.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
 
 namespace silo::wire {
 namespace {
@@ -35,6 +39,31 @@ TEST(DsortJsonTest, ASpecRoundTrips) {
   EXPECT_TRUE(content->dry_run);
   EXPECT_EQ(content->memory_limit, 1024u);
   EXPECT_EQ(*parse_dsort_spec_json(dsort_spec_json(*content)), *content);
+}
+
+TEST(DsortJsonTest, TheOutputFormatFollowsTheNamesAndMustAgreeWithThem) {
+  const auto spec = [](std::string_view template_text, std::string_view format) {
+    return parse_dsort_spec_json(fmt::format(
+        R"({{"kind": "dsort", "input": {{"bucket": "i", "prefix": "p/"}}, "output": {{"bucket": "o",
+            "template": "{}", "shard_size": 10{}}}}})",
+        template_text, format.empty() ? std::string() : fmt::format(R"(, "format": "{}")", format)));
+  };
+  for (const auto& [name, format] : std::vector<std::pair<std::string, std::string>>{
+           {"x-{0..9}.tgz", ""}, {"x-{0..9}.tar.gz", ""}, {"x-{0..9}.tgz", "tgz"}, {"x-{0..9}.tar.gz", "tar.gz"}}) {
+    auto parsed = spec(name, format);
+    ASSERT_TRUE(parsed.has_value()) << name << " " << format << ": " << parsed.status();
+    EXPECT_TRUE(parsed->output_gzip) << name;
+    EXPECT_EQ(*parse_dsort_spec_json(dsort_spec_json(*parsed)), *parsed);
+  }
+  for (const auto& [name, format] : std::vector<std::pair<std::string, std::string>>{
+           {"x-{0..9}.tar", ""}, {"x-{0..9}.tar", "tar"}, {"x-{0..9}", ""}}) {
+    auto parsed = spec(name, format);
+    ASSERT_TRUE(parsed.has_value()) << name << ": " << parsed.status();
+    EXPECT_FALSE(parsed->output_gzip) << name;
+  }
+  EXPECT_NE(spec("x-{0..9}.tar", "tgz").status().message().find("must end in .tgz or .tar.gz"), std::string::npos);
+  EXPECT_NE(spec("x-{0..9}.tgz", "tar").status().message().find("'output.format' is tar"), std::string::npos);
+  EXPECT_NE(spec("x-{0..9}.zip", "zip").status().message().find("'output.format' must be"), std::string::npos);
 }
 
 TEST(DsortJsonTest, WrongSpecsAreRefusedNamingTheField) {

@@ -28,6 +28,13 @@ json job_to_json(const JobInfo& job) {
     if (job.kind() == "dsort") {
       nodes[id]["samples"] = p.samples();
       nodes[id]["spilled_bytes"] = p.spilled_bytes();
+      nodes[id]["records_ordered"] = p.records_ordered();
+      nodes[id]["shards_planned"] = p.shards_planned();
+      nodes[id]["shards_created"] = p.shards_created();
+      nodes[id]["samples_planned"] = p.samples_planned();
+      nodes[id]["samples_created"] = p.samples_created();
+      nodes[id]["shard_bytes_planned"] = p.shard_bytes_planned();
+      nodes[id]["shard_bytes_created"] = p.shard_bytes_created();
     }
     for (const auto& f : p.failed_objects()) failed.push_back(f);
     skipped += p.objects_skipped();
@@ -64,7 +71,8 @@ json job_to_json(const JobInfo& job) {
                     {"smallest_shard", d.smallest_shard()}, {"largest_shard", d.largest_shard()},
                     {"spilled_bytes", d.spilled_bytes()},   {"duplicate_keys", d.duplicate_keys()},
                     {"extraction_ms", d.extraction_ms()},   {"creation_ms", d.creation_ms()},
-                    {"dry_run", d.dry_run()}};
+                    {"dry_run", d.dry_run()},               {"samples_created", d.samples_created()},
+                    {"input_bytes", d.input_bytes()}};
   }
   return out;
 }
@@ -102,6 +110,24 @@ Result<JobEntry> job_of(const detail::JsonFields& j) {
     ASSIGN_OR_RETURN(out.input_objects, d->u64_or("input_objects", 0));
     ASSIGN_OR_RETURN(out.extraction_ms, d->u64_or("extraction_ms", 0));
     ASSIGN_OR_RETURN(out.creation_ms, d->u64_or("creation_ms", 0));
+    ASSIGN_OR_RETURN(out.samples_created, d->u64_or("samples_created", 0));
+    ASSIGN_OR_RETURN(out.input_bytes, d->u64_or("input_bytes", 0));
+    // Each target's part, by id (the map's order).
+    ASSIGN_OR_RETURN(const auto nodes, j.members_or_none("nodes"));
+    for (const auto& [id, n] : nodes) {
+      JobEntry::Dsort::Part& part = out.parts.emplace_back();
+      part.id = id;
+      ASSIGN_OR_RETURN(part.inputs_read, n.u64_or("objects_scanned", 0));
+      ASSIGN_OR_RETURN(part.inputs_total, n.u64_or("objects_total", 0));
+      ASSIGN_OR_RETURN(part.records, n.u64_or("objects_moved", 0));
+      ASSIGN_OR_RETURN(part.records_ordered, n.u64_or("records_ordered", 0));
+      ASSIGN_OR_RETURN(part.shards_planned, n.u64_or("shards_planned", 0));
+      ASSIGN_OR_RETURN(part.shards_created, n.u64_or("shards_created", 0));
+      ASSIGN_OR_RETURN(part.samples_planned, n.u64_or("samples_planned", 0));
+      ASSIGN_OR_RETURN(part.samples_created, n.u64_or("samples_created", 0));
+      ASSIGN_OR_RETURN(part.bytes_planned, n.u64_or("shard_bytes_planned", 0));
+      ASSIGN_OR_RETURN(part.bytes_created, n.u64_or("shard_bytes_created", 0));
+    }
   }
   return job;
 }

@@ -46,6 +46,20 @@ struct JobEntry {
     uint64_t input_objects = 0;
     uint64_t extraction_ms = 0;
     uint64_t creation_ms = 0;
+    uint64_t samples_created = 0;  // in the shards created so far
+    uint64_t input_bytes = 0;      // the samples' bytes that extraction found
+    // A target's part: the inputs it reads, the records it made and the primary merged,
+    // and the output shards it owns (sent to it, created).
+    struct Part {
+      std::string id;
+      uint64_t inputs_read = 0, inputs_total = 0;
+      uint64_t records = 0, records_ordered = 0;
+      uint64_t shards_planned = 0, shards_created = 0;
+      uint64_t samples_planned = 0, samples_created = 0;
+      uint64_t bytes_planned = 0, bytes_created = 0;
+      bool operator==(const Part&) const = default;
+    };
+    std::vector<Part> parts;
     bool operator==(const Dsort&) const = default;
   };
   std::optional<Dsort> dsort;

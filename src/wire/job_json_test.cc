@@ -51,14 +51,33 @@ TEST(JobJsonTest, ADsortsFiguresComeThrough) {
   d.set_duplicate_keys(2);
   d.set_extraction_ms(300);
   d.set_creation_ms(4000);
-  (*job.mutable_nodes())["t1"].set_samples(5000);
+  d.set_samples_created(15000);
+  d.set_input_bytes(49'000'000);
+  RebalanceProgress& t1 = (*job.mutable_nodes())["t1"];
+  t1.set_samples(5000);
+  t1.set_objects_scanned(50);
+  t1.set_objects_total(50);
+  t1.set_objects_moved(5000);
+  t1.set_records_ordered(4000);
+  t1.set_shards_planned(3);
+  t1.set_shards_created(2);
+  t1.set_samples_planned(3000);
+  t1.set_samples_created(2000);
+  t1.set_shard_bytes_planned(12'000'000);
+  t1.set_shard_bytes_created(8'000'000);
   auto decoded = parse_job_json(job_json(job));
   ASSERT_TRUE(decoded.has_value()) << decoded.error();
   ASSERT_TRUE(decoded->dsort.has_value());
+  const JobEntry::Dsort::Part part{.id = "t1", .inputs_read = 50, .inputs_total = 50, .records = 5000,
+                                   .records_ordered = 4000, .shards_planned = 3, .shards_created = 2,
+                                   .samples_planned = 3000, .samples_created = 2000,
+                                   .bytes_planned = 12'000'000, .bytes_created = 8'000'000};
   EXPECT_EQ(*decoded->dsort, (JobEntry::Dsort{.samples = 20000, .output_shards = 12, .bytes = 50'000'000,
                                               .smallest_shard = 1'000'000, .largest_shard = 4'194'304,
                                               .spilled_bytes = 123, .duplicate_keys = 2, .input_objects = 200,
-                                              .extraction_ms = 300, .creation_ms = 4000}));
+                                              .extraction_ms = 300, .creation_ms = 4000,
+                                              .samples_created = 15000, .input_bytes = 49'000'000,
+                                              .parts = {part}}));
   EXPECT_NE(job_json(job).find(R"("samples":5000)"), std::string::npos) << "the node's extraction figures";
   auto scrub = parse_job_json(job_json(finished_scrub()));
   ASSERT_TRUE(scrub.has_value());

@@ -3,9 +3,10 @@
 // content and list order, checked sample by sample (each exactly once, members together
 // and in order, the order asked for, sizes within one sample of the target); the same
 // spec twice, and with a memory limit that forces spilling, gives byte-identical shards;
-// loose objects into shards; a dry run; an abort mid-creation, a target killed mid-job and
+// tgz output (the same tar streams, compressed); loose objects into shards; a dry run; an abort mid-creation, a target killed mid-job and
 // a rebalance starting mid-job leave no output; bad specs are refused.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <map>
@@ -112,6 +113,25 @@ Output read_output(client::Client& c, std::string_view prefix) {
   return out;
 }
 
+// The bytes of a gzip stream (one member), or "" when it is not one.
+std::string gunzip(const std::string& bytes) {
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return {};
+  std::string out;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    char buffer[64 * 1024];
+    z.next_out = reinterpret_cast<Bytef*>(buffer);
+    z.avail_out = sizeof buffer;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buffer, sizeof buffer - z.avail_out);
+  }
+  inflateEnd(&z);
+  return rc == Z_STREAM_END && z.avail_in == 0 ? out : std::string();
+}
+
 // Runs `spec` to its end; returns the job.
 wire::JobEntry run_job(client::Client& c, const std::string& spec, std::string_view state = "finished") {
   auto started = c.start_job(spec);
@@ -179,6 +199,29 @@ TEST_F(DsortTest, ARandomReshardHasEverySampleOnceAndIsTheSameEveryTimeSpilledOr
   const Output random_out = read_output(c, "rand-");
   check_output(random_out, input, expected, "rand-");
   EXPECT_EQ(random_job.dsort->output_shards, random_out.names.size());
+  // Each target's part adds up to the whole: inputs read, records merged, shards built.
+  const wire::JobEntry::Dsort& d = *random_job.dsort;
+  EXPECT_EQ(d.samples_created, input.size());
+  EXPECT_EQ(d.input_bytes + d.output_shards * 1024, d.bytes) << "the samples' bytes and one end block a shard";
+  ASSERT_EQ(d.parts.size(), 4u);
+  uint64_t inputs = 0, records = 0, shards = 0, samples = 0, bytes = 0;
+  for (const auto& part : d.parts) {
+    EXPECT_EQ(part.inputs_read, part.inputs_total) << part.id;
+    EXPECT_EQ(part.records_ordered, part.records) << part.id << ": every record merged";
+    EXPECT_EQ(part.shards_created, part.shards_planned) << part.id;
+    EXPECT_EQ(part.samples_created, part.samples_planned) << part.id;
+    EXPECT_EQ(part.bytes_created, part.bytes_planned) << part.id;
+    inputs += part.inputs_read;
+    records += part.records;
+    shards += part.shards_created;
+    samples += part.samples_created;
+    bytes += part.bytes_created;
+  }
+  EXPECT_EQ(inputs, 200u);
+  EXPECT_EQ(records, input.size());
+  EXPECT_EQ(shards, d.output_shards);
+  EXPECT_EQ(samples, input.size());
+  EXPECT_EQ(bytes, d.bytes);
 
   // The same spec again, and with records spilled in many runs: the same bytes.
   run_job(c, spec_of(R"({"by": "random", "seed": 7})", "again-{00000..99999}.tar"));
@@ -191,6 +234,29 @@ TEST_F(DsortTest, ARandomReshardHasEverySampleOnceAndIsTheSameEveryTimeSpilledOr
     ASSERT_EQ(again.bytes.size(), random_out.bytes.size()) << prefix;
     for (size_t i = 0; i < again.bytes.size(); ++i) EXPECT_TRUE(again.bytes[i] == random_out.bytes[i]) << prefix << i;
   }
+
+  // Names ending in .tgz: the same tar streams, gzip-compressed, indexed as shards.
+  run_job(c, spec_of(R"({"by": "random", "seed": 7})", "gz-{00000..99999}.tgz"));
+  auto gz = c.list_all(kOut, "gz-");
+  ASSERT_TRUE(gz.has_value()) << gz.status();
+  ASSERT_EQ(gz->size(), random_out.names.size());
+  for (size_t i = 0; i < gz->size(); ++i) {
+    const std::string& name = (*gz)[i].name;
+    EXPECT_EQ(name, fmt::format("gz-{:05}.tgz", i));
+    auto bytes = c.get(kOut, name);
+    ASSERT_TRUE(bytes.has_value()) << bytes.status();
+    EXPECT_LT(bytes->size(), random_out.bytes[i].size()) << name;
+    EXPECT_TRUE(gunzip(*bytes) == random_out.bytes[i]) << name;
+  }
+  auto members = c.list_members(kOut, (*gz)[0].name);
+  ASSERT_TRUE(members.has_value()) << members.status();
+  const auto tar_members = members_of(random_out.bytes[0]);
+  ASSERT_EQ(members->members.size(), tar_members.size());
+  const auto& [first_name, first_bytes] = tar_members.front();
+  EXPECT_EQ(members->members.front().name, first_name);
+  auto member = c.get_archive(kOut, (*gz)[0].name, {.path = first_name});
+  ASSERT_TRUE(member.has_value()) << member.status();
+  EXPECT_EQ(*member, first_bytes);
 
 }
 

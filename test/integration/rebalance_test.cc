@@ -116,6 +116,21 @@ TEST(RebalanceTest, MaintenanceMovesObjectsOffAndBackThenDecommissionRemovesTheN
   expect_all_readable(c, objects);
   expect_listing_complete(c, objects, "after the decommission");
   EXPECT_EQ(files_on(*cluster, {"t1", "t3"}), objects.size());
+
+  // Started again as a supervisor would (a StatefulSet restarts a pod that exits), t2
+  // stays out: it answers health "decommissioned" and never joins as a new node.
+  ASSERT_OK(cluster->launch("t2"));
+  ASSERT_OK_AND_ASSIGN(auto t2_client, cluster->client_of("t2"));
+  const auto says_decommissioned = [&] {
+    auto r = t2_client->request(http::Method::kGet, "/v1/health");
+    return r && r->status == 503 && r->body.find("decommissioned") != std::string::npos;
+  };
+  ASSERT_OK(silo::testing::wait_until(says_decommissioned, seconds(30), "t2 serving again"));
+  std::this_thread::sleep_for(seconds(3));  // several keepalive intervals
+  ASSERT_OK_AND_ASSIGN(const auto map, c.node_map());
+  EXPECT_EQ(map.find("t2"), nullptr) << "a decommissioned node does not join again";
+  EXPECT_TRUE(says_decommissioned());
+  ASSERT_OK(cluster->kill("t2"));
 }
 
 TEST(RebalanceTest, KilledTargetAndPrimaryMidRebalanceConverge) {

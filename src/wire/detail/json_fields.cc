@@ -112,6 +112,18 @@ Result<std::vector<JsonFields>> JsonFields::objects(std::string_view key) const 
   return out;
 }
 
+Result<std::vector<std::pair<std::string, JsonFields>>> JsonFields::members_or_none(std::string_view key) const {
+  const json* value = find(key);
+  std::vector<std::pair<std::string, JsonFields>> out;
+  if (value == nullptr) return out;
+  if (!value->is_object()) return wrong(key, "must be an object");
+  for (const auto& [name, item] : value->items()) {
+    if (!item.is_object()) return wrong(fmt::format("{}.{}", key, name), "must be an object");
+    out.emplace_back(name, JsonFields(item, document_, fmt::format("{}{}.{}.", path_, key, name)));
+  }
+  return out;
+}
+
 Result<std::vector<std::string>> JsonFields::strings_or_none(std::string_view key) const {
   const json* value = find(key);
   std::vector<std::string> out;

@@ -43,6 +43,8 @@ class JsonFields {
   Result<std::optional<JsonFields>> object_or_none(std::string_view key) const;
   // The objects of the array `key` (required).
   Result<std::vector<JsonFields>> objects(std::string_view key) const;
+  // The members of the object `key` (each an object), by name; empty when absent.
+  Result<std::vector<std::pair<std::string, JsonFields>>> members_or_none(std::string_view key) const;
   // The strings of the array `key`; empty when absent.
   Result<std::vector<std::string>> strings_or_none(std::string_view key) const;
 
