@@ -243,10 +243,10 @@ TEST_F(DsortTest, ARandomReshardHasEverySampleOnceAndIsTheSameEveryTimeSpilledOr
   for (size_t i = 0; i < gz->size(); ++i) {
     const std::string& name = (*gz)[i].name;
     EXPECT_EQ(name, fmt::format("gz-{:05}.tgz", i));
-    auto bytes = c.get(kOut, name);
-    ASSERT_TRUE(bytes.has_value()) << bytes.status();
-    EXPECT_LT(bytes->size(), random_out.bytes[i].size()) << name;
-    EXPECT_TRUE(gunzip(*bytes) == random_out.bytes[i]) << name;
+    auto compressed = c.get(kOut, name);
+    ASSERT_TRUE(compressed.has_value()) << compressed.status();
+    EXPECT_LT(compressed->size(), random_out.bytes[i].size()) << name;
+    EXPECT_TRUE(gunzip(*compressed) == random_out.bytes[i]) << name;
   }
   auto members = c.list_members(kOut, (*gz)[0].name);
   ASSERT_TRUE(members.has_value()) << members.status();
@@ -257,7 +257,6 @@ TEST_F(DsortTest, ARandomReshardHasEverySampleOnceAndIsTheSameEveryTimeSpilledOr
   auto member = c.get_archive(kOut, (*gz)[0].name, {.path = first_name});
   ASSERT_TRUE(member.has_value()) << member.status();
   EXPECT_EQ(*member, first_bytes);
-
 }
 
 TEST_F(DsortTest, KeyContentAndListOrdersPutEverySampleWhereTheySay) {
