@@ -603,6 +603,18 @@ def check_map(cluster, expected_nodes):
     assert online == sorted(expected_nodes), f"online nodes {online}, want {sorted(expected_nodes)}: {text}"
 
 
+def wait_for_map(cluster, expected_nodes, timeout=60):
+    deadline = time.time() + timeout
+    while True:
+        try:
+            check_map(cluster, expected_nodes)
+            return
+        except (AssertionError, RuntimeError):
+            if time.time() > deadline:
+                raise
+            time.sleep(1)
+
+
 def scenario(args, helm, workdir):
     values = {
         "auth": {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY},
@@ -626,15 +638,7 @@ def scenario(args, helm, workdir):
         cluster.start_all()
         cluster.wait_ready(cluster.pods)
         silo_pods = [p.name for p in cluster.pods if p.container.get("command", [""])[0].startswith("/usr/bin/silo")]
-        deadline = time.time() + 60
-        while True:
-            try:
-                check_map(cluster, silo_pods)
-                break
-            except (AssertionError, RuntimeError):
-                if time.time() > deadline:
-                    raise
-                time.sleep(1)
+        wait_for_map(cluster, silo_pods)
         log("the cluster formed: every pod online in the node map")
 
         # aws-cli and the CLI through the client Service's name.
@@ -665,15 +669,7 @@ def scenario(args, helm, workdir):
         assert not reader.failures, reader.failures[:10]
         for name, body in objects.items():
             assert reader.s3.get_object(Bucket="k8s", Key=name)["Body"].read() == body, name
-        deadline = time.time() + 60
-        while True:
-            try:
-                check_map(cluster, silo_pods)
-                break
-            except (AssertionError, RuntimeError):
-                if time.time() > deadline:
-                    raise
-                time.sleep(1)
+        wait_for_map(cluster, silo_pods)
         log("after the rolling restart: every pod online, every object intact")
     finally:
         cluster.close()
