@@ -41,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import yaml
@@ -516,6 +517,18 @@ class Cluster:
             self.wait_ready([pod])
             log(f"{pod.name} ready again at {pod.address}")
 
+    def scale_up(self, set_name):
+        """One more replica: the next ordinal, started and Ready."""
+        pods = self.sets[set_name]
+        pod = Pod(self, pods[0].sts, len(pods))
+        for path, _, _ in pod.volume_dirs():
+            self.make_mount_point(pod.container.get("command", ["?"])[0], path)
+        pods.append(pod)
+        self.pods.append(pod)
+        pod.start()
+        self.wait_ready([pod])
+        return pod
+
     def close(self):
         for s in self.services:
             s.close()
@@ -603,6 +616,33 @@ def check_map(cluster, expected_nodes):
     assert online == sorted(expected_nodes), f"online nodes {online}, want {sorted(expected_nodes)}: {text}"
 
 
+def health_of(pod):
+    """(HTTP status, "status" of the body) of the pod's /v1/health, or (0, error)."""
+    try:
+        with urllib.request.urlopen(f"http://{pod.address}:8080/v1/health", timeout=2) as r:
+            return r.status, json.loads(r.read()).get("status")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}").get("status")
+    except Exception as e:
+        return 0, str(e)
+
+
+def rebalance_ids(cluster):
+    jobs = json.loads(silo_cli(cluster, "--json", "job", "ls").stdout)["jobs"]
+    return {j["id"] for j in jobs if j["kind"] == "rebalance"}
+
+
+def wait_for_new_rebalance(cluster, before, timeout=120):
+    deadline = time.time() + timeout
+    while True:
+        jobs = json.loads(silo_cli(cluster, "--json", "job", "ls").stdout)["jobs"]
+        new = [j for j in jobs if j["kind"] == "rebalance" and j["id"] not in before]
+        if new and all(j["state"] == "finished" for j in new):
+            return
+        assert time.time() < deadline, f"no new rebalance finished: {new}"
+        time.sleep(1)
+
+
 def wait_for_map(cluster, expected_nodes, timeout=60):
     deadline = time.time() + timeout
     while True:
@@ -671,6 +711,39 @@ def scenario(args, helm, workdir):
             assert reader.s3.get_object(Bucket="k8s", Key=name)["Body"].read() == body, name
         wait_for_map(cluster, silo_pods)
         log("after the rolling restart: every pod online, every object intact")
+
+        # Scaling the targets up: the new pod joins and a rebalance gives it its share;
+        # down: decommission it (its objects move off), then the StatefulSet removes it
+        # (docs/kubernetes.md "Scaling"). The reader runs through both.
+        targets = next(s for s in cluster.sets if s.endswith("-target"))
+        before = rebalance_ids(cluster)
+        reader = Reader(cluster.service_url, "k8s", objects)
+        reader.start()
+        added = cluster.scale_up(targets)
+        wait_for_map(cluster, silo_pods + [added.name])
+        wait_for_new_rebalance(cluster, before)
+        log(f"{added.name} joined and a rebalance gave it its share")
+        silo_cli(cluster, "node", "decommission", added.name, "--wait")
+        wait_for_map(cluster, silo_pods)
+        added.process.wait(timeout=60)  # it leaves and exits; the kubelet starts it again
+        added.stop()
+        added.start()
+        deadline = time.time() + 60
+        while health_of(added) != (503, "decommissioned"):
+            assert time.time() < deadline, f"{added.name} restarted: health {health_of(added)}"
+            time.sleep(0.5)
+        time.sleep(3)
+        check_map(cluster, silo_pods)  # it did not join again
+        added.stop()  # the StatefulSet scaled down
+        cluster.sets[targets].remove(added)
+        cluster.pods.remove(added)
+        reader.stopped.set()
+        reader.join()
+        log(f"reader while scaling: {reader.gets} GETs, {len(reader.failures)} failed")
+        assert not reader.failures, reader.failures[:10]
+        for name, body in objects.items():
+            assert reader.s3.get_object(Bucket="k8s", Key=name)["Body"].read() == body, name
+        log("scaled up and back down: every object intact")
     finally:
         cluster.close()
 
