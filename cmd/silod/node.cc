@@ -605,7 +605,17 @@ http::Awaitable<void> Node::send_no_such_endpoint(http::Exchange& exchange) {
 
 http::Awaitable<void> Node::handle_keepalive(http::Exchange& exchange) {
   if (!is_primary()) {
-    co_await http::send_error(exchange, Status::failed_precondition("node {} is not the primary", self_.id()));
+    // A node that joins through this proxy (its seed) learns where the primary is.
+    const auto map = maps_->node_map();
+    http::ResponseHead head;
+    head.status = 409;
+    head.headers.set("Content-Type", "application/json");
+    for (const auto& n : map->nodes()) {
+      if (n.id() == map->primary_id() && n.id() != self_.id()) head.headers.set(cluster::kPrimaryUrlHeader, n.url());
+    }
+    const std::string body =
+        wire::error_json(Status::failed_precondition("node {} is not the primary", self_.id()));
+    std::ignore = co_await exchange.response().send(std::move(head), body);  // the client may be gone
     co_return;
   }
   auto request = co_await read_message<wire::KeepaliveRequest>(exchange);

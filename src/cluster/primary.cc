@@ -481,7 +481,7 @@ http::Awaitable<Status> Member::sync() {
   co_return last;
 }
 
-http::Awaitable<Status> Member::sync_with(const http::Endpoint& primary) {
+http::Awaitable<Status> Member::sync_with(const http::Endpoint& primary, bool follows) {
   wire::KeepaliveRequest request;
   *request.mutable_node() = self_;
   request.set_node_map_version(maps_.node_map()->version());
@@ -493,6 +493,11 @@ http::Awaitable<Status> Member::sync_with(const http::Endpoint& primary) {
   CO_ASSIGN_OR_RETURN(auto answer, co_await client_->call(primary, std::move(req), wire::encode(request),
                                                           kMaxControlBody));
   if (answer.status != 200) {
+    const std::optional<std::string_view> named = answer.headers.get(kPrimaryUrlHeader);
+    if (follows && answer.status == 409 && named) {
+      auto next = http::Endpoint::parse(*named);
+      if (next && next->to_string() != primary.to_string()) co_return co_await sync_with(*next, false);
+    }
     co_return Status::unavailable("primary {} answered keepalive with {}: {}", primary.to_string(),
                                   answer.status, answer.body);
   }

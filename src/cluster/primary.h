@@ -186,7 +186,9 @@ class Member {
   void stop();
 
  private:
-  http::Awaitable<Status> sync_with(const http::Endpoint& to);
+  // One keepalive to `to`; a proxy that is not the primary names the primary
+  // (kPrimaryUrlHeader), which is tried once when `follows` is set.
+  http::Awaitable<Status> sync_with(const http::Endpoint& to, bool follows = true);
 
   ClusterMaps& maps_;
   async::DiskExecutor& state_disk_;
@@ -204,6 +206,9 @@ http::Awaitable<Status> install_maps(ClusterMaps& maps, async::DiskExecutor& sta
                                      const wire::NodeMap* node_map, const wire::BucketMap* bucket_map);
 
 inline constexpr const char* kKeepalivePath = "/v1/internal/keepalive";
+// On a keepalive's 409 from a proxy that is not the primary: the primary's URL as that
+// proxy knows it (a node that joins through any proxy finds the primary; HA).
+inline constexpr const char* kPrimaryUrlHeader = "X-Silo-Primary-Url";
 inline constexpr const char* kMetasyncPath = "/v1/internal/metasync";
 // GET on a target: its wire::RebalanceProgress.
 inline constexpr const char* kRebalancePath = "/v1/internal/rebalance";

@@ -716,6 +716,12 @@ def scenario(args, helm, workdir):
         # down: decommission it (its objects move off), then the StatefulSet removes it
         # (docs/kubernetes.md "Scaling"). The reader runs through both.
         targets = next(s for s in cluster.sets if s.endswith("-target"))
+        primary = json.loads(silo_cli(cluster, "--json", "cluster", "show").stdout)["primary"]
+        log(f"the primary: {primary}")
+        if args.ha:
+            # Proxy 0 restarted last and handed the role over: the new target joins
+            # through proxy 0 (its --primary), which names the primary it follows.
+            assert primary != f"{RELEASE}-proxy-0", primary
         before = rebalance_ids(cluster)
         reader = Reader(cluster.service_url, "k8s", objects)
         reader.start()
