@@ -717,11 +717,17 @@ def scenario(args, helm, workdir):
         # (docs/kubernetes.md "Scaling"). The reader runs through both.
         targets = next(s for s in cluster.sets if s.endswith("-target"))
         primary = json.loads(silo_cli(cluster, "--json", "cluster", "show").stdout)["primary"]
-        log(f"the primary: {primary}")
-        if args.ha:
-            # Proxy 0 restarted last and handed the role over: the new target joins
-            # through proxy 0 (its --primary), which names the primary it follows.
+        if args.ha and primary == f"{RELEASE}-proxy-0":
+            # The new target must join through proxy 0 (its --primary) while another
+            # proxy holds the role: proxy 0, stopped, hands the role over.
+            proxy0 = cluster.sets[f"{RELEASE}-proxy"][0]
+            proxy0.stop()
+            proxy0.start()
+            cluster.wait_ready([proxy0])
+            wait_for_map(cluster, silo_pods)
+            primary = json.loads(silo_cli(cluster, "--json", "cluster", "show").stdout)["primary"]
             assert primary != f"{RELEASE}-proxy-0", primary
+        log(f"the primary: {primary}")
         before = rebalance_ids(cluster)
         reader = Reader(cluster.service_url, "k8s", objects)
         reader.start()
