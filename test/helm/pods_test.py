@@ -14,8 +14,8 @@ matter to Silo, with the manifests `helm template` renders:
   (a private mount namespace); a restarted pod comes back at a new address, as it does
   in Kubernetes, and the names are rewritten;
 - the client Service is a TCP proxy at its own address and DNS name that sends each
-  connection to a ready pod that its selector matches (readiness: the pod's probe), like
-  kube-proxy;
+  connection to a Ready pod that its selector matches, like kube-proxy (Ready: its
+  readiness probe passed after it started; it leaves the Service when it is stopped);
 - a rolling restart does what the StatefulSet controller does: from the highest ordinal
   down, one pod at a time: out of the Service, SIGTERM, SIGKILL after the pod's
   terminationGracePeriodSeconds, the same name and volumes back, ready before the next.
@@ -23,7 +23,10 @@ matter to Silo, with the manifests `helm template` renders:
 Checked: the cluster forms (every node online in the map), aws-cli and the silo CLI work
 through the Service's name, and a reader of a copies=2 bucket through the Service sees
 no failed GET while every StatefulSet restarts (the targets, then the proxies; with
-`--ha`, also the bundled etcd). Needs root (network and mount namespaces), helm
+`--ha`, also the bundled etcd), and while a fourth target joins (a rebalance gives it
+its share), is decommissioned, is started again by the "kubelet" and stays out (health
+503 "decommissioned"), and is scaled away; with `--ha` that target joins through proxy 0
+while another proxy is the primary. Needs root (network and mount namespaces), helm
 (tools/setup_k8s_tools.sh) and, for --ha, etcd; exits 77 (skipped) without them.
 
     python3 test/helm/pods_test.py [--ha] [--keep]   (SILO_BIN_DIR: the silod to run)
