@@ -73,7 +73,7 @@ def make_dataset(directory, images, image_kb, shard_mb, width, height, classes=1
     if os.path.exists(done):
         meta = json.load(open(done))
         if meta.get("images") == images and meta.get("image_kb") == image_kb and \
-                meta.get("size") == [width, height]:
+                meta.get("size") == [width, height] and meta.get("shard_mb") == shard_mb:
             log("reusing the dataset in %s" % directory)
             return meta
     shutil.rmtree(directory, ignore_errors=True)
@@ -92,7 +92,7 @@ def make_dataset(directory, images, image_kb, shard_mb, width, height, classes=1
     import multiprocessing
 
     names, shard, written, total = [], None, 0, 0
-    limit = shard_mb << 20
+    limit = int(shard_mb * (1 << 20))
     with multiprocessing.Pool(max(1, (os.cpu_count() or 2) - 1)) as pool:
         work = ((i, width, height, noise, 90) for i in range(images))
         for i, jpg in enumerate(pool.imap(_jpeg, work, chunksize=64)):
@@ -109,7 +109,7 @@ def make_dataset(directory, images, image_kb, shard_mb, width, height, classes=1
                 written += len(data) + 1024
             total += len(jpg)
     shard.close()
-    meta = {"images": images, "image_kb": image_kb, "size": [width, height], "shards": names,
+    meta = {"images": images, "image_kb": image_kb, "size": [width, height], "shard_mb": shard_mb, "shards": names,
             "mean_jpeg_bytes": total / images}
     json.dump(meta, open(done, "w"))
     return meta
@@ -171,27 +171,67 @@ class Silod:
 
 # -- the pipeline ---------------------------------------------------------------------------
 
-def pack(samples):
-    """DataLoader collate (runs in the workers): a batch as one uint8 tensor of the JPEG
-    bytes, their offsets and the labels, so the main process handles three tensors, not
-    256 samples."""
-    import torch
+def crop_params(h, w, rnd):
+    """RandomResizedCrop(scale=(0.08, 1), ratio=(3/4, 4/3)) box (y0, x0, ch, cw) for an h x w
+    image, drawn from `rnd` (random.Random); the GPU path draws the same distribution."""
+    import math
 
-    sizes = [len(s["jpg"]) for s in samples]
-    data = torch.empty(sum(sizes), dtype=torch.uint8)
-    view = memoryview(data.numpy())
-    pos = 0
-    for s, n in zip(samples, sizes):
-        view[pos:pos + n] = s["jpg"]
-        pos += n
-    offsets = torch.tensor([0] + sizes, dtype=torch.int64).cumsum(0)
-    labels = torch.tensor([int(s["cls"]) for s in samples], dtype=torch.int64)
-    return data, offsets, labels
+    area = h * w * rnd.uniform(0.08, 1.0)
+    ratio = math.exp(rnd.uniform(math.log(3 / 4), math.log(4 / 3)))
+    cw = max(1, min(w, int(round(math.sqrt(area * ratio)))))
+    ch = max(1, min(h, int(round(math.sqrt(area / ratio)))))
+    return rnd.randint(0, h - ch), rnd.randint(0, w - cw), ch, cw
 
 
-def random_resized_crop_flip(images, size, device, gen):
+class Pack:
+    """DataLoader collate (runs in the workers). The first round(cpu_fraction * n) images
+    of a batch are decoded, cropped and flipped here, on the worker's CPU (PIL), into one
+    uint8 [k, 3, size, size] tensor (channels_last); the rest
+    go out as one uint8 tensor of their JPEG bytes and its offsets, for the GPU's decoder.
+    So the main process handles four tensors a batch, never single samples, and the CPU
+    and the GPU's JPEG engine decode side by side."""
+
+    def __init__(self, cpu_fraction, size):
+        self.cpu_fraction = cpu_fraction
+        self.size = size
+        self._rnd = None
+
+    def __call__(self, samples):
+        import numpy as np
+        import torch
+        from PIL import Image
+
+        if self._rnd is None:  # one stream of crops per worker
+            self._rnd = random.Random(torch.initial_seed())
+        k = int(round(len(samples) * self.cpu_fraction))
+        cpu = np.empty((k, self.size, self.size, 3), dtype=np.uint8)
+        for i, s in enumerate(samples[:k]):
+            # PIL (libjpeg-turbo) decodes in about half the time of torchvision's CPU
+            # decode_jpeg, and resizes the crop box straight from the decoded image.
+            img = Image.open(io.BytesIO(s["jpg"])).convert("RGB")
+            y0, x0, ch, cw = crop_params(img.height, img.width, self._rnd)
+            img = img.resize((self.size, self.size), Image.BILINEAR, box=(x0, y0, x0 + cw, y0 + ch))
+            if self._rnd.random() < 0.5:
+                img = img.transpose(Image.FLIP_LEFT_RIGHT)
+            cpu[i] = np.asarray(img)
+        cpu = torch.from_numpy(cpu).permute(0, 3, 1, 2)  # NCHW view of NHWC memory: channels_last
+        rest = samples[k:]
+        sizes = [len(s["jpg"]) for s in rest]
+        data = torch.empty(sum(sizes), dtype=torch.uint8)
+        view = memoryview(data.numpy())
+        pos = 0
+        for s, n in zip(rest, sizes):
+            view[pos:pos + n] = s["jpg"]
+            pos += n
+        offsets = torch.tensor([0] + sizes, dtype=torch.int64).cumsum(0)
+        labels = torch.tensor([int(s["cls"]) for s in samples], dtype=torch.int64)
+        return cpu, data, offsets, labels
+
+
+def random_resized_crop_flip(images, size, device, gen, dtype):
     """RandomResizedCrop(size, scale=(0.08, 1), ratio=(3/4, 4/3)) + horizontal flip, on
-    `device`, batched (torchvision.ops.roi_align) when the images share a shape."""
+    `device`, batched (torchvision.ops.roi_align) when the images share a shape; pixel
+    values 0..255 in `dtype`."""
     import math
 
     import torch
@@ -207,22 +247,27 @@ def random_resized_crop_flip(images, size, device, gen):
     ch = torch.sqrt(area / ratio).clamp(max=hs).clamp(min=1)
     x0 = torch.rand(n, device=device, generator=gen) * (ws - cw)
     y0 = torch.rand(n, device=device, generator=gen) * (hs - ch)
+    boxes = torch.stack([torch.arange(n, device=device, dtype=torch.float32), x0, y0, x0 + cw, y0 + ch], 1)
     if all(im.shape == images[0].shape for im in images):
-        x = torch.stack(images).float()
-        boxes = torch.stack([torch.arange(n, device=device, dtype=torch.float32), x0, y0, x0 + cw, y0 + ch], 1)
-        out = roi_align(x, boxes, output_size=(size, size), spatial_scale=1.0, sampling_ratio=2, aligned=True)
+        x = torch.stack(images).to(dtype)
+        out = roi_align(x, boxes.to(dtype), output_size=(size, size), spatial_scale=1.0, sampling_ratio=2,
+                        aligned=True)
     else:
-        outs = []
-        for i, im in enumerate(images):
-            box = torch.stack([torch.zeros((), device=device), x0[i], y0[i], x0[i] + cw[i], y0[i] + ch[i]])[None]
-            outs.append(roi_align(im[None].float(), box, output_size=(size, size), spatial_scale=1.0,
-                                  sampling_ratio=2, aligned=True))
-        out = torch.cat(outs)
+        zero = torch.zeros(1, device=device)
+        out = torch.cat([roi_align(im[None].to(dtype), torch.cat([zero, boxes[i, 1:]])[None].to(dtype),
+                                   output_size=(size, size), spatial_scale=1.0, sampling_ratio=2, aligned=True)
+                         for i, im in enumerate(images)])
     flip = torch.rand(n, device=device, generator=gen) < 0.5
-    out = torch.where(flip[:, None, None, None], out.flip(3), out)
-    mean = torch.tensor([0.485, 0.456, 0.406], device=device).view(1, 3, 1, 1) * 255
-    std = torch.tensor([0.229, 0.224, 0.225], device=device).view(1, 3, 1, 1) * 255
-    return ((out - mean) / std).contiguous(memory_format=torch.channels_last)
+    return torch.where(flip[:, None, None, None], out.flip(3), out)
+
+
+def normalize(x):
+    """ImageNet mean/std on a batch of 0..255 pixels, channels_last."""
+    import torch
+
+    mean = torch.tensor([0.485, 0.456, 0.406], device=x.device, dtype=x.dtype).view(1, 3, 1, 1) * 255
+    std = torch.tensor([0.229, 0.224, 0.225], device=x.device, dtype=x.dtype).view(1, 3, 1, 1) * 255
+    return ((x - mean) / std).contiguous(memory_format=torch.channels_last)
 
 
 def decode_batch(data, offsets, device):
@@ -240,15 +285,41 @@ def decode_batch(data, offsets, device):
     return [decode_jpeg(p) for p in parts]
 
 
-class Feeder:
-    """Batches from `batches` (an iterator of packed batches) decoded and augmented on
-    `threads` threads, each with a CUDA stream of its own, `depth` batches ahead."""
+class Decode:
+    """How a batch is decoded (--decode): `gpu` (nvJPEG, the crop in half precision on a
+    high-priority stream), `gpu:normal` (the first pipeline: normal priority, float32),
+    `cpu` (everything in the DataLoader workers) or `mixed:F` (a fraction F of each batch
+    in the workers, the rest on the GPU)."""
 
-    def __init__(self, batches, device, size, threads=2, depth=4):
+    def __init__(self, spec):
+        self.spec = spec
+        kind, _, arg = spec.partition(":")
+        self.priority, self.half, self.cpu_fraction = -1, True, 0.0
+        if kind == "gpu" and arg in ("", "normal"):
+            if arg == "normal":
+                self.priority, self.half = 0, False
+        elif kind == "cpu" and not arg:
+            self.cpu_fraction = 1.0
+        elif kind == "mixed" and arg:
+            self.cpu_fraction = float(arg)
+            if not 0 < self.cpu_fraction < 1:
+                raise ValueError("--decode %s: the fraction must lie between 0 and 1" % spec)
+        else:
+            raise ValueError("--decode %s: expected gpu, gpu:normal, cpu or mixed:FRACTION" % spec)
+
+
+class Feeder:
+    """Batches from `batches` (an iterator of Pack's batches) finished (the GPU's share
+    decoded and cropped, the CPU's share copied up, all normalized) on `threads` threads,
+    each with a CUDA stream of its own, `depth` batches ahead."""
+
+    def __init__(self, batches, device, size, decode, threads=1, depth=4):
         import torch
 
         self.device = device
         self.size = size
+        self.decode = decode
+        self.dtype = torch.float16 if decode.half and device.type == "cuda" else torch.float32
         self._src = batches
         self._src_lock = threading.Lock()
         self._q = queue.Queue(maxsize=depth)
@@ -260,9 +331,21 @@ class Feeder:
         for t in self._threads:
             t.start()
 
+    def _finish(self, cpu, data, offsets, gen):
+        torch = self.torch
+        parts = []
+        if len(cpu):
+            parts.append(cpu.to(self.device, non_blocking=True).to(self.dtype))
+        if len(offsets) > 1:
+            images = decode_batch(data, offsets, self.device)
+            parts.append(random_resized_crop_flip(images, self.size, self.device, gen, self.dtype))
+        return normalize(parts[0] if len(parts) == 1 else torch.cat(parts))
+
     def _run(self, i):
         torch = self.torch
-        stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        stream = None
+        if self.device.type == "cuda":
+            stream = torch.cuda.Stream(self.device, priority=self.decode.priority)
         gen = torch.Generator(device=self.device)
         gen.manual_seed(1234 + i)
         try:
@@ -271,18 +354,15 @@ class Feeder:
                     item = next(self._src, None)
                 if item is None:
                     break
-                data, offsets, labels = item
+                cpu, data, offsets, labels = item
                 if stream is not None:
                     with torch.cuda.stream(stream):
-                        images = decode_batch(data, offsets, self.device)
-                        x = random_resized_crop_flip(images, self.size, self.device, gen)
+                        x = self._finish(cpu, data, offsets, gen)
                         y = labels.to(self.device, non_blocking=True)
                         ev = torch.cuda.Event()
                         ev.record(stream)
                 else:
-                    images = decode_batch(data, offsets, self.device)
-                    x = random_resized_crop_flip(images, self.size, self.device, gen)
-                    y, ev = labels, None
+                    x, y, ev = self._finish(cpu, data, offsets, gen), labels, None
                 self._q.put((x, y, ev))
         except BaseException as e:  # noqa: BLE001 - handed to the training loop
             self._q.put(e)
@@ -309,15 +389,19 @@ class Feeder:
             yield x, y
 
     def close(self):
+        """Stops the threads, then the batches' source (its DataLoader workers go with it)."""
         self._stop.set()
-        while True:
-            try:
-                self._q.get_nowait()
-            except queue.Empty:
-                break
+        for t in self._threads:
+            while t.is_alive():
+                try:
+                    self._q.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+        with self._src_lock:
+            self._src.close()
 
 
-def loader_batches(make_ds, batch, workers, pin):
+def loader_batches(make_ds, batch, workers, pin, collate):
     """Packed batches over as many epochs as it takes."""
     import torch
 
@@ -325,7 +409,7 @@ def loader_batches(make_ds, batch, workers, pin):
     while True:
         ds = make_ds()
         ds.set_epoch(epoch)
-        loader = torch.utils.data.DataLoader(ds, batch_size=batch, num_workers=workers, collate_fn=pack,
+        loader = torch.utils.data.DataLoader(ds, batch_size=batch, num_workers=workers, collate_fn=collate,
                                              pin_memory=pin, drop_last=True, prefetch_factor=4 if workers else 2)
         for b in loader:
             yield b
@@ -387,17 +471,20 @@ def tiny_model(classes):
 
 def train(model_name, feed, device, batch, size, warmup, steps, classes):
     """Runs warmup + steps training steps on `feed` (an iterator of (x, y)); images/s of
-    the measured steps and the GPU utilisation meanwhile."""
+    the measured steps and the GPU utilisation meanwhile. Model "none" only takes the
+    batches: what the feed can deliver with the GPU to itself."""
     import torch
     import torchvision
 
+    model = loss = None
     if model_name == "tiny":
         model = tiny_model(classes)
-    else:
+    elif model_name != "none":
         model = getattr(torchvision.models, model_name)(num_classes=classes)
-    model = model.to(device).to(memory_format=torch.channels_last)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
+    if model is not None:
+        model = model.to(device).to(memory_format=torch.channels_last)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        loss_fn = torch.nn.CrossEntropyLoss()
     it = iter(feed)
     util = None
     t0 = None
@@ -412,6 +499,8 @@ def train(model_name, feed, device, batch, size, warmup, steps, classes):
             util = Utilisation(device.index or 0) if device.type == "cuda" else None
             t0 = time.perf_counter()
         x, y = next(it)
+        if model is None:
+            continue
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
             loss = loss_fn(model(x), y)
         opt.zero_grad(set_to_none=True)
@@ -423,7 +512,7 @@ def train(model_name, feed, device, batch, size, warmup, steps, classes):
     dt = time.perf_counter() - t0
     gpu = util.stop() if util is not None else None
     return {"images_per_s": steps * batch / dt, "seconds": dt, "steps": steps,
-            "gpu_util_pct": gpu, "gpu_util_source": util.source if util else None, "loss": float(loss.detach())}
+            "gpu_util_pct": gpu, "gpu_util_source": util.source if util else None, "loss": float(loss.detach()) if loss is not None else None}
 
 
 def synthetic(device, batch, size, classes):
@@ -445,8 +534,11 @@ def find_silod():
 
 def commit():
     try:
-        return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+        head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True).stdout.strip() or "unknown"
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("-dirty" if dirty else "")
     except OSError:
         return "unknown"
 
@@ -462,10 +554,14 @@ def main():
     ap.add_argument("--image-kb", type=int, default=110)
     ap.add_argument("--width", type=int, default=500)
     ap.add_argument("--height", type=int, default=375)
-    ap.add_argument("--shard-mb", type=int, default=256)
+    ap.add_argument("--shard-mb", type=float, default=64)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--workers", type=int, default=12, help="DataLoader workers")
+    ap.add_argument("--decode", default="gpu,mixed:0.5,cpu", help="decode variants to run, comma-separated: "
+                    "gpu, gpu:normal (the first pipeline), cpu, mixed:FRACTION (see Decode)")
+    ap.add_argument("--feed-only", action="store_true", help="also measure each decode variant's feed "
+                    "from local files with no training (model 'none')")
     ap.add_argument("--decode-threads", type=int, default=1, help="more than 1 hung on an H200 (torch 2.11, torchvision 0.26); cause not found")
     ap.add_argument("--warmup", type=int, default=15)
     ap.add_argument("--steps", type=int, default=60)
@@ -483,8 +579,9 @@ def main():
     classes = 1000
     if args.smoke:
         args.model, args.images, args.image_kb, args.width, args.height = "tiny", 96, 4, 96, 72
-        args.shard_mb, args.batch, args.size, args.workers = 1, 16, 32, 2
+        args.shard_mb, args.batch, args.size, args.workers = 0.1, 16, 32, 2
         args.warmup, args.steps, args.decode_threads = 1, 3, 1
+        args.decode = ",".join(d for d in args.decode.split(",") if d != "gpu:normal") or "gpu"
         classes = 10
         device = torch.device("cpu")
     else:
@@ -496,6 +593,14 @@ def main():
     data_dir = os.path.join(work, "shards")
     meta = make_dataset(data_dir, args.images, args.image_kb, args.shard_mb, args.width, args.height, classes)
     modes = args.modes.split(",")
+    # Every worker needs shards of its own, and the measured steps must not cross an epoch
+    # (a new epoch starts new DataLoader workers: a stall that is not the loader's pace).
+    if len(meta["shards"]) < args.workers:
+        sys.exit("gpu_feed: %d shards for %d workers: use a smaller --shard-mb or more --images"
+                 % (len(meta["shards"]), args.workers))
+    if args.warmup + args.steps > args.images // args.batch - args.workers:
+        sys.exit("gpu_feed: %d steps cross an epoch of %d images: use more --images"
+                 % (args.warmup + args.steps, args.images))
     server = None
     results = {"bench": "gpu_feed", "commit": commit(), "date": datetime.datetime.now().isoformat(),
                "machine": {"nproc": os.cpu_count(), "platform": platform.platform(),
@@ -527,11 +632,23 @@ def main():
         import silo.torch as st
 
         pin = device.type == "cuda"
+        decodes = [Decode(d) for d in args.decode.split(",")]
+        plan = []
         for model_name in args.model.split(","):
-            for mode in modes:
-                log("%s: %s" % (model_name, mode))
-                feeder = None
-                cpu0 = server.cpu_seconds() if server else 0.0
+            plan += [(model_name, mode, None if mode == "synthetic" else d)
+                     for mode in modes for d in ([None] if mode == "synthetic" else decodes)]
+            if args.feed_only and model_name == args.model.split(",")[0]:
+                plan += [("none", "files", d) for d in decodes]
+        out = args.out or os.path.join(work if args.smoke else os.path.join(REPO, "bench", "results"),
+                                       "gpu_feed-%s-%s.json" % (datetime.datetime.now().strftime("%Y%m%d-%H%M%S"),
+                                                                results["commit"]))
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        for model_name, mode, dec in plan:
+            log("%s: %s%s" % (model_name, mode, " (%s)" % dec.spec if dec else ""))
+            feeder = None
+            cpu0 = server.cpu_seconds() if server else 0.0
+            r = {"model": model_name, "mode": mode, "decode": dec.spec if dec else None}
+            try:
                 if mode == "synthetic":
                     feed = synthetic(device, args.batch, args.size, classes)
                 else:
@@ -541,39 +658,44 @@ def main():
                     else:
                         make = lambda: st.ShardDataset(None, data_dir, prefix="train-", seed=0,  # noqa: E731
                                                        shuffle_buffer=256)
-                    feeder = Feeder(loader_batches(make, args.batch, args.workers, pin), device, args.size,
-                                    args.decode_threads)
+                    batches = loader_batches(make, args.batch, args.workers, pin, Pack(dec.cpu_fraction, args.size))
+                    feeder = Feeder(batches, device, args.size, dec, args.decode_threads)
                     feed = feeder
                 try:
-                    r = train(model_name, feed, device, args.batch, args.size, args.warmup, args.steps, classes)
+                    r.update(train(model_name, feed, device, args.batch, args.size, args.warmup, args.steps,
+                                   classes))
                 finally:
                     if feeder is not None:
                         feeder.close()
-                r.update(model=model_name, mode=mode)
-                if server and mode == "silo":
-                    r["silod_cpu_s"] = server.cpu_seconds() - cpu0
-                results["runs"].append(r)
-                log(json.dumps(r))
-        print("\n%-10s %-10s %10s %8s %9s %9s" % ("model", "feed", "images/s", "GPU %", "vs synth", "vs files"))
+            except Exception as e:  # noqa: BLE001 - one variant failing leaves the others' figures
+                if args.smoke:
+                    raise
+                r["error"] = "%s: %s" % (type(e).__name__, e)
+            if server and mode == "silo":
+                r["silod_cpu_s"] = server.cpu_seconds() - cpu0
+            results["runs"].append(r)
+            log(json.dumps(r))
+            with open(out + ".part", "w") as f:  # what a run cut short still leaves
+                json.dump(results, f, indent=1)
+        print("\n%-10s %-10s %-11s %10s %8s %9s %9s" % ("model", "feed", "decode", "images/s", "GPU %",
+                                                        "vs synth", "vs files"))
         for r in results["runs"]:
-            same = {x["mode"]: x for x in results["runs"] if x["model"] == r["model"]}
-            syn = same.get("synthetic")
-            fil = same.get("files")
+            if "images_per_s" not in r:
+                print("%-10s %-10s %-11s %s" % (r["model"], r["mode"], r["decode"] or "-", r.get("error")))
+                continue
+            same = [x for x in results["runs"] if x["model"] == r["model"] and "images_per_s" in x]
+            syn = next((x for x in same if x["mode"] == "synthetic"), None)
+            fil = next((x for x in same if x["mode"] == "files" and x["decode"] == r["decode"]), None)
             r["ratio_to_synthetic"] = r["images_per_s"] / syn["images_per_s"] if syn else None
             r["ratio_to_files"] = r["images_per_s"] / fil["images_per_s"] if fil else None
-            print("%-10s %-10s %10.0f %8s %9s %9s" % (
-                r["model"], r["mode"], r["images_per_s"],
+            print("%-10s %-10s %-11s %10.0f %8s %9s %9s" % (
+                r["model"], r["mode"], r["decode"] or "-", r["images_per_s"],
                 "%.0f" % r["gpu_util_pct"] if r.get("gpu_util_pct") is not None else "-",
                 "%.2f" % r["ratio_to_synthetic"] if r["ratio_to_synthetic"] else "-",
                 "%.2f" % r["ratio_to_files"] if r["ratio_to_files"] else "-"))
-        out = args.out
-        if out is None:
-            d = work if args.smoke else os.path.join(REPO, "bench", "results")
-            os.makedirs(d, exist_ok=True)
-            out = os.path.join(d, "gpu_feed-%s-%s.json" % (datetime.datetime.now().strftime("%Y%m%d-%H%M%S"),
-                                                           results["commit"]))
         with open(out, "w") as f:
             json.dump(results, f, indent=1)
+        os.remove(out + ".part")
         print("results: %s" % out)
     finally:
         if server is not None:
