@@ -65,20 +65,8 @@ Result<wire::BatchRequest> parse_list(const std::string& text, const BatchGetOpt
   return request;
 }
 
-Result<std::string> read_list(const std::string& path) {
-  std::ostringstream text;
-  if (path == "-") {
-    text << std::cin.rdbuf();
-    return text.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::invalid_argument("cannot read the list {}: {}", path, std::strerror(errno));
-  text << in.rdbuf();
-  return text.str();
-}
-
 Status batch_get(Context& context, const BatchGetOptions& o) {
-  ASSIGN_OR_RETURN(const std::string text, read_list(o.list));
+  ASSIGN_OR_RETURN(const std::string text, read_text(o.list, "the list"));
   ASSIGN_OR_RETURN(const wire::BatchRequest request, parse_list(text, o));
   ASSIGN_OR_RETURN(client::Client * c, context.client());
   uint64_t written = 0;
@@ -107,6 +95,18 @@ Status batch_get(Context& context, const BatchGetOptions& o) {
 }
 
 }  // namespace
+
+Result<std::string> read_text(const std::string& path, std::string_view what) {
+  std::ostringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::invalid_argument("cannot read {} {}: {}", what, path, std::strerror(errno));
+  text << in.rdbuf();
+  return text.str();
+}
 
 void add_batch_commands(CLI::App& app, Context& context) {
   CLI::App* batch = app.add_subcommand("batch", "Read many objects, archive members and samples in one request");

@@ -443,6 +443,35 @@ void add_bucket_commands(CLI::App& app, Context& context) {
   on_run(set_cmd, context,
          [&context, set_bucket, set_pairs] { return set_props(context, *set_bucket, *set_pairs); });
 
+  CLI::App* policy = bucket->add_subcommand(
+      "policy", "Show, set or remove a bucket policy (S3's grammar: docs/security.md)");
+  policy->require_subcommand(1);
+  auto policy_bucket = std::make_shared<std::string>();
+  auto policy_file = std::make_shared<std::string>();
+  const auto policy_call = [&context, policy_bucket](http::Method method, std::string body) -> Status {
+    ASSIGN_OR_RETURN(client::Client * c, context.client());
+    ASSIGN_OR_RETURN(const std::string name, bucket_of(*policy_bucket));
+    const std::string target = "/v1/buckets/" + name + "/policy";
+    ASSIGN_OR_RETURN(const client::Response answer, c->request(method, target, std::move(body)));
+    RETURN_IF_ERROR(client::Client::status_of(answer, fmt::format("the policy of bucket {}", name)));
+    if (method == http::Method::kGet) std::printf("%s\n", answer.body.c_str());
+    return Status::ok();
+  };
+  CLI::App* policy_show = add_command(*policy, "show", "Print a bucket's policy", "silo bucket policy show photos");
+  policy_show->add_option("bucket", *policy_bucket, "Bucket name")->required();
+  on_run(policy_show, context, [policy_call] { return policy_call(http::Method::kGet, ""); });
+  CLI::App* policy_set = add_command(*policy, "set", "Set a bucket's policy from a JSON file ('-': stdin)",
+                                     "silo bucket policy set photos readers.json");
+  policy_set->add_option("bucket", *policy_bucket, "Bucket name")->required();
+  policy_set->add_option("file", *policy_file, "The policy document")->required();
+  on_run(policy_set, context, [policy_call, policy_file]() -> Status {
+    ASSIGN_OR_RETURN(std::string text, read_text(*policy_file, "the policy"));
+    return policy_call(http::Method::kPut, std::move(text));
+  });
+  CLI::App* policy_rm = add_command(*policy, "rm", "Remove a bucket's policy", "silo bucket policy rm photos");
+  policy_rm->add_option("bucket", *policy_bucket, "Bucket name")->required();
+  on_run(policy_rm, context, [policy_call] { return policy_call(http::Method::kDelete, ""); });
+
   auto ls = std::make_shared<ListOptions>();
   CLI::App* list_cmd =
       add_command(app, "ls", "List buckets, or the objects of a bucket under a prefix",

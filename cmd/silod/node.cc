@@ -468,17 +468,21 @@ http::Awaitable<void> Node::dispatch(http::Exchange& exchange) {
   if (starts_with(path, "/v1/")) {
     co_await dispatch_native(exchange, is_intra_cluster);
   } else {
-    co_await dispatch_s3(exchange, is_intra_cluster && request.headers.has(http::kForwardedHeader));
+    co_await dispatch_s3(exchange, is_intra_cluster);
   }
 }
 
-http::Awaitable<void> Node::dispatch_s3(http::Exchange& exchange, bool is_forwarded) {
+http::Awaitable<void> Node::dispatch_s3(http::Exchange& exchange, bool is_intra_cluster) {
+  const bool is_forwarded = is_intra_cluster && exchange.request().headers.has(http::kForwardedHeader);
   auto request = s3api::parse_s3_request(exchange.request(), *users_, config_.cluster.s3,
                                            Clock::real().unix_nanos() / 1'000'000'000);
   if (!request) {
     co_await s3api::send_s3_error(exchange, request.error(), s3::Subject::kService, nullptr);
     co_return;
   }
+  // Relayed by another node, which checked the user's access where the request arrived
+  // (with the client's address): not checked again.
+  if (is_intra_cluster) request->subject.is_admin = true;
   // Relayed here by another node because this one owns the object: run it (the target
   // refuses to forward a second time, so differing maps cannot make a loop).
   if (is_forwarded && target_) {
@@ -492,19 +496,26 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
   const http::RequestHead& request = exchange.request();
   const std::string& path = request.path;
   const bool is_internal = starts_with(path, "/v1/internal/");
-  bool is_admin = is_intra_cluster;
-  if (!is_intra_cluster) {
-    // The native API takes the S3 keys: SigV4 in the header or the query.
+  NativeCaller caller;
+  caller.is_intra_cluster = is_intra_cluster;
+  const bool is_user_signed =
+      request.headers.has("Authorization") || request.query.find("Signature=") != std::string::npos;
+  if (!is_intra_cluster || is_user_signed) {
+    // The native API takes the S3 keys: SigV4 in the header or the query. A request that
+    // another node relays keeps its user's signature: the user is its subject (a bucket it
+    // creates is its own), and the relaying node already checked its access.
     auto auth = s3api::authenticate(request, *users_, Clock::real().unix_nanos() / 1'000'000'000);
-    if (!auth || !*auth) {
+    if (!is_intra_cluster && (!auth || !*auth)) {
       // Named, not a ternary temporary inside co_await (docs/adr/0003).
       Status denied = Status::permission_denied("the native API needs a SigV4 signature with the cluster's keys");
       if (!auth) denied = Status::permission_denied("{}", auth.error().message());
       co_await http::send_error(exchange, denied);
       co_return;
     }
-    is_admin = users_->is_admin((*auth)->access_key);
+    if (auth && *auth) caller.subject = s3api::subject_of(request, *auth, *users_);
   }
+  if (is_intra_cluster) caller.subject.is_admin = true;
+  const bool is_admin = caller.subject.is_admin;
   // Internal endpoints: the nodes of the cluster, and admins (diagnostics, tests).
   if (is_internal && !is_admin) {
     co_await http::send_error(exchange, Status::permission_denied("{} is for the nodes of the cluster only", path));
@@ -516,7 +527,7 @@ http::Awaitable<void> Node::dispatch_native(http::Exchange& exchange, bool is_in
     co_await send_no_such_endpoint(exchange);
     co_return;
   }
-  co_await (*handler)(exchange, NativeCaller{is_admin}, rest);
+  co_await (*handler)(exchange, caller, rest);
 }
 
 void Node::add_native_routes() {
@@ -527,7 +538,7 @@ void Node::add_native_routes() {
     return http::send_json(exchange, 200, wire::node_map_json(*maps_->node_map()));
   });
   routes.add(std::nullopt, "/v1/config", [this](Exchange& exchange, const NativeCaller& caller, std::string_view) {
-    return proxy_->handle_config(exchange, config_.node, caller.is_admin);
+    return proxy_->handle_config(exchange, config_.node, caller.subject.is_admin);
   });
   routes.add(Method::kPost, cluster::kKeepalivePath,
              [this](Exchange& exchange, const NativeCaller&, std::string_view) { return handle_keepalive(exchange); });
@@ -551,7 +562,7 @@ void Node::add_native_routes() {
                });
     routes.add(std::nullopt, "/v1/mountpaths**",
                [this](Exchange& exchange, const NativeCaller& caller, std::string_view rest) {
-                 return mountpaths_->handle(exchange, rest, caller.is_admin);
+                 return mountpaths_->handle(exchange, rest, caller.subject.is_admin);
                });
     routes.add(std::nullopt, "/v1/internal/evict/*",
                [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
@@ -572,28 +583,38 @@ void Node::add_native_routes() {
                  return target_->handle_list_uploads(exchange, std::string(rest));
                });
   }
-  routes.add(std::nullopt, "/v1/objects/*", [this](Exchange& exchange, const NativeCaller&, std::string_view rest) {
-    return route_object(exchange, rest);
+  routes.add(std::nullopt, "/v1/objects/*", [this](Exchange& exchange, const NativeCaller& caller, std::string_view rest) {
+    return route_object(exchange, rest, caller);
   });
-  routes.add(Method::kPost, "/v1/batch", [this](Exchange& exchange, const NativeCaller&, std::string_view) {
-    return batch_->handle(exchange);
+  routes.add(Method::kPost, "/v1/batch", [this](Exchange& exchange, const NativeCaller& caller, std::string_view) {
+    // Every entry is a read (s3:GetObject) of its object.
+    return batch_->handle(exchange, [this, &caller](const wire::BatchEntry& entry) {
+      const auto bucket = maps_->find_bucket(entry.bucket);
+      if (!bucket) return Status::ok();  // the batch answers it missing
+      access::Request wanted;
+      wanted.action = "s3:GetObject";
+      wanted.key = entry.name;
+      return proxy_->authorize(caller.subject, *bucket, std::move(wanted));
+    });
   });
   // /v1/buckets, /v1/users, /v1/cluster/nodes and /v1/jobs: a route per method and path
   // (after the object route, which the data path looks up first).
-  proxy_->add_routes(routes, &NativeCaller::is_admin);
+  proxy_->add_routes(routes, &NativeCaller::subject);
 }
 
-http::Awaitable<void> Node::route_object(http::Exchange& exchange, std::string_view rest) {
+http::Awaitable<void> Node::route_object(http::Exchange& exchange, std::string_view rest, const NativeCaller& caller) {
   std::string bucket;
   std::string name;
   if (!split_object_path(rest, bucket, name)) {
     co_await send_no_such_endpoint(exchange);
     co_return;
   }
-  if (exchange.request().headers.has(http::kForwardedHeader) && target_) {
+  // Forwarded by another node, which routed it and checked the caller's access: straight
+  // to the target. The header alone, from a client, proves nothing.
+  if (caller.is_intra_cluster && exchange.request().headers.has(http::kForwardedHeader) && target_) {
     co_await target_->handle_object(exchange, std::move(bucket), std::move(name));
   } else {
-    co_await proxy_->handle_object(exchange, std::move(bucket), std::move(name));
+    co_await proxy_->handle_object(exchange, std::move(bucket), std::move(name), caller.subject);
   }
 }
 

@@ -54,15 +54,18 @@ class Node {
   // The node's gauges: connections, primary, mountpath space, jobs.
   void add_metrics();
   http::Awaitable<void> dispatch_native(http::Exchange& exchange, bool is_intra_cluster);
-  http::Awaitable<void> dispatch_s3(http::Exchange& exchange, bool is_forwarded);
+  http::Awaitable<void> dispatch_s3(http::Exchange& exchange, bool is_intra_cluster);
   // What the native dispatcher learned about the caller before routing.
   struct NativeCaller {
-    bool is_admin = false;  // an admin's keys, or another node of the cluster
+    // Who: a user (its key), anonymous, or another node of the cluster (is_admin; with the
+    // user's key when it relays a user's request that the user signed).
+    access::Subject subject;
+    bool is_intra_cluster = false;  // signed with the cluster's secret
   };
   // Fills native_routes_ from the roles this node runs; called once they exist.
   void add_native_routes();
   // /v1/objects/{bucket}/{name}: to the target when forwarded to it, else to the proxy.
-  http::Awaitable<void> route_object(http::Exchange& exchange, std::string_view rest);
+  http::Awaitable<void> route_object(http::Exchange& exchange, std::string_view rest, const NativeCaller& caller);
   http::Awaitable<void> send_no_such_endpoint(http::Exchange& exchange);
 
   http::Awaitable<void> handle_metasync(http::Exchange& exchange);

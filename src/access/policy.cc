@@ -115,6 +115,11 @@ bool applies(const wire::PolicyStatement& st, const Subject& subject, const Requ
 // (32 or 128) in `bits`.
 bool parse_ip(std::string_view text, std::array<uint8_t, 16>& out, int& bits) {
   out.fill(0);
+  if (constexpr std::string_view kMapped = "::ffff:";  // an IPv4 client of an IPv6 socket
+      text.size() > kMapped.size() && text.substr(0, kMapped.size()) == kMapped &&
+      text.find('.') != std::string_view::npos) {
+    return parse_ip(text.substr(kMapped.size()), out, bits);
+  }
   if (text.find(':') == std::string_view::npos) {
     int part = 0;
     size_t pos = 0;

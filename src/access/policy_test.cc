@@ -167,6 +167,7 @@ TEST(PolicyTest, WildcardsAndAddresses) {
   EXPECT_FALSE(ip_in_range("128.0.0.1", "127.0.0.0/8"));
   EXPECT_TRUE(ip_in_range("0.0.0.0", "0.0.0.0/0"));
   EXPECT_TRUE(ip_in_range("::1", "::1/128"));
+  EXPECT_TRUE(ip_in_range("::ffff:10.1.2.3", "10.0.0.0/8"));
   EXPECT_TRUE(ip_in_range("fe80::1:2", "fe80::/10"));
   EXPECT_FALSE(ip_in_range("127.0.0.1", "::1/128"));
   EXPECT_FALSE(ip_in_range("1.2.3", "1.2.3.0/24"));

@@ -21,10 +21,18 @@ Batch::Batch(std::unique_ptr<Fetcher> fetcher, StreamOptions options, stats::Reg
       failures_(stats.counter("silo_batch_failures_total",
                               "Batch GETs refused, failed before their first byte or cut short.")) {}
 
-http::Awaitable<void> Batch::handle(http::Exchange& exchange) {
+http::Awaitable<void> Batch::handle(http::Exchange& exchange, const Authorize& authorize) {
   requests_.add();
   Result<std::string> body = co_await http::read_all(exchange.body(), kMaxRequestBytes);
   Result<wire::BatchRequest> request = body ? wire::parse_batch_request_json(*body) : Result<wire::BatchRequest>(body.error());
+  if (request) {
+    for (const wire::BatchEntry& entry : request->entries) {
+      if (Status allowed = authorize(entry); !allowed.is_ok()) {
+        request = std::move(allowed);
+        break;
+      }
+    }
+  }
   if (!request) {
     failures_.add();
     co_await http::send_error(exchange, request.error());

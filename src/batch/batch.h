@@ -1,6 +1,7 @@
 #pragma once
 
 // batch::Batch: POST /v1/batch on any node (docs/shards.md "Batch GET").
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -29,10 +30,13 @@ class Batch {
   Batch(std::unique_ptr<Fetcher> fetcher, StreamOptions options, stats::Registry& stats,
         std::optional<RunSource> runs = std::nullopt);
 
+  // Whether the caller may read an entry (ok, else the error to answer, e.g. 403).
+  using Authorize = std::function<Status(const wire::BatchEntry&)>;
   // POST /v1/batch {"entries": [...], "continue_on_error": bool} -> application/x-tar.
-  // 400 for a malformed request, the first entry's error when it fails before any byte
-  // went out; a later failure cuts the stream.
-  http::Awaitable<void> handle(http::Exchange& exchange);
+  // 400 for a malformed request; the error of the first entry `authorize` refuses, before
+  // anything is read; the first entry's error when it fails before any byte went out; a
+  // later failure cuts the stream.
+  http::Awaitable<void> handle(http::Exchange& exchange, const Authorize& authorize);
 
  private:
   std::unique_ptr<Fetcher> fetcher_;

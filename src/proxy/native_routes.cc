@@ -183,29 +183,75 @@ http::Awaitable<Status> Proxy::with_user(http::Exchange& exchange, std::string a
   co_return co_await body(exchange, access_key);
 }
 
+Proxy::RouteHandler Proxy::bucket_endpoint(std::string_view action, CallerBody body) {
+  return [this, action, body = std::move(body)](http::Exchange& exchange, const Caller& caller,
+                                                const http::PathParams& params) {
+    return serve_bucket(exchange, caller, action, std::string(params.get("bucket")), body);
+  };
+}
+
+http::Awaitable<void> Proxy::serve_bucket(http::Exchange& exchange, const Caller& caller, std::string_view action,
+                                          std::string name, const CallerBody& body) {
+  Status s = s3::validate_bucket_name(name);
+  if (s.is_ok() && !action.empty()) {
+    if (const auto bucket = maps_.find_bucket(name)) {  // absent: the body says so
+      access::Request wanted;
+      wanted.action = std::string(action);
+      wanted.prefix = exchange.request().query_param("prefix");
+      s = authorize(caller.subject, *bucket, std::move(wanted));
+    }
+  }
+  if (s.is_ok()) s = co_await body(exchange, caller, name);
+  if (s.is_ok()) co_return;
+  errors_.add();
+  co_await http::send_error(exchange, s);
+}
+
 void Proxy::add_bucket_routes(std::vector<Route>& routes) {
-  // Bucket changes relay to the primary themselves, once the name is checked here.
+  // Bucket changes relay to the primary themselves, once the name and the caller's access
+  // are checked here.
   const auto add = [&](std::optional<Method> method, std::string_view pattern, Body body) {
     routes.push_back({method, pattern, endpoint(kAnyone, std::move(body))});
   };
+  const auto add_checked = [&](std::optional<Method> method, std::string_view pattern, std::string_view action,
+                               NamedBody body) {
+    routes.push_back({method, pattern,
+                      bucket_endpoint(action, [body = std::move(body)](http::Exchange& exchange, const Caller&,
+                                                                       const std::string& name) {
+                        return body(exchange, name);
+                      })});
+  };
   for (const std::string_view root : kBucketsRoot) {
-    add(Method::kGet, root, call(this, &Proxy::list_buckets));
+    routes.push_back({Method::kGet, root, [this](http::Exchange& exchange, const Caller& caller, const http::PathParams&) {
+                        return list_buckets(exchange, caller);
+                      }});
     add(std::nullopt, root, refusal("/v1/buckets is not supported (use GET)"));
   }
   constexpr std::string_view kBucket = "/v1/buckets/{bucket}";
-  add(Method::kGet, kBucket, on_bucket(call_named(this, &Proxy::list_objects)));
-  add(Method::kHead, kBucket, on_bucket(call_named(this, &Proxy::head_bucket)));
-  add(Method::kPut, kBucket, on_bucket(call_named(this, &Proxy::create_bucket)));
-  add(Method::kDelete, kBucket, on_bucket(call_named(this, &Proxy::delete_bucket)));
+  add_checked(Method::kGet, kBucket, "s3:ListBucket", call_named(this, &Proxy::list_objects));
+  add_checked(Method::kHead, kBucket, "s3:ListBucket", call_named(this, &Proxy::head_bucket));
+  // Any user may create a bucket; it owns it then.
+  routes.push_back({Method::kPut, kBucket,
+                    bucket_endpoint("", [this](http::Exchange& exchange, const Caller& caller, const std::string& name) {
+                      return create_bucket(exchange, caller, name);
+                    })});
+  add_checked(Method::kDelete, kBucket, "s3:DeleteBucket", call_named(this, &Proxy::delete_bucket));
   add(std::nullopt, kBucket, on_bucket(named_refusal("is not supported on a bucket")));
   constexpr std::string_view kProps = "/v1/buckets/{bucket}/props";
-  add(Method::kGet, kProps, on_bucket(call_named(this, &Proxy::get_props)));
-  add(Method::kPut, kProps, on_bucket(call_named(this, &Proxy::set_props)));
+  // Properties (copies, EC, backend...) are the owner's: no S3 action grants them, only
+  // a policy's Action "*".
+  add_checked(Method::kGet, kProps, "s3:ListBucket", call_named(this, &Proxy::get_props));
+  add_checked(Method::kPut, kProps, "silo:PutBucketProps", call_named(this, &Proxy::set_props));
   add(std::nullopt, kProps,
       on_bucket(named_refusal("is not supported on bucket properties (use GET or PUT)")));
   constexpr std::string_view kEvict = "/v1/buckets/{bucket}/evict";
-  add(Method::kPost, kEvict, on_bucket(call_named(this, &Proxy::evict)));
+  add_checked(Method::kPost, kEvict, "silo:EvictBucket", call_named(this, &Proxy::evict));
   add(std::nullopt, kEvict, on_bucket(named_refusal("is not supported on /evict (use POST)")));
+  constexpr std::string_view kPolicy = "/v1/buckets/{bucket}/policy";
+  add_checked(Method::kGet, kPolicy, "s3:GetBucketPolicy", call_named(this, &Proxy::bucket_policy));
+  add_checked(Method::kPut, kPolicy, "s3:PutBucketPolicy", call_named(this, &Proxy::bucket_policy));
+  add_checked(Method::kDelete, kPolicy, "s3:DeleteBucketPolicy", call_named(this, &Proxy::bucket_policy));
+  add(std::nullopt, kPolicy, on_bucket(named_refusal("is not supported on a bucket policy (use GET, PUT or DELETE)")));
   add(std::nullopt, "/v1/buckets/{path...}", unknown_bucket_path);
 }
 

@@ -55,6 +55,7 @@ class NativeRoutesTest : public ::testing::Test {
     wire::Bucket& photos = *buckets.add_buckets();
     photos.set_name("photos");
     photos.set_id(1);
+    photos.mutable_props()->set_owner("alice");
     ASSERT_TRUE(maps_->install(buckets).has_value());
 
     config::ClusterConfig cluster;
@@ -64,16 +65,20 @@ class NativeRoutesTest : public ::testing::Test {
     options.config = std::make_shared<config::LiveConfig>(std::move(cluster));
     proxy_ =
         std::make_unique<Proxy>(std::move(options), *maps_, nullptr, /*primary=*/nullptr, stats_);
-    proxy_->add_routes(routes_, &Caller::is_admin);
+    proxy_->add_routes(routes_, &Caller::subject);
   }
 
-  Answer call(Method method, const std::string& path, bool is_admin) {
+  // An admin, or a user: "alice" (who owns "photos") unless `key` says otherwise.
+  Answer call(Method method, const std::string& path, bool is_admin, std::string key = "alice") {
     std::string_view rest;
     const auto* handler = routes_.find(method, path, rest);
     if (handler == nullptr) return {-1, ""};
     boost::asio::io_context io;
     FakeExchange exchange(io.get_executor(), method, path);
-    const Caller caller{is_admin};
+    Caller caller;
+    caller.is_admin = is_admin;
+    caller.subject.access_key = is_admin ? "root-key" : key;
+    caller.subject.is_admin = is_admin;
     boost::asio::co_spawn(io, (*handler)(exchange, caller, rest), boost::asio::detached);
     io.run();
     return {exchange.status(), exchange.sent()};
@@ -103,6 +108,15 @@ TEST_F(NativeRoutesTest, BucketsCollectionTakesOnlyGet) {
   EXPECT_TRUE(
       is(user(Method::kPost, "/v1/buckets"), 400, "POST /v1/buckets is not supported (use GET)"));
   EXPECT_EQ(user(Method::kGet, "/v1/bucketsx").status, -1) << "a sibling path is no bucket route";
+}
+
+TEST_F(NativeRoutesTest, OthersUsersBucketsAreNeitherListedNorReachable) {
+  EXPECT_TRUE(is(call(Method::kGet, "/v1/buckets", false, "mallory"), 200));
+  EXPECT_EQ(call(Method::kGet, "/v1/buckets", false, "mallory").body.find("photos"), std::string::npos);
+  EXPECT_TRUE(is(call(Method::kHead, "/v1/buckets/photos", false, "mallory"), 403));
+  EXPECT_TRUE(is(call(Method::kGet, "/v1/buckets/photos/props", false, "mallory"), 403, "Access Denied"));
+  EXPECT_TRUE(is(call(Method::kGet, "/v1/buckets/photos/policy", false, "mallory"), 403));
+  EXPECT_TRUE(is(call(Method::kGet, "/v1/buckets/photos/policy", false), 404, "has no policy"));
 }
 
 TEST_F(NativeRoutesTest, BucketPathsAnswerPerMethodAndSuffix) {

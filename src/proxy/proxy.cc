@@ -37,9 +37,8 @@ Proxy::Proxy(ProxyOptions options, cluster::ClusterMaps& maps, std::shared_ptr<h
       list_requests_(stats.counter("silo_proxy_list_requests_total", "Object listings merged by the proxy.")),
       errors_(stats.counter("silo_proxy_errors_total", "Proxy requests that failed.")) {}
 
-http::Awaitable<Status> Proxy::list_buckets(http::Exchange& exchange) {
-  co_await http::send_json(exchange, 200, wire::bucket_list_json(*maps_.bucket_map()));
-  co_return Status::ok();
+http::Awaitable<void> Proxy::list_buckets(http::Exchange& exchange, const Caller& caller) {
+  co_await http::send_json(exchange, 200, wire::bucket_list_json(visible_buckets(caller.subject)));
 }
 
 http::Awaitable<Status> Proxy::head_bucket(http::Exchange& exchange, const std::string& name) {
@@ -98,10 +97,16 @@ http::Awaitable<Status> Proxy::relay_to_primary(http::Exchange& exchange) {
   co_return Status::ok();
 }
 
-http::Awaitable<Status> Proxy::create_bucket(http::Exchange& exchange, const std::string& name) {
+http::Awaitable<Status> Proxy::create_bucket(http::Exchange& exchange, const Caller& caller, const std::string& name) {
+  if (!caller.subject.access_key && !caller.is_admin) {
+    co_return Status::permission_denied("anonymous clients may not create buckets").with_reason("AccessDenied");
+  }
   if (!is_primary()) co_return co_await relay_to_primary(exchange);
   CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxPropsBody));
-  CO_ASSIGN_OR_RETURN(const wire::BucketProps props, wire::apply_bucket_props_json(body, wire::BucketProps()));
+  CO_ASSIGN_OR_RETURN(wire::BucketProps props, wire::apply_bucket_props_json(body, wire::BucketProps()));
+  // The user that signed it, also when another proxy relayed it here (the primary checks
+  // the user's own signature again: docs/security.md).
+  if (caller.subject.access_key) props.set_owner(*caller.subject.access_key);
   if (wire::is_remote(props)) CO_RETURN_IF_ERROR(co_await check_backend(props.backend()));
   CO_ASSIGN_OR_RETURN(const wire::Bucket bucket, co_await primary_->create_bucket(name, props));
   SILO_LOG_INFO("bucket {} created (id {})", bucket.name(), bucket.id());
@@ -406,12 +411,21 @@ http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const std:
   co_return Status::ok();
 }
 
-http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string bucket_name, std::string name) {
+http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string bucket_name, std::string name,
+                                           const access::Subject& subject) {
   object_requests_.add();
   const http::RequestHead& request = exchange.request();
   Status s = s3::validate_object_name(name);
   const auto bucket = co_await find_or_adopt(bucket_name);
   if (s.is_ok() && !bucket) s = Status::not_found("bucket {} does not exist", bucket_name);
+  if (s.is_ok()) {
+    access::Request wanted;
+    wanted.action = detail::is_read(request.method)             ? "s3:GetObject"
+                    : request.method == http::Method::kDelete ? "s3:DeleteObject"
+                                                              : "s3:PutObject";
+    wanted.key = name;
+    s = authorize(subject, *bucket, std::move(wanted));
+  }
   const auto placement = maps_.placement();
   if (s.is_ok() && placement->empty()) s = Status::unavailable("the cluster has no targets yet");
   if (!s.is_ok()) {

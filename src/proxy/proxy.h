@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "access/policy.h"
 #include "backend/backend_pool.h"
 #include "cluster/cluster_maps.h"
 #include "cluster/primary.h"
@@ -28,6 +29,7 @@ struct Access;
 // What the native dispatcher learned about a caller before routing.
 struct Caller {
   bool is_admin = false;  // an admin's keys, or another node of the cluster
+  access::Subject subject;
 };
 
 struct ProxyOptions {
@@ -63,6 +65,8 @@ class Proxy {
   //                                        &cached), HEAD, PUT creates, DELETE deletes
   //   /v1/buckets/{bucket}/props           GET, PUT (on the primary)
   //   /v1/buckets/{bucket}/evict           POST (on the primary)
+  //   /v1/buckets/{bucket}/policy          GET, PUT, DELETE the bucket policy (S3's
+  //                                        grammar, docs/security.md; changes on the primary)
   //   /v1/users[/{access_key}]             admins: GET lists keys (never secrets); PUT adds
   //                                        or replaces a user ({"secret_key", "admin"}),
   //                                        DELETE removes one (on the primary)
@@ -78,20 +82,25 @@ class Proxy {
   //                                        running or after N s, default 30, at most 300);
   //                                        POST /{id}/abort (admins)
   // A path with a trailing '/' is the collection itself ("/v1/jobs/" is "/v1/jobs").
-  // `is_admin` names the member of the dispatcher's context that says whether the caller
-  // is an admin (or another node). Call once, before the node serves; the routes refer to
-  // this proxy, which must outlive them.
+  // Bucket endpoints check the caller's access to the bucket (docs/security.md) before
+  // anything else. `subject` names the member of the dispatcher's context that says who
+  // the caller is (an admin, or another node, when is_admin). Call once, before the node
+  // serves; the routes refer to this proxy, which must outlive them.
   template <typename Context>
-  void add_routes(http::RouteTable<Context>& routes, bool Context::*is_admin) {
+  void add_routes(http::RouteTable<Context>& routes, access::Subject Context::*subject) {
     for (Route& route : native_routes()) {
       routes.add(route.method, route.pattern,
                  typename http::RouteTable<Context>::ParamHandler(
-                     AsCaller<Context>{std::move(route.handler), is_admin}));
+                     AsCaller<Context>{std::move(route.handler), subject}));
     }
   }
-  // /v1/objects/{bucket}/{name}
+  // /v1/objects/{bucket}/{name}, for `subject` (checked: s3:GetObject for GET and HEAD,
+  // s3:PutObject, s3:DeleteObject).
   http::Awaitable<void> handle_object(http::Exchange& exchange, std::string bucket,
-                                      std::string name);
+                                      std::string name, const access::Subject& subject);
+  // Whether `subject` may do `request` to `bucket` (its owner, policy, public-read ACL):
+  // ok or AccessDenied. Admins and the cluster's nodes may do anything.
+  Status authorize(const access::Subject& subject, const wire::Bucket& bucket, access::Request request) const;
   // Every S3 request (s3_gateway.cc): object operations go to the owner target, bucket
   // changes to the primary, the rest (listings, DeleteObjects...) run here.
   // Configuration (cluster_admin.cc), admins only (docs/configuration.md "Changing
@@ -117,10 +126,10 @@ class Proxy {
   template <typename Context>
   struct AsCaller {
     RouteHandler handler;
-    bool Context::*is_admin;
+    access::Subject Context::*subject;
     http::Awaitable<void> operator()(http::Exchange& exchange, const Context& context,
                                      const http::PathParams& params) const {
-      const Caller caller{context.*is_admin};
+      const Caller caller{(context.*subject).is_admin, context.*subject};
       co_await handler(exchange, caller, params);
     }
   };
@@ -130,6 +139,8 @@ class Proxy {
   // The same for an endpoint under /v1/buckets/{bucket} or /v1/users/{access_key}: gets the
   // validated bucket name or access key.
   using NamedBody = std::function<http::Awaitable<Status>(http::Exchange&, const std::string&)>;
+  // The same for a body that needs to know its caller (a bucket's creation names its owner).
+  using CallerBody = std::function<http::Awaitable<Status>(http::Exchange&, const Caller&, const std::string&)>;
 
   // native_routes.cc: the routes of add_routes(), in the order they are tried.
   std::vector<Route> native_routes();
@@ -151,8 +162,30 @@ class Proxy {
   http::Awaitable<Status> with_user(http::Exchange& exchange, std::string access_key,
                                     const NamedBody& body);
 
+  // A route handler for an endpoint under /v1/buckets/{bucket}: checks the name, then the
+  // caller's access for `action` (when the bucket exists; "" checks nothing), then runs
+  // `body`.
+  RouteHandler bucket_endpoint(std::string_view action, CallerBody body);
+  http::Awaitable<void> serve_bucket(http::Exchange& exchange, const Caller& caller, std::string_view action,
+                                     std::string name, const CallerBody& body);
+
+  // Access (access_checks.cc): whether ListBuckets shows `bucket` to `subject` (it owns it,
+  // or its policy grants it something); the bucket map cut to those.
+  bool may_see(const access::Subject& subject, const wire::Bucket& bucket) const;
+  wire::BucketMap visible_buckets(const access::Subject& subject) const;
+  // An S3 request's access (the action of its operation; a copy's source too).
+  Status check_s3_access(const s3api::S3Request& request, const std::optional<wire::Bucket>& bucket,
+                         const http::Headers& headers) const;
+  // A policy document checked for `bucket` (MalformedPolicy), as it will be stored.
+  static Result<std::string> checked_policy(std::string_view bucket, std::string_view text);
+  // On the primary: sets (empty: deletes) the bucket's policy.
+  http::Awaitable<Status> set_policy(std::string name, std::string policy);
+  // GET|PUT|DELETE /v1/buckets/{bucket}/policy.
+  http::Awaitable<Status> bucket_policy(http::Exchange& exchange, const std::string& name);
+
   // Bucket endpoints (proxy.cc).
-  http::Awaitable<Status> list_buckets(http::Exchange& exchange);
+  // GET /v1/buckets: the buckets the caller may see.
+  http::Awaitable<void> list_buckets(http::Exchange& exchange, const Caller& caller);
   http::Awaitable<Status> head_bucket(http::Exchange& exchange, const std::string& name);
   http::Awaitable<Status> get_props(http::Exchange& exchange, const std::string& name);
   // User endpoints (proxy.cc): the list here, changes on the primary.
@@ -172,7 +205,7 @@ class Proxy {
 
   // Whether this proxy acts as the primary now (HA: it may win or lose the role any time).
   bool is_primary() const { return primary_ != nullptr && primary_->is_active(); }
-  http::Awaitable<Status> create_bucket(http::Exchange& exchange, const std::string& name);
+  http::Awaitable<Status> create_bucket(http::Exchange& exchange, const Caller& caller, const std::string& name);
   http::Awaitable<Status> delete_bucket(http::Exchange& exchange, const std::string& name);
   // POST /v1/buckets/{name}/evict (wire::EvictRequest) -> {"evicted": N, "bucket_kept"}.
   http::Awaitable<Status> evict(http::Exchange& exchange, const std::string& name);

@@ -49,16 +49,57 @@ bool is_object_op(s3::Op op) {
   }
 }
 
-// Operations an anonymous client may run on a bucket that allows anonymous reads.
-bool is_anonymous_read(s3::Op op) {
-  return op == s3::Op::kGetObject || op == s3::Op::kHeadObject || op == s3::Op::kListObjects ||
-         op == s3::Op::kListObjectsV2 || op == s3::Op::kHeadBucket;
+// The S3 action an operation needs (docs/security.md). DeleteObjects is checked key by
+// key; ListBuckets, CreateBucket and preflights need none ("").
+std::string_view action_of(s3::Op op) {
+  switch (op) {
+    case s3::Op::kListObjects:
+    case s3::Op::kListObjectsV2:
+    case s3::Op::kHeadBucket: return "s3:ListBucket";
+    case s3::Op::kListObjectVersions: return "s3:ListBucketVersions";
+    case s3::Op::kListMultipartUploads: return "s3:ListBucketMultipartUploads";
+    case s3::Op::kGetBucketLocation: return "s3:GetBucketLocation";
+    case s3::Op::kGetBucketVersioning: return "s3:GetBucketVersioning";
+    case s3::Op::kPutBucketVersioning: return "s3:PutBucketVersioning";
+    case s3::Op::kGetBucketAcl: return "s3:GetBucketAcl";
+    case s3::Op::kPutBucketAcl: return "s3:PutBucketAcl";
+    case s3::Op::kGetBucketCors: return "s3:GetBucketCORS";
+    case s3::Op::kPutBucketCors:
+    case s3::Op::kDeleteBucketCors: return "s3:PutBucketCORS";
+    case s3::Op::kGetBucketPolicy: return "s3:GetBucketPolicy";
+    case s3::Op::kPutBucketPolicy: return "s3:PutBucketPolicy";
+    case s3::Op::kDeleteBucketPolicy: return "s3:DeleteBucketPolicy";
+    case s3::Op::kDeleteBucket: return "s3:DeleteBucket";
+    case s3::Op::kPutObject:
+    case s3::Op::kCopyObject:
+    case s3::Op::kCreateMultipartUpload:
+    case s3::Op::kUploadPart:
+    case s3::Op::kUploadPartCopy:
+    case s3::Op::kCompleteMultipartUpload: return "s3:PutObject";
+    case s3::Op::kGetObject:
+    case s3::Op::kHeadObject: return "s3:GetObject";
+    case s3::Op::kDeleteObject: return "s3:DeleteObject";
+    case s3::Op::kGetObjectTagging: return "s3:GetObjectTagging";
+    case s3::Op::kPutObjectTagging: return "s3:PutObjectTagging";
+    case s3::Op::kDeleteObjectTagging: return "s3:DeleteObjectTagging";
+    case s3::Op::kGetObjectAcl: return "s3:GetObjectAcl";
+    case s3::Op::kPutObjectAcl: return "s3:PutObjectAcl";
+    case s3::Op::kAbortMultipartUpload: return "s3:AbortMultipartUpload";
+    case s3::Op::kListParts: return "s3:ListMultipartUploadParts";
+    default: return "";
+  }
+}
+
+Status access_denied_anonymous() {
+  return Status::permission_denied("Access Denied: anonymous clients may only read public buckets")
+      .with_reason("AccessDenied");
 }
 
 // Bucket changes run on the primary.
 bool is_bucket_change(s3::Op op) {
   return op == s3::Op::kCreateBucket || op == s3::Op::kDeleteBucket || op == s3::Op::kPutBucketVersioning ||
-         op == s3::Op::kPutBucketCors || op == s3::Op::kDeleteBucketCors || op == s3::Op::kPutBucketAcl;
+         op == s3::Op::kPutBucketCors || op == s3::Op::kDeleteBucketCors || op == s3::Op::kPutBucketAcl ||
+         op == s3::Op::kPutBucketPolicy || op == s3::Op::kDeleteBucketPolicy;
 }
 
 Status no_such_bucket(std::string_view name) {
@@ -91,11 +132,8 @@ http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const s3api::S3
     bucket = co_await find_or_adopt(request.route.bucket);
     if (!bucket) s = no_such_bucket(request.route.bucket);
   }
-  // Browsers send preflights without credentials; the bucket's CORS rules decide.
-  const bool is_allowed = request.auth.has_value() || op == s3::Op::kPreflight ||
-                          (bucket && bucket->props().anonymous_read() && is_anonymous_read(op));
   // A bucket that does not exist is NoSuchBucket for anyone, as on AWS.
-  if (s.is_ok() && !is_allowed) s = Status::permission_denied("Access Denied").with_reason("AccessDenied");
+  if (s.is_ok()) s = check_s3_access(request, bucket, exchange.request().headers);
   // A cross-origin request that a rule allows gets its Access-Control-* headers on
   // whatever answers it.
   std::optional<detail::WithHeaders> with_cors;
@@ -123,6 +161,41 @@ http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const s3api::S3
     co_await s3api::send_s3_error(serving, s, request.route.bucket.empty() ? s3::Subject::kService : s3::Subject::kBucket,
                                     &request);
   }
+}
+
+Status Proxy::check_s3_access(const s3api::S3Request& request, const std::optional<wire::Bucket>& bucket,
+                              const http::Headers& headers) const {
+  const s3::Op op = request.route.op;
+  const access::Subject& subject = request.subject;
+  // Browsers send preflights without credentials; the bucket's CORS rules decide.
+  if (op == s3::Op::kPreflight || subject.is_admin) return Status::ok();
+  if (op == s3::Op::kListBuckets || op == s3::Op::kCreateBucket || op == s3::Op::kDeleteObjects) {
+    // Any user may list (what it may see) and create (what it then owns); DeleteObjects
+    // is decided key by key.
+    if (!subject.access_key && (op != s3::Op::kDeleteObjects || !bucket || bucket->props().policy().empty())) {
+      return access_denied_anonymous();
+    }
+    return Status::ok();
+  }
+  access::Request wanted;
+  wanted.action = std::string(action_of(op));
+  if (!request.route.key.empty()) wanted.key = request.route.key;
+  wanted.prefix = request.query.get("prefix");
+  wanted.delimiter = request.query.get("delimiter");
+  RETURN_IF_ERROR(authorize(subject, *bucket, wanted));
+  if (op == s3::Op::kCopyObject || op == s3::Op::kUploadPartCopy) {
+    // The copy reads its source: s3:GetObject there too. A malformed or missing source is
+    // the target's error to answer.
+    const auto source = s3::parse_copy_source(headers.get("x-amz-copy-source").value_or(""));
+    const auto from = source ? maps_.find_bucket(source->bucket) : std::nullopt;
+    if (from) {
+      access::Request read;
+      read.action = "s3:GetObject";
+      read.key = source->name;
+      RETURN_IF_ERROR(authorize(subject, *from, read));
+    }
+  }
+  return Status::ok();
 }
 
 http::Awaitable<void> Proxy::route_object(http::Exchange& exchange, const s3api::S3Request& request,
@@ -157,6 +230,7 @@ http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const s3api::S3R
       s3api::add_owner(xml);
       xml.open("Buckets");
       for (const auto& b : map->buckets()) {
+        if (!may_see(request.subject, b)) continue;
         xml.open("Bucket").element("Name", b.name()).element("CreationDate", s3::format_iso8601(b.created_unix_nanos())).close();
       }
       xml.close().close();
@@ -234,6 +308,24 @@ http::Awaitable<Status> Proxy::run_s3(http::Exchange& exchange, const s3api::S3R
       const int status = request.route.op == s3::Op::kPutBucketCors ? 200 : 204;
       co_return co_await exchange.response().send(s3api::s3_head(&request, status), "");
     }
+    case s3::Op::kGetBucketPolicy: {
+      if (bucket->props().policy().empty()) {
+        co_return Status::not_found("The bucket policy does not exist").with_reason("NoSuchBucketPolicy");
+      }
+      http::ResponseHead head = s3api::s3_head(&request);
+      head.headers.set("Content-Type", "application/json");
+      co_return co_await exchange.response().send(std::move(head), bucket->props().policy());
+    }
+    case s3::Op::kPutBucketPolicy:
+    case s3::Op::kDeleteBucketPolicy: {
+      std::string policy;
+      if (request.route.op == s3::Op::kPutBucketPolicy) {
+        CO_ASSIGN_OR_RETURN(const std::string body, co_await http::read_all(exchange.body(), kMaxBucketBody));
+        CO_ASSIGN_OR_RETURN(policy, checked_policy(name, body));
+      }
+      CO_RETURN_IF_ERROR(co_await set_policy(name, std::move(policy)));
+      co_return co_await exchange.response().send(s3api::s3_head(&request, 204), "");
+    }
     case s3::Op::kPreflight: co_return co_await s3_preflight(exchange, request, *bucket);
     case s3::Op::kListObjects:
     case s3::Op::kListObjectsV2:
@@ -254,10 +346,15 @@ http::Awaitable<Status> Proxy::s3_create_bucket(http::Exchange& exchange, const 
   wire::BucketProps props;
   const std::string acl(exchange.request().headers.get("x-amz-acl").value_or("private"));
   props.set_anonymous_read(acl == "public-read" || acl == "public-read-write");
+  if (request.auth) props.set_owner(request.auth->access_key);
   auto created = co_await primary_->create_bucket(name, props);
-  // Every signed user owns every bucket (Silo keeps no bucket owner). In us-east-1 AWS
-  // answers 200 to a create of a bucket one owns; in other regions 409.
+  // In us-east-1 AWS answers 200 to a create of a bucket one owns; in other regions 409.
+  // A bucket someone else owns is 409 BucketAlreadyExists everywhere.
   if (!created && created.error().code() == Code::kAlreadyExists) {
+    const auto existing = maps_.find_bucket(name);
+    if (existing && !request.subject.is_admin && existing->props().owner() != props.owner()) {
+      co_return Status::already_exists("The requested bucket name is not available.").with_reason("BucketAlreadyExists");
+    }
     if (live_config()->s3.region != "us-east-1") {
       co_return Status::already_exists("Your previous request to create the named bucket succeeded and you already own it.")
           .with_reason("BucketAlreadyOwnedByYou");
@@ -476,9 +573,15 @@ http::Awaitable<Status> Proxy::s3_delete_objects(http::Exchange& exchange, const
     const size_t end = std::min(parsed.objects.size(), begin + kDeleteParallelism);
     std::vector<std::function<http::Awaitable<Outcome>()>> calls;
     for (size_t i = begin; i < end; ++i) {
-      calls.push_back([this, &bucket, &placement, key = parsed.objects[i].first]() -> http::Awaitable<Outcome> {
+      calls.push_back([this, &bucket, &placement, &request, key = parsed.objects[i].first]() -> http::Awaitable<Outcome> {
         if (const Status valid = s3::validate_object_name(key); !valid.is_ok()) {
           co_return Outcome{"InvalidArgument", valid.message()};
+        }
+        access::Request wanted;
+        wanted.action = "s3:DeleteObject";
+        wanted.key = key;
+        if (const Status allowed = authorize(request.subject, bucket, wanted); !allowed.is_ok()) {
+          co_return Outcome{"AccessDenied", allowed.message()};
         }
         const wire::NodeInfo& owner = placement->owner(ObjectRef{BucketId(bucket.id()), key});
         auto to = http::Endpoint::parse(owner.url());

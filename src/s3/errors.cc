@@ -39,6 +39,7 @@ constexpr Known kErrors[] = {
     {"InvalidStorageClass", 400},
     {"InvalidTag", 400},
     {"KeyTooLongError", 400},
+    {"MalformedPolicy", 400},
     {"MalformedXML", 400},
     {"MetadataTooLarge", 400},
     {"MethodNotAllowed", 405},

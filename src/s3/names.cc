@@ -67,4 +67,26 @@ Status validate_object_name(std::string_view name) {
   return Status::ok();
 }
 
+Result<ObjectName> parse_copy_source(std::string_view value) {
+  std::string_view text = value;
+  if (const size_t q = text.find('?'); q != std::string_view::npos) {
+    const std::string_view query = text.substr(q + 1);
+    if (query != "versionId=null" && !query.empty()) {
+      return Status::invalid_argument("copy source {}: versions are not supported (only versionId=null)", value)
+          .with_reason("InvalidArgument");
+    }
+    text = text.substr(0, q);
+  }
+  if (!text.empty() && text.front() == '/') text.remove_prefix(1);
+  auto decoded = text::percent_decode(text);
+  if (!decoded) {
+    return Status::invalid_argument("x-amz-copy-source is not URL-encoded correctly").with_reason("InvalidArgument");
+  }
+  const size_t slash = decoded->find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == decoded->size()) {
+    return Status::invalid_argument("x-amz-copy-source must be bucket/key").with_reason("InvalidArgument");
+  }
+  return ObjectName{decoded->substr(0, slash), decoded->substr(slash + 1)};
+}
+
 }  // namespace silo::s3

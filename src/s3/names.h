@@ -1,8 +1,10 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
+#include "base/result.h"
 #include "base/status.h"
 
 namespace silo::s3 {
@@ -19,5 +21,13 @@ Status validate_bucket_name(std::string_view name);
 // otherwise: the store keeps names as protobuf strings). Names never become paths, so '/',
 // "..", '%' and spaces are all fine.
 Status validate_object_name(std::string_view name);
+
+// The object an x-amz-copy-source header names: "bucket/key" or "/bucket/key", URL-encoded,
+// maybe "?versionId=null" (no other version). InvalidArgument otherwise.
+struct ObjectName {
+  std::string bucket;
+  std::string name;
+};
+Result<ObjectName> parse_copy_source(std::string_view value);
 
 }  // namespace silo::s3

@@ -90,7 +90,8 @@ TEST(RouteTest, VirtualHostStyle) {
 }
 
 TEST(RouteTest, UnsupportedFeaturesAnswerAtOnce) {
-  EXPECT_EQ(route_of("GET", "/b", "policy").error().reason(), "NoSuchBucketPolicy");
+  EXPECT_EQ(route_of("GET", "/b", "policy")->op, Op::kGetBucketPolicy);
+  EXPECT_EQ(route_of("DELETE", "/b", "policy")->op, Op::kDeleteBucketPolicy);
   EXPECT_EQ(route_of("GET", "/b", "lifecycle").error().reason(), "NoSuchLifecycleConfiguration");
   EXPECT_EQ(route_of("PUT", "/b", "lifecycle").error().reason(), "NotImplemented");
   EXPECT_EQ(route_of("PUT", "/b", "website").error().reason(), "NotImplemented");

@@ -29,6 +29,8 @@ constexpr Named kNames[] = {
     {Op::kGetBucketCors, "GetBucketCors"}, {Op::kPutBucketCors, "PutBucketCors"},
     {Op::kDeleteBucketCors, "DeleteBucketCors"}, {Op::kPutBucketAcl, "PutBucketAcl"},
     {Op::kPutObjectAcl, "PutObjectAcl"}, {Op::kPreflight, "PreflightRequest"},
+    {Op::kGetBucketPolicy, "GetBucketPolicy"}, {Op::kPutBucketPolicy, "PutBucketPolicy"},
+    {Op::kDeleteBucketPolicy, "DeleteBucketPolicy"},
 };
 
 // Bucket subresources Silo does not implement, and the error a GET of each gets from AWS
@@ -39,7 +41,6 @@ struct Unsupported {
 };
 
 constexpr Unsupported kBucketUnsupported[] = {
-    {"policy", "NoSuchBucketPolicy"},
     {"lifecycle", "NoSuchLifecycleConfiguration"},
     {"website", "NoSuchWebsiteConfiguration"},
     {"encryption", "ServerSideEncryptionConfigurationNotFoundError"},
@@ -97,6 +98,12 @@ Result<Op> bucket_op(std::string_view m, const QueryParams& q) {
       return Status::not_found("The bucket has no {} configuration", u.param).with_reason(std::string(u.get_error));
     }
     return not_implemented(fmt::format("{} ?{}", m, u.param));
+  }
+  if (q.has("policy")) {
+    if (m == "GET") return Op::kGetBucketPolicy;
+    if (m == "PUT") return Op::kPutBucketPolicy;
+    if (m == "DELETE") return Op::kDeleteBucketPolicy;
+    return method_not_allowed(m, "?policy");
   }
   if (q.has("cors")) {
     if (m == "GET") return Op::kGetBucketCors;

@@ -16,7 +16,7 @@ enum class Op {
   kDeleteObjects, kPutObject, kCopyObject, kGetObject, kHeadObject, kDeleteObject, kGetObjectTagging,
   kPutObjectTagging, kDeleteObjectTagging, kGetObjectAcl, kCreateMultipartUpload, kUploadPart, kUploadPartCopy,
   kCompleteMultipartUpload, kAbortMultipartUpload, kListParts, kGetBucketCors, kPutBucketCors, kDeleteBucketCors,
-  kPutBucketAcl, kPutObjectAcl,
+  kPutBucketAcl, kPutObjectAcl, kGetBucketPolicy, kPutBucketPolicy, kDeleteBucketPolicy,
   kPreflight  // OPTIONS on a bucket or object: a CORS preflight
 };
 std::string_view op_name(Op op);  // "PutObject", ...

@@ -86,7 +86,19 @@ Result<S3Request> parse_s3_request(const http::RequestHead& head, const Users& u
   request.resource = request.route.bucket.empty() ? "/" : "/" + request.route.bucket;
   if (!request.route.key.empty()) request.resource += "/" + request.route.key;
   ASSIGN_OR_RETURN(request.auth, authenticate(head, users, now_unix_seconds));
+  request.subject = subject_of(head, request.auth, users);
   return request;
+}
+
+access::Subject subject_of(const http::RequestHead& head, const std::optional<s3::Authenticated>& auth,
+                           const Users& users) {
+  access::Subject subject;
+  if (auth) {
+    subject.access_key = auth->access_key;
+    subject.is_admin = users.is_admin(auth->access_key);
+  }
+  subject.source_ip = head.remote_address;
+  return subject;
 }
 
 std::string new_request_id() {

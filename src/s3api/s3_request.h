@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "access/policy.h"
 #include "cluster/cluster_maps.h"
 #include "config/config.h"
 #include "http/server.h"
@@ -34,6 +35,7 @@ struct S3Request {
   s3::Route route;
   s3::QueryParams query;
   std::optional<s3::Authenticated> auth;  // nullopt: an anonymous request
+  access::Subject subject;                // who asks, for access decisions
   std::string request_id;                 // x-amz-request-id of the answer
   std::string resource;                   // "/bucket/key", for error bodies
 };
@@ -44,6 +46,10 @@ s3::SigningInput signing_input(const http::RequestHead& head);
 // signature at all. Errors carry the S3 code as reason (SignatureDoesNotMatch, ...).
 Result<std::optional<s3::Authenticated>> authenticate(const http::RequestHead& head, const Users& users,
                                                       int64_t now_unix_seconds);
+
+// Who sent `head`, signed as `auth` (nullopt: anonymous): admin or not, and its address.
+access::Subject subject_of(const http::RequestHead& head, const std::optional<s3::Authenticated>& auth,
+                           const Users& users);
 
 // Routes and authenticates an S3 request. Errors carry the S3 code as reason.
 Result<S3Request> parse_s3_request(const http::RequestHead& head, const Users& users, const config::S3Config& s3,

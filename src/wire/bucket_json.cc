@@ -22,6 +22,8 @@ std::string_view durability_name(Durability d) {
 json props_to_json(const BucketProps& props) {
   json j{{"durability", durability_name(props.durability())}, {"anonymous_read", props.anonymous_read()}};
   if (!props.versioning().empty()) j["versioning"] = props.versioning();
+  j["owner"] = props.owner();  // read-only: who created it ("": made before owners existed)
+  j["has_policy"] = !props.policy().empty();
   j["copies"] = copies_of(props);
   j["write"] = props.write_mode() == WRITE_MODE_ASYNC ? "async" : "sync";
   j["verify_reads"] = !props.skip_read_verify();
@@ -81,6 +83,8 @@ Result<BucketEntry> bucket_of(const detail::JsonFields& b) {
   ASSIGN_OR_RETURN(entry.durability, props.string("durability"));
   ASSIGN_OR_RETURN(entry.anonymous_read, props.bool_or("anonymous_read", false));
   ASSIGN_OR_RETURN(entry.versioning, props.string_or("versioning", ""));
+  ASSIGN_OR_RETURN(entry.owner, props.string_or("owner", ""));
+  ASSIGN_OR_RETURN(entry.has_policy, props.bool_or("has_policy", false));
   ASSIGN_OR_RETURN(entry.write, props.string("write"));
   ASSIGN_OR_RETURN(entry.verify_reads, props.bool_or("verify_reads", true));
   RETURN_IF_ERROR(read_layout(props, entry));

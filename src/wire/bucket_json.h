@@ -23,6 +23,8 @@ struct BucketEntry {
   std::string durability;  // "fsync" | "page_cache" | "default"
   bool anonymous_read = false;
   std::string versioning;  // "" when never set
+  std::string owner;       // the access key that created it (read-only)
+  bool has_policy = false;  // a bucket policy is set (GET /v1/buckets/{b}/policy reads it)
   uint32_t copies = 1;     // full copies of each object
   std::string write;       // "sync" | "async"
   bool verify_reads = true;

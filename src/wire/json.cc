@@ -212,6 +212,8 @@ Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps p
         return Status::invalid_argument(
             "bucket property 'durability' must be \"fsync\", \"page_cache\" or \"default\"");
       }
+    } else if (key == "owner" || key == "has_policy") {
+      // Read-only (GET answers them): a document read and sent back keeps working.
     } else if (key == "anonymous_read") {
       if (!value.is_boolean()) return Status::invalid_argument("bucket property 'anonymous_read' must be true or false");
       props.set_anonymous_read(value.get<bool>());

@@ -74,9 +74,11 @@ def status(e):
     return e.response["ResponseMetadata"]["HTTPStatusCode"]
 
 
-def raw(method, path, body=b"", headers=None, host=None, sign=True, when=None, secret=SECRET_KEY):
-    """Sends one request with http.client, SigV4-signed by botocore unless sign=False."""
-    parsed = urllib.parse.urlsplit(endpoint)
+def raw(method, path, body=b"", headers=None, host=None, sign=True, when=None, secret=SECRET_KEY,
+        access_key=ACCESS_KEY, base=None):
+    """Sends one request with http.client, SigV4-signed by botocore unless sign=False, to
+    the cluster's endpoint or to `base` (another node's URL)."""
+    parsed = urllib.parse.urlsplit(base or endpoint)
     host = host or parsed.netloc
     headers = dict(headers or {})
     if not any(k.lower() == "host" for k in headers):
@@ -84,7 +86,7 @@ def raw(method, path, body=b"", headers=None, host=None, sign=True, when=None, s
     if sign:
         request = AWSRequest(method=method, url=f"http://{host}{path}", data=body, headers=headers)
         request.context["payload_signing_enabled"] = True
-        auth = S3SigV4Auth(Credentials(ACCESS_KEY, secret), "s3", REGION)
+        auth = S3SigV4Auth(Credentials(access_key, secret), "s3", REGION)
         if when is not None:
             real = botocore.auth.datetime.datetime
 

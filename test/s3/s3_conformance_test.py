@@ -4,7 +4,7 @@ documents: status codes, error codes, headers and bodies, with boto3 for the ord
 calls and hand-signed requests where a stock client cannot produce the case (signed
 aws-chunked bodies, skewed clocks, virtual-host addressing, tampered signatures).
 
-One cluster serves every module: buckets.py, objects.py, auth_and_input.py (shared helpers in
+One cluster serves every module: buckets.py, objects.py, auth_and_input.py, access.py (shared helpers in
 harness.py).
 
 Run: python3 test/s3/s3_conformance_test.py  (SILO_BIN_DIR points at the silod to use)
@@ -17,6 +17,7 @@ import harness
 import buckets
 import objects
 import auth_and_input
+import access
 
 
 def tests_of(suite):
@@ -34,7 +35,7 @@ def main():
     args = parser.parse_args()
     loader = unittest.TestLoader()
     suite = unittest.TestSuite()
-    for module in (buckets, objects, auth_and_input):
+    for module in (buckets, objects, auth_and_input, access):
         for test in tests_of(loader.loadTestsFromModule(module)):
             if not args.k or any(pattern in test.id() for pattern in args.k):
                 suite.addTest(test)

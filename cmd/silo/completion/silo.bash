@@ -39,8 +39,9 @@ _silo() {
   local words_now=""
   case "$path" in
     "") words_now="$top" ;;
-    bucket) words_now="create ls rm props" ;;
+    bucket) words_now="create ls rm props policy" ;;
     "bucket props") words_now="show set" ;;
+    "bucket policy") words_now="show set rm" ;;
     "bucket props set "*|"bucket create "*)
       words_now="copies= ec.data= ec.parity= ec.min_size= ec=none durability=fsync durability=page_cache write=sync write=async verify_reads= anonymous_read= backend.url=s3:// backend.endpoint= backend.region= backend.access_key= backend.secret_key= backend.revalidate= backend=none"
       compopt -o nospace 2>/dev/null ;;
