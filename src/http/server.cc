@@ -83,6 +83,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close_if_idle() {
     if (is_idle_) close();
   }
+  // Closes the connection if it is still waiting for a request's head (see waiting_since).
+  void close_if_waiting() {
+    if (waiting_since() != 0) {
+      close();
+    } else {
+      is_evicted_ = false;  // it got its request's head in time: it may be picked again
+    }
+  }
+  // Picks it to give way (once): false when another accept picked it already.
+  bool pick_to_evict() { return !is_evicted_.exchange(true); }
+  bool is_evicted() const { return is_evicted_.load(); }
+  // When the connection began to wait for a request's head (idle between requests, or its
+  // head still trickling in), in steady-clock nanoseconds; 0 while it serves a request.
+  // Read by the accept loop: at the connection limit the longest waiting one gives way.
+  int64_t waiting_since() const { return waiting_since_.load(std::memory_order_relaxed); }
   void close() {
     is_closed_ = true;
     ErrorCode ec;
@@ -114,6 +129,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const uint64_t id_;
   bool is_idle_ = false;  // waiting for a request: stop() may close it
   bool is_closed_ = false;
+  std::atomic<int64_t> waiting_since_{SteadyClock::now().time_since_epoch().count()};
+  std::atomic<bool> is_evicted_{false};
 };
 
 // One request: the Exchange handed to the handler, and its body reader and response
@@ -489,6 +506,9 @@ Awaitable<void> Connection::serve() {
     co_return;
   }
   while (!is_closed_ && !is_stopping()) {
+    if (waiting_since_.load(std::memory_order_relaxed) == 0) {
+      waiting_since_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    }
     if (buffer_.size() == 0) {
       is_idle_ = true;
       {
@@ -525,6 +545,7 @@ Awaitable<void> Connection::serve() {
       }
       break;
     }
+    waiting_since_.store(0, std::memory_order_relaxed);
     if (!co_await serve_one(parser)) break;
   }
   if (!is_closed_) {
@@ -600,6 +621,7 @@ Awaitable<void> Connection::linger_close() {
   ErrorCode ec;
   socket_.shutdown(tcp::socket::shutdown_send, ec);
   is_idle_ = true;  // stop() need not wait for a lingering close
+  waiting_since_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
   std::vector<char> scratch(16 * 1024);
   size_t total = 0;
   const auto give_up_at = SteadyClock::now() + kLingerTimeout;
@@ -608,6 +630,24 @@ Awaitable<void> Connection::linger_close() {
     total += co_await socket_.async_read_some(asio::buffer(scratch), redirect(ec));
   }
   close();
+}
+
+// Answers 503 SlowDown (as S3 does when it wants fewer requests) on a connection the
+// server has no room for, and closes it. Best effort: a client that does not read it
+// only sees the close.
+void refuse_busy(tcp::socket& socket, size_t max_connections) {
+  const std::string body = fmt::format(
+      R"(<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your )"
+      R"(request rate: this node serves its maximum of {} connections, all busy</Message></Error>)",
+      max_connections);
+  const std::string answer = fmt::format(
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\nRetry-After: 1\r\n"
+      "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
+      body.size(), body);
+  ErrorCode ec;
+  socket.non_blocking(true, ec);
+  if (!ec) std::ignore = ::send(socket.native_handle(), answer.data(), answer.size(), MSG_NOSIGNAL);
+  socket.close(ec);
 }
 
 Awaitable<void> accept_loop(std::shared_ptr<ServerState> state) {
@@ -627,9 +667,27 @@ Awaitable<void> accept_loop(std::shared_ptr<ServerState> state) {
     std::shared_ptr<Connection> connection;
     {
       MutexLock lock(state->mu);
-      if (state->is_stopping || state->connections.size() >= state->options.limits.max_connections) {
+      if (state->is_stopping) {
         socket.close(ec);
         continue;
+      }
+      if (state->connections.size() >= state->options.limits.max_connections) {
+        // Full: the connection that has waited longest for a request's head (idle, or
+        // trickling its head in) gives way, so that slow or idle clients cannot keep
+        // others out. When every connection is serving a request, the new one is told to
+        // slow down.
+        std::shared_ptr<Connection> oldest;
+        for (const auto& [id, weak] : state->connections) {
+          auto candidate = weak.lock();
+          if (!candidate || candidate->waiting_since() == 0 || candidate->is_evicted()) continue;
+          if (!oldest || candidate->waiting_since() < oldest->waiting_since()) oldest = std::move(candidate);
+        }
+        if (!oldest || !oldest->pick_to_evict()) {
+          refuse_busy(socket, state->options.limits.max_connections);
+          continue;
+        }
+        const auto executor = oldest->socket().get_executor();
+        asio::post(executor, [oldest] { oldest->close_if_waiting(); });
       }
       const uint64_t id = state->next_connection_id++;
       connection = std::make_shared<Connection>(state, std::move(socket), id);

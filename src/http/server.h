@@ -50,7 +50,9 @@ using Handler = std::function<Awaitable<void>(Exchange&)>;
 
 struct ServerLimits {
   size_t max_header_bytes = 16 * 1024;   // 431 past this
-  size_t max_connections = 4096;         // further accepts are closed at once
+  // Beyond it, the connection that has waited longest for a request's head is closed to
+  // make room; when all are serving requests, a new one gets 503 SlowDown.
+  size_t max_connections = 4096;
   // Milliseconds rather than seconds so tests can use short limits; assigning seconds
   // still compiles.
   std::chrono::milliseconds idle_timeout{60000};       // keep-alive wait for the next request

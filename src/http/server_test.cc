@@ -663,18 +663,48 @@ TEST_F(ServerTest, IdleTimeoutClosesKeepAliveConnections) {
   EXPECT_EQ(again->body, "/2");
 }
 
-TEST_F(ServerTest, ConnectionsBeyondTheLimitAreClosed) {
+TEST_F(ServerTest, AtTheConnectionLimitWaitingClientsGiveWayToNewOnes) {
+  ServerLimits limits;
+  limits.max_connections = 2;
+  start(echo_path_handler(), limits);
+  // One idle keep-alive connection and one trickling its head in (slowloris).
+  RawClient idle(server_->port());
+  idle.send("GET /first HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(idle.read_until("/first").ends_with("/first"));
+  RawClient slow(server_->port());
+  slow.send("GET /slow HTTP/1.1\r\nHost: x\r\n");
+  ASSERT_TRUE(wait_for([&] { return server_->connection_count() == 2; }));
+  // A newcomer is served: the one that waited longest (the idle one) was closed for it.
+  RawClient third(server_->port());
+  third.send("GET /third HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(third.read_until("/third").ends_with("/third"));
+  EXPECT_EQ(idle.read_to_end(), "");
+  // And another: now the slow one goes.
+  RawClient fourth(server_->port());
+  fourth.send("GET /fourth HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(fourth.read_until("/fourth").ends_with("/fourth"));
+  slow.send("\r\n");
+  EXPECT_EQ(slow.read_to_end(), "");
+}
+
+TEST_F(ServerTest, AtTheConnectionLimitWithEveryConnectionBusyNewOnesAreToldToSlowDown) {
   ServerLimits limits;
   limits.max_connections = 1;
-  start(echo_path_handler(), limits);
-  RawClient first(server_->port());
-  first.send("GET /first HTTP/1.1\r\nHost: x\r\n\r\n");
-  EXPECT_TRUE(first.read_until("/first").ends_with("/first"));
-  RawClient second(server_->port());
-  second.send("GET /second HTTP/1.1\r\nHost: x\r\n\r\n");
-  EXPECT_EQ(second.read_to_end(), "");
-  first.send("GET /again HTTP/1.1\r\nHost: x\r\n\r\n");
-  EXPECT_TRUE(first.read_until("/again").ends_with("/again"));
+  start(
+      [this](Exchange& exchange) -> Awaitable<void> {
+        co_await async_wait_until(release_);
+        std::ignore = co_await exchange.response().send({}, "done");
+      },
+      limits);
+  RawClient busy(server_->port());
+  busy.send("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(wait_for([&] { return server_->connection_count() == 1; }));
+  RawClient refused(server_->port());
+  const std::string answer = refused.read_to_end();
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 503")) << answer;
+  EXPECT_NE(answer.find("<Code>SlowDown</Code>"), std::string::npos) << answer;
+  release_ = true;
+  EXPECT_TRUE(busy.read_until("done").ends_with("done"));
 }
 
 TEST_F(ServerTest, ExpectContinueRejectedEarlyNeverAsksForTheBody) {
