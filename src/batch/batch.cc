@@ -21,7 +21,7 @@ Batch::Batch(std::unique_ptr<Fetcher> fetcher, StreamOptions options, stats::Reg
       failures_(stats.counter("silo_batch_failures_total",
                               "Batch GETs refused, failed before their first byte or cut short.")) {}
 
-http::Awaitable<void> Batch::handle(http::Exchange& exchange, const Authorize& authorize) {
+http::Awaitable<void> Batch::handle(http::Exchange& exchange, Authorize authorize) {
   requests_.add();
   Result<std::string> body = co_await http::read_all(exchange.body(), kMaxRequestBytes);
   Result<wire::BatchRequest> request = body ? wire::parse_batch_request_json(*body) : Result<wire::BatchRequest>(body.error());

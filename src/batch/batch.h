@@ -36,7 +36,7 @@ class Batch {
   // 400 for a malformed request; the error of the first entry `authorize` refuses, before
   // anything is read; the first entry's error when it fails before any byte went out; a
   // later failure cuts the stream.
-  http::Awaitable<void> handle(http::Exchange& exchange, const Authorize& authorize);
+  http::Awaitable<void> handle(http::Exchange& exchange, Authorize authorize);
 
  private:
   std::unique_ptr<Fetcher> fetcher_;
