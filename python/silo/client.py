@@ -349,6 +349,21 @@ class Client:
         return self._json("GET", "/v1/buckets/%s/props" % _sigv4.percent_encode(bucket),
                           bucket=bucket)
 
+    def bucket_policy(self, bucket):
+        """GET /v1/buckets/{bucket}/policy: the bucket policy as a dict (docs/security.md);
+        NotFound when the bucket has none."""
+        return self._json("GET", "/v1/buckets/%s/policy" % _sigv4.percent_encode(bucket), bucket=bucket)
+
+    def set_bucket_policy(self, bucket, policy):
+        """PUT /v1/buckets/{bucket}/policy: `policy` is a dict or its JSON text (S3's grammar);
+        InvalidArgument naming the problem when malformed."""
+        text = policy if isinstance(policy, (str, bytes)) else json.dumps(policy)
+        self._json("PUT", "/v1/buckets/%s/policy" % _sigv4.percent_encode(bucket),
+                   text.encode() if isinstance(text, str) else text, bucket)
+
+    def delete_bucket_policy(self, bucket):
+        self._checked("DELETE", "/v1/buckets/%s/policy" % _sigv4.percent_encode(bucket), bucket=bucket)
+
     # -- routing --------------------------------------------------------------------
     def _forget_routes(self):
         with self._lock:
