@@ -33,6 +33,9 @@ Status report_started_job(Context& context, client::Client& c, const client::Job
 // seconds otherwise); prints the final state (JSON under --json). A job that ends other
 // than "finished" is an error.
 Status wait_for_job(Context& context, client::Client& c, const std::string& id);
+// Before a put: NotFound for a bucket that does not exist (a bucket the caller may not
+// list but may write to passes: the PUTs decide).
+Status check_put_bucket(client::Client& c, std::string_view bucket);
 // The whole of file `path` ("-": stdin); an error names it as `what` ("the list").
 Result<std::string> read_text(const std::string& path, std::string_view what);
 // One job as JSON, as `silo job show --json` prints it.

@@ -78,6 +78,11 @@ std::string hint_for(const Context& context, const Status& status, ExitCode code
           "endpoint with --endpoint or SILO_ENDPOINT",
           context.endpoint());
     case ExitCode::kAuth:
+      // A bucket's owner or policy refused a user the cluster knows (docs/security.md).
+      if (status.message().find("Access Denied") != std::string::npos) {
+        return "these keys may not do this to the bucket: its owner and admins may, and what its "
+               "policy grants ('silo bucket policy show BUCKET' as the owner)";
+      }
       return "check the keys: --access-key/--secret-key, SILO_ACCESS_KEY/SILO_SECRET_KEY or the "
              "config file; admin-only commands need the cluster's admin keys";
     case ExitCode::kNotFound:

@@ -196,8 +196,7 @@ Status put_objects(Context& context, const PutOptions& o) {
     }
     return put_shards(context, o.source, to.bucket, to.name, shard_size, o.workers);
   }
-  // One clear answer for a wrong bucket, before any file is opened or streamed.
-  RETURN_IF_ERROR(c->head_bucket(to.bucket));
+  RETURN_IF_ERROR(check_put_bucket(*c, to.bucket));
   std::error_code ec;
   const fs::file_status source_status = fs::status(o.source, ec);
   if (ec || !fs::exists(source_status)) {
@@ -564,6 +563,13 @@ Status stat_object(Context& context, const std::string& text) {
 }
 
 }  // namespace
+
+Status check_put_bucket(client::Client& c, std::string_view bucket) {
+  // One clear answer for a wrong bucket, before any file is opened or streamed. A user may
+  // be granted s3:PutObject without s3:ListBucket (which HEAD needs): then the PUTs decide.
+  const Status s = c.head_bucket(bucket);
+  return s.code() == Code::kPermissionDenied ? Status::ok() : s;
+}
 
 void add_object_commands(CLI::App& app, Context& context) {
   auto put = std::make_shared<PutOptions>();

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "archive/members.h"
+#include "commands.h"
 #include "archive/tar_writer.h"
 
 namespace silo::cli {
@@ -153,7 +154,7 @@ Status put_shards(Context& context, const std::string& dir, const std::string& b
                   uint64_t shard_size, int workers) {
   if (shard_size < 10 * 1024) return Status::invalid_argument("--shard-size must be at least 10KiB");
   ASSIGN_OR_RETURN(client::Client * c, context.client());
-  RETURN_IF_ERROR(c->head_bucket(bucket));
+  RETURN_IF_ERROR(check_put_bucket(*c, bucket));
   std::vector<ShardMember> members;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink, ec);
