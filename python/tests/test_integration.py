@@ -322,6 +322,18 @@ def test_remote_bucket_streams_uncached_shards(cluster, tmp_path):
         moto.stop()
 
 
+def until_allowed(call, timeout=10):
+    """call()'s value once it is no longer AccessDenied (a change of users or policies
+    reaches every node with the next bucket map)."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            return call()
+        except silo.AccessDenied:
+            assert time.time() < deadline
+            time.sleep(0.1)
+
+
 def test_bucket_policies_confine_users(cluster):
     """A user reads only what a bucket policy grants it, straight from the targets too
     (docs/security.md); the policy's own calls work from the client."""
@@ -333,14 +345,7 @@ def test_bucket_policies_confine_users(cluster):
     admin.put("py-policy", "open/a.bin", b"open")
     admin.put("py-policy", "closed/b.bin", b"closed")
     reader = silo.Client(cluster.endpoint, "py-reader", "py-reader-secret", config=None)
-    deadline = time.time() + 10
-    while True:  # the new user reaches every node with the next bucket map
-        try:
-            reader.list_buckets()
-            break
-        except silo.AccessDenied:
-            assert time.time() < deadline
-            time.sleep(0.1)
+    until_allowed(reader.list_buckets)  # the new user reaches every node with the next bucket map
     with pytest.raises(silo.AccessDenied):
         reader.get("py-policy", "open/a.bin")
     with pytest.raises(silo.NotFound):
@@ -352,14 +357,7 @@ def test_bucket_policies_confine_users(cluster):
          "Resource": "arn:aws:s3:::py-policy/open/*"}]}
     admin.set_bucket_policy("py-policy", policy)
     assert admin.bucket_policy("py-policy") == policy
-    deadline = time.time() + 10
-    while True:
-        try:
-            assert reader.get("py-policy", "open/a.bin") == b"open"
-            break
-        except silo.AccessDenied:
-            assert time.time() < deadline
-            time.sleep(0.1)
+    assert until_allowed(lambda: reader.get("py-policy", "open/a.bin")) == b"open"
     with pytest.raises(silo.AccessDenied):
         reader.get("py-policy", "closed/b.bin")
     with pytest.raises(silo.AccessDenied):

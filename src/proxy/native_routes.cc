@@ -139,7 +139,7 @@ http::Awaitable<void> Proxy::serve(http::Exchange& exchange, const Caller& calle
                                    const Access& access, const Body& body,
                                    const http::PathParams& params) {
   Status s;
-  switch (detail::access_step(access, caller.is_admin, is_primary())) {
+  switch (detail::access_step(access, caller.subject.is_admin, is_primary())) {
     case detail::AccessStep::kDeny:
       s = Status::permission_denied("{}", access.admins_only);
       break;

@@ -76,7 +76,6 @@ class NativeRoutesTest : public ::testing::Test {
     boost::asio::io_context io;
     FakeExchange exchange(io.get_executor(), method, path);
     Caller caller;
-    caller.is_admin = is_admin;
     caller.subject.access_key = is_admin ? "root-key" : key;
     caller.subject.is_admin = is_admin;
     boost::asio::co_spawn(io, (*handler)(exchange, caller, rest), boost::asio::detached);

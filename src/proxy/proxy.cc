@@ -98,7 +98,7 @@ http::Awaitable<Status> Proxy::relay_to_primary(http::Exchange& exchange) {
 }
 
 http::Awaitable<Status> Proxy::create_bucket(http::Exchange& exchange, const Caller& caller, const std::string& name) {
-  if (!caller.subject.access_key && !caller.is_admin) {
+  if (!caller.subject.access_key && !caller.subject.is_admin) {
     co_return Status::permission_denied("anonymous clients may not create buckets").with_reason("AccessDenied");
   }
   if (!is_primary()) co_return co_await relay_to_primary(exchange);

@@ -28,8 +28,7 @@ struct Access;
 
 // What the native dispatcher learned about a caller before routing.
 struct Caller {
-  bool is_admin = false;  // an admin's keys, or another node of the cluster
-  access::Subject subject;
+  access::Subject subject;  // is_admin: an admin's keys, or another node of the cluster
 };
 
 struct ProxyOptions {
@@ -129,7 +128,7 @@ class Proxy {
     access::Subject Context::*subject;
     http::Awaitable<void> operator()(http::Exchange& exchange, const Context& context,
                                      const http::PathParams& params) const {
-      const Caller caller{(context.*subject).is_admin, context.*subject};
+      const Caller caller{context.*subject};
       co_await handler(exchange, caller, params);
     }
   };
