@@ -690,15 +690,19 @@ TEST_F(ServerTest, AtTheConnectionLimitWaitingClientsGiveWayToNewOnes) {
 TEST_F(ServerTest, AtTheConnectionLimitWithEveryConnectionBusyNewOnesAreToldToSlowDown) {
   ServerLimits limits;
   limits.max_connections = 1;
+  std::atomic<bool> handling = false;
   start(
-      [this](Exchange& exchange) -> Awaitable<void> {
+      [this, &handling](Exchange& exchange) -> Awaitable<void> {
+        handling = true;
         co_await async_wait_until(release_);
         std::ignore = co_await exchange.response().send({}, "done");
       },
       limits);
   RawClient busy(server_->port());
   busy.send("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
-  ASSERT_TRUE(wait_for([&] { return server_->connection_count() == 1; }));
+  // Busy means its request is in the handler: a connection still reading its head only waits
+  // and would give way to the newcomer.
+  ASSERT_TRUE(wait_for([&] { return handling.load(); }));
   RawClient refused(server_->port());
   const std::string answer = refused.read_to_end();
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 503")) << answer;
