@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A Silo cluster of P proxies and T targets on 127.0.0.1 (CONTRACT.md "Local cluster").
 #
-#   cluster.sh up [--proxies P] [--targets T] [--mountpaths M] [--dir DIR] [--base-port PORT] [--ha]
+#   cluster.sh up [--proxies P] [--targets T] [--mountpaths M] [--dir DIR] [--base-port PORT] [--ha] [--tls]
 #   cluster.sh status [--dir DIR] [--json]
 #   cluster.sh down [--dir DIR]
 #   cluster.sh add --role proxy|target [--mountpaths M] [--dir DIR] [--no-join]
@@ -15,6 +15,11 @@
 # loopback: every proxy campaigns for primary. etcd listens on 127.0.0.1..127.0.0.9 and
 # proxy pN talks to it at 127.0.0.(N+1) (N <= 8), so a test can cut one proxy off from
 # etcd with one nftables rule on that address.
+# --tls serves HTTPS only: tls-certs.sh makes a CA in DIR/tls (ca.pem, kept when it is
+# there) and one certificate for 127.0.0.1 and localhost that every node serves and shows
+# the nodes it calls, which check it against the CA (config.json node.tls); clients trust
+# DIR/tls/ca.pem (SILO_CA_BUNDLE, AWS_CA_BUNDLE). add and restart keep it (DIR/tls/enabled).
+# SILO_TLS_REQUIRE_CLIENT_CERT=true makes the nodes ask every client for a certificate.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,14 +28,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 while read -r variable; do unset "$variable"; done < <(compgen -e | grep '^SILOD_' || true)
 repo=$(cd "$here/../.." && pwd)
 dir=${SILO_CLUSTER_DIR:-/tmp/silo-cluster}
-proxies=1 targets=3 mountpaths=2 base_port=8080 ha=0 json=0 role="" node_id="" join=1
+proxies=1 targets=3 mountpaths=2 base_port=8080 ha=0 tls=0 json=0 role="" node_id="" join=1
 ready_timeout=${SILO_READY_TIMEOUT:-60}
 cache_json=${SILO_CACHE_JSON:-"{}"}  # cluster.cache: remote buckets' defaults, watermarks
 access_key=${SILO_ACCESS_KEY:-silo-admin}
 secret_key=${SILO_SECRET_KEY:-silo-secret-key}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 cmd=${1:-}; [ -n "$cmd" ] || usage 2; shift
 while [ $# -gt 0 ]; do
@@ -42,6 +47,7 @@ while [ $# -gt 0 ]; do
     --base-port) base_port=$2; shift 2;;
     --role) role=$2; shift 2;;
     --ha) ha=1; shift;;
+    --tls) tls=1; shift;;
     --no-join) join=0; shift;;
     --json) json=1; shift;;
     -h|--help) usage 0;;
@@ -55,6 +61,7 @@ dir=$(realpath -m -- "$dir")
 for v in proxies targets mountpaths base_port; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} must be a non-negative integer, not '${!v}'"
 done
+[ "$tls" = 0 ] || [ "$cmd" = up ] || die "--tls goes with up (add and restart keep what up chose)"
 
 silod_bin() {
   if [ -n "${SILO_BIN_DIR:-}" ]; then
@@ -86,13 +93,20 @@ is_alive() { runs_with "$(node_pid "$1")" "$(node_dir "$1")/config.json"; }
 node_port() { sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$(node_dir "$1")/config.json"; }
 primary_url() { cat "$dir/primary_url"; }
 is_ha() { [ -f "$dir/etcd/port" ]; }
+is_tls() { [ -f "$dir/tls/enabled" ]; }
+scheme() { if is_tls; then echo https; else echo http; fi; }
+# curl talking to a node: trusts the cluster's CA, and shows the nodes' certificate in case
+# they ask for a client certificate (SILO_TLS_REQUIRE_CLIENT_CERT=true).
+node_curl() {
+  if is_tls; then curl --cacert "$dir/tls/ca.pem" --cert "$dir/tls/node.pem" --key "$dir/tls/node-key.pem" "$@"; else curl "$@"; fi
+}
 etcd_pid() { cat "$dir/etcd/pid" 2>/dev/null || true; }
 etcd_alive() { runs_with "$(etcd_pid)" "$dir/etcd/data"; }
 # A proxy that runs: the one to ask about the cluster (with HA the first may be gone).
 live_proxy_url() {
   local id
   for id in $(node_ids); do
-    if [ "$(node_role "$id")" = proxy ] && is_alive "$id"; then echo "http://127.0.0.1:$(node_port "$id")"; return; fi
+    if [ "$(node_role "$id")" = proxy ] && is_alive "$id"; then echo "$(scheme)://127.0.0.1:$(node_port "$id")"; return; fi
   done
   primary_url
 }
@@ -133,6 +147,11 @@ meta_store_json() {  # id: the cluster.meta_store section of a node's config
   echo "\"meta_store\": {\"kind\": \"etcd\", \"etcd_endpoints\": [\"http://127.0.0.$addr:$(cat "$dir/etcd/port")\"], \"primary_lease_s\": ${SILO_PRIMARY_LEASE_S:-3}},"
 }
 
+tls_json() {  # the node.tls section of a node's config: every node serves DIR/tls/node.pem
+  is_tls || return 0
+  echo "\"tls\": {\"cert_file\": \"$dir/tls/node.pem\", \"key_file\": \"$dir/tls/node-key.pem\", \"ca_file\": \"$dir/tls/ca.pem\", \"require_client_cert\": ${SILO_TLS_REQUIRE_CLIENT_CERT:-false}},"
+}
+
 write_config() {  # id role port mountpath-count primary-url
   local id=$1 r=$2 port=$3 m=$4 primary=$5 nd; nd=$(node_dir "$id")
   local mps="" i
@@ -149,6 +168,7 @@ write_config() {  # id role port mountpath-count primary-url
     "data_dir": "$nd/state",
     $( [ "$r" = target ] && echo "\"mountpaths\": [$mps]," )
     $( [ -n "$primary" ] && echo "\"primary_url\": \"$primary\"," )
+    $(tls_json)
     "ready_file": "$nd/ready.json",
     "log_level": "${SILO_LOG_LEVEL:-info}"
   },
@@ -195,7 +215,7 @@ wait_online() {  # every running node of DIR online in the primary's node map
   local want=0 id deadline=$((SECONDS + ready_timeout))
   for id in $(node_ids); do if is_alive "$id"; then want=$((want + 1)); fi; done
   while :; do
-    local map; map=$(curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$access_key:$secret_key" \
+    local map; map=$(node_curl -fsS --aws-sigv4 "aws:amz:us-east-1:s3" --user "$access_key:$secret_key" \
       "$(live_proxy_url)/v1/cluster/map" 2>/dev/null || true)
     local online; online=$(grep -o '"state":"online"' <<<"$map" | wc -l)
     [ "$online" -ge "$want" ] && return 0
@@ -218,10 +238,14 @@ add_node() {  # role mountpaths port [primary] -> prints the new id
 }
 
 print_endpoint() {
+  # Virtual-host style over TLS would need BUCKET.localhost in the certificate (OpenSSL
+  # takes no *.localhost wildcard).
+  local styles="path-style or http://BUCKET.localhost:PORT" ca="$dir/tls/ca.pem"
+  if is_tls; then styles="HTTPS only, path-style"; fi
   cat <<MSG
 Silo is up: $(node_ids | wc -l) nodes in $dir
-  endpoint:     $(primary_url)   (S3 API, path-style or http://BUCKET.localhost:PORT; native API /v1/...)
-  credentials:  SILO_ACCESS_KEY=$access_key SILO_SECRET_KEY=$secret_key$(is_ha && printf '\n  meta store:   etcd at http://127.0.0.1:%s (every proxy may become primary)' "$(cat "$dir/etcd/port")")
+  endpoint:     $(primary_url)   (S3 API, $styles; native API /v1/...)
+  credentials:  SILO_ACCESS_KEY=$access_key SILO_SECRET_KEY=$secret_key$(is_ha && printf '\n  meta store:   etcd at http://127.0.0.1:%s (every proxy may become primary)' "$(cat "$dir/etcd/port")")$(is_tls && printf '\n  trust:        export SILO_CA_BUNDLE=%s AWS_CA_BUNDLE=%s   (or silo --ca-bundle %s)' "$ca" "$ca" "$ca")
   status:       $0 status --dir $dir
   stop:         $0 down --dir $dir
 MSG
@@ -237,6 +261,12 @@ case "$cmd" in
     fi
     mkdir -p "$dir/nodes"
     silod_bin >/dev/null
+    # What a cluster removed from DIR/nodes left (a CA in DIR/tls is reused).
+    rm -f "$dir/primary_url" "$dir/tls/enabled"
+    if [ "$tls" = 1 ]; then
+      "$here/tls-certs.sh" "$dir/tls" || die "cannot make the certificates in $dir/tls"
+      touch "$dir/tls/enabled"
+    fi
     if [ "$ha" = 1 ]; then
       mkdir -p "$dir/etcd"
       free_port >"$dir/etcd/port"; free_port >"$dir/etcd/peer_port"
@@ -246,7 +276,7 @@ case "$cmd" in
     k=0
     first=$(add_node proxy 0 "$(port_of $k)"); k=$((k + 1))
     launch "$first"; wait_ready "$first"
-    echo "http://127.0.0.1:$(node_port "$first")" >"$dir/primary_url"
+    echo "$(scheme)://127.0.0.1:$(node_port "$first")" >"$dir/primary_url"
     started=()
     for i in $(seq 2 "$proxies"); do id=$(add_node proxy 0 "$(port_of $k)"); k=$((k + 1)); launch "$id"; started+=("$id"); done
     for i in $(seq 1 "$targets"); do id=$(add_node target "$mountpaths" "$(port_of $k)"); k=$((k + 1)); launch "$id"; started+=("$id"); done
@@ -263,12 +293,12 @@ case "$cmd" in
       id=$(add_node "$role" "$mountpaths" "$(free_port)" "")
       launch "$id"
       deadline=$((SECONDS + ready_timeout))
-      until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$(node_port "$id")/v1/health")" != 000 ]; do
+      until [ "$(node_curl -s -o /dev/null -w '%{http_code}' "$(scheme)://127.0.0.1:$(node_port "$id")/v1/health")" != 000 ]; do
         pid_alive "$(node_pid "$id")" || { tail -n 20 "$(node_dir "$id")/silod.log" >&2; die "node $id exited"; }
         [ $SECONDS -lt $deadline ] || die "node $id not listening after ${ready_timeout}s"
         sleep 0.1
       done
-      echo "node $id ($role) waits to be added: POST /v1/cluster/nodes {\"url\": \"http://127.0.0.1:$(node_port "$id")\"}"
+      echo "node $id ($role) waits to be added: POST /v1/cluster/nodes {\"url\": \"$(scheme)://127.0.0.1:$(node_port "$id")\"}"
       exit 0
     fi
     id=$(add_node "$role" "$mountpaths" 0)
@@ -302,11 +332,12 @@ case "$cmd" in
         alive=false; is_alive "$id" && alive=true
         mps=""; if [ "$r" = target ]; then for m in "$nd"/mp*; do mps+="${mps:+,}\"$m\""; done; fi
         pid=$(node_pid "$id"); [ -n "$pid" ] || pid=null
-        printf '%s{"id":"%s","role":"%s","pid":%s,"port":%s,"alive":%s,"url":"http://127.0.0.1:%s","log":"%s","state_dir":"%s","mountpaths":[%s]}' \
-          "$sep" "$id" "$r" "$pid" "$(node_port "$id")" "$alive" "$(node_port "$id")" "$nd/silod.log" "$nd/state" "$mps"
+        printf '%s{"id":"%s","role":"%s","pid":%s,"port":%s,"alive":%s,"url":"%s://127.0.0.1:%s","log":"%s","state_dir":"%s","mountpaths":[%s]}' \
+          "$sep" "$id" "$r" "$pid" "$(node_port "$id")" "$alive" "$(scheme)" "$(node_port "$id")" "$nd/silod.log" "$nd/state" "$mps"
         sep=","
       done
       printf ']'
+      if is_tls; then printf ',"ca_bundle":"%s"' "$dir/tls/ca.pem"; fi
       if is_ha; then
         epid=$(etcd_pid); ealive=false; etcd_alive && ealive=true
         printf ',"etcd":{"url":"http://127.0.0.1:%s","pid":%s,"alive":%s,"log":"%s"}' \
