@@ -95,14 +95,25 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- printf "%s.svc.%s" .Release.Namespace .Values.clusterDomain -}}
 {{- end -}}
 
-{{/* The URL of pod `ordinal` of a component: (dict "ctx" $ "component" "proxy" "pod" "0" "port" 8080) */}}
+{{/* The scheme of the nodes' URLs: https with tls.enabled (silod then serves only HTTPS). */}}
+{{- define "silo.scheme" -}}
+{{- ternary "https" "http" .Values.tls.enabled -}}
+{{- end -}}
+
+{{/*
+The URL of pod `ordinal` of a component: (dict "ctx" $ "component" "proxy" "pod" "0" "port" 8080);
+"scheme" "https" for another scheme than http.
+*/}}
 {{- define "silo.podURL" -}}
-{{- printf "http://%s-%s.%s.%s:%v" (include "silo.componentName" .) (toString .pod) (include "silo.headlessName" .) (include "silo.svcDomain" .ctx) .port -}}
+{{- printf "%s://%s-%s.%s.%s:%v" (.scheme | default "http") (include "silo.componentName" .) (toString .pod) (include "silo.headlessName" .) (include "silo.svcDomain" .ctx) .port -}}
 {{- end -}}
 
 {{- define "silo.primaryURL" -}}
-{{- include "silo.podURL" (dict "ctx" . "component" "proxy" "pod" "0" "port" 8080) -}}
+{{- include "silo.podURL" (dict "ctx" . "component" "proxy" "pod" "0" "port" 8080 "scheme" (include "silo.scheme" .)) -}}
 {{- end -}}
+
+{{/* Where the pods mount tls.secretName (tls.crt, tls.key, ca.crt). */}}
+{{- define "silo.tlsDir" -}}/etc/silo-tls{{- end -}}
 
 {{/* etcd client URLs, one per line */}}
 {{- define "silo.etcdEndpoints" -}}
@@ -154,6 +165,10 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- end }}
 {{- $cluster = mergeOverwrite $cluster (deepCopy $c.extra) -}}
 {{- $node := dict "log_level" $c.logLevel "io_threads" $c.ioThreads "disk_threads_per_mountpath" $c.diskThreadsPerMountpath -}}
+{{- if .Values.tls.enabled }}
+{{- /* The files come as flags (--tls-cert, --tls-key, --tls-ca): they are the pods' mounts. */ -}}
+{{- $_ := set $node "tls" (dict "require_client_cert" .Values.tls.requireClientCert) -}}
+{{- end }}
 {{- toPrettyJson (dict "node" $node "cluster" $cluster) -}}
 {{- end -}}
 
@@ -176,8 +191,11 @@ upgrade keeps generated keys), else a new random one. (dict "ctx" $ "key" "secre
 
 {{/* Checks the values the schema cannot (cross-field rules); fails with a message. */}}
 {{- define "silo.validate" -}}
-{{- if .Values.tls.enabled -}}
-{{- fail "tls.enabled: TLS needs silod with TLS support (issue 23); set tls.enabled=false" -}}
+{{- if and .Values.tls.enabled (not .Values.tls.secretName) -}}
+{{- fail "tls.secretName: tls.enabled needs the name of a Secret with tls.crt, tls.key and ca.crt (as cert-manager writes them; README.md \"TLS\")" -}}
+{{- end -}}
+{{- if and .Values.tls.requireClientCert (not .Values.tls.enabled) -}}
+{{- fail "tls.requireClientCert needs tls.enabled=true" -}}
 {{- end -}}
 {{- $fullname := include "silo.fullname" . -}}
 {{- if gt (len $fullname) 45 -}}
@@ -233,13 +251,15 @@ podAntiAffinity:
 {{- end -}}
 {{- end -}}
 
+{{/* (dict "probe" .Values.probes.startup "scheme" "HTTP"|"HTTPS") */}}
 {{- define "silo.probe" -}}
 httpGet:
   path: /v1/health
   port: http
-periodSeconds: {{ .periodSeconds }}
-timeoutSeconds: {{ .timeoutSeconds }}
-failureThreshold: {{ .failureThreshold }}
+  scheme: {{ .scheme }}
+periodSeconds: {{ .probe.periodSeconds }}
+timeoutSeconds: {{ .probe.timeoutSeconds }}
+failureThreshold: {{ .probe.failureThreshold }}
 {{- end -}}
 
 {{/*
@@ -254,6 +274,9 @@ The StatefulSet of proxies or targets (the pod contract: docs/kubernetes.md "The
 {{- $hostPath := and $isTarget $ctx.Values.targets.hostPath.enabled -}}
 {{- $name := include "silo.componentName" . -}}
 {{- $headless := include "silo.headlessName" . -}}
+{{- $tls := $ctx.Values.tls.enabled -}}
+{{- $tlsDir := include "silo.tlsDir" $ctx -}}
+{{- $probeScheme := ternary "HTTPS" "HTTP" $tls -}}
 {{- $antiAffinity := $v.podAntiAffinity -}}
 {{- if $hostPath }}{{ $antiAffinity = "hard" }}{{ end -}}
 {{- $mountpaths := list -}}
@@ -295,6 +318,9 @@ spec:
         prometheus.io/scrape: "true"
         prometheus.io/port: "8080"
         prometheus.io/path: /metrics
+        {{- if $tls }}
+        prometheus.io/scheme: https
+        {{- end }}
         {{- end }}
         {{- with $v.podAnnotations }}
         {{- toYaml . | nindent 8 }}
@@ -372,13 +398,18 @@ spec:
             - --id=$(POD_NAME)
             - --host=0.0.0.0
             - --port=8080
-            - --public-url=http://$(POD_NAME).{{ $headless }}.{{ include "silo.svcDomain" $ctx }}:8080
+            - --public-url={{ include "silo.scheme" $ctx }}://$(POD_NAME).{{ $headless }}.{{ include "silo.svcDomain" $ctx }}:8080
             - --data-dir=/var/lib/silo/state
             {{- if or $isTarget (not $ctx.Values.ha.enabled) }}
             - --primary={{ include "silo.primaryURL" $ctx }}
             {{- end }}
             {{- range $mountpaths }}
             - --mountpath=/var/lib/silo/{{ . }}
+            {{- end }}
+            {{- if $tls }}
+            - --tls-cert={{ $tlsDir }}/tls.crt
+            - --tls-key={{ $tlsDir }}/tls.key
+            - --tls-ca={{ $tlsDir }}/ca.crt
             {{- end }}
           env:
             - name: POD_NAME
@@ -408,11 +439,11 @@ spec:
               containerPort: 8080
               protocol: TCP
           startupProbe:
-            {{- include "silo.probe" $ctx.Values.probes.startup | nindent 12 }}
+            {{- include "silo.probe" (dict "probe" $ctx.Values.probes.startup "scheme" $probeScheme) | nindent 12 }}
           readinessProbe:
-            {{- include "silo.probe" $ctx.Values.probes.readiness | nindent 12 }}
+            {{- include "silo.probe" (dict "probe" $ctx.Values.probes.readiness "scheme" $probeScheme) | nindent 12 }}
           livenessProbe:
-            {{- include "silo.probe" $ctx.Values.probes.liveness | nindent 12 }}
+            {{- include "silo.probe" (dict "probe" $ctx.Values.probes.liveness "scheme" $probeScheme) | nindent 12 }}
           resources:
             {{- toYaml $v.resources | nindent 12 }}
           securityContext:
@@ -421,6 +452,13 @@ spec:
             - name: config
               mountPath: /etc/silo
               readOnly: true
+            {{- if $tls }}
+            # The whole Secret, not subPath items: Kubernetes then updates the files in
+            # place when the certificate is renewed.
+            - name: tls
+              mountPath: {{ $tlsDir }}
+              readOnly: true
+            {{- end }}
             - name: state
               mountPath: /var/lib/silo/state
             {{- range $mountpaths }}
@@ -438,6 +476,13 @@ spec:
                 path: silo.json
         - name: tmp
           emptyDir: {}
+        {{- if $tls }}
+        - name: tls
+          secret:
+            secretName: {{ $ctx.Values.tls.secretName }}
+            # 0440 (group fsGroup, which silod runs in) or, without an fsGroup, 0444.
+            defaultMode: {{ ternary 288 292 (not (empty $ctx.Values.podSecurityContext.fsGroup)) }}
+        {{- end }}
         {{- if $hostPath }}
         {{- $base := trimSuffix "/" $ctx.Values.targets.hostPath.path }}
         - name: state
