@@ -39,7 +39,8 @@ struct ClientConnection {
   beast::flat_buffer buffer;
   std::string pool_key;
   // Set for an https endpoint: every byte goes through it (after `socket`: destroyed first).
-  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
+  std::unique_ptr<detail::TlsStream> tls;
+  detail::SocketStream stream{socket};  // through `tls` once the handshake set it
 };
 
 // The key of an endpoint's connections in the pool (TLS and plain ones never mix).
@@ -109,6 +110,15 @@ class ClientImpl final : public Client, public std::enable_shared_from_this<Clie
       tls_setup_ = Status::failed_precondition(
           "TLS certificate authorities {}: {}",
           options_.tls_ca_file.empty() ? "(system)" : options_.tls_ca_file, ec.message());
+      return;
+    }
+    if (!options_.tls_cert_file.empty()) {
+      tls_context_.use_certificate_chain_file(options_.tls_cert_file, ec);
+      if (!ec) tls_context_.use_private_key_file(options_.tls_key_file, asio::ssl::context::pem, ec);
+      if (ec) {
+        tls_setup_ = Status::failed_precondition("TLS client certificate {} (key {}): {}", options_.tls_cert_file,
+                                                 options_.tls_key_file, ec.message());
+      }
     }
   }
 
@@ -230,11 +240,7 @@ Awaitable<ErrorCode> ClientCall::send_head() {
   bhttp::request_serializer<bhttp::empty_body> serializer(head);
   {
     ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
-    if (connection_->tls) {
-      co_await bhttp::async_write_header(*connection_->tls, serializer, redirect(ec));
-    } else {
-      co_await bhttp::async_write_header(connection_->socket, serializer, redirect(ec));
-    }
+    co_await bhttp::async_write_header(connection_->stream, serializer, redirect(ec));
   }
   if (!ec && replay_body_ && !replay_body_->empty()) {
     ec = co_await write_all(asio::buffer(*replay_body_));
@@ -270,11 +276,7 @@ template <typename Buffers>
 Awaitable<ErrorCode> ClientCall::write_all(const Buffers& buffers) {
   ErrorCode ec;
   ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
-  if (connection_->tls) {
-    co_await asio::async_write(*connection_->tls, buffers, redirect(ec));
-  } else {
-    co_await asio::async_write(connection_->socket, buffers, redirect(ec));
-  }
+  co_await asio::async_write(connection_->stream, buffers, redirect(ec));
   co_return ec;
 }
 
@@ -323,13 +325,7 @@ Awaitable<ErrorCode> ClientCall::read_head() {
     if (request_.method == Method::kHead) parser_->skip(true);
     {
       ArmedDeadline armed(connection_->deadline, client_->options().io_timeout);
-      if (connection_->tls) {
-        co_await bhttp::async_read_header(*connection_->tls, connection_->buffer, *parser_,
-                                          redirect(ec));
-      } else {
-        co_await bhttp::async_read_header(connection_->socket, connection_->buffer, *parser_,
-                                          redirect(ec));
-      }
+      co_await bhttp::async_read_header(connection_->stream, connection_->buffer, *parser_, redirect(ec));
     }
     if (ec) co_return ec;
     const unsigned status = parser_->get().result_int();
@@ -385,14 +381,8 @@ Awaitable<Result<size_t>> ClientCall::read(std::span<char> buffer) {
     co_return Status::failed_precondition("read() before finish()");
   if (is_body_done_) co_return size_t{0};
   if (has_failed_) co_return Status::unavailable("the call failed earlier");
-  Result<size_t> n = size_t{0};  // assigned below
-  if (connection_->tls) {
-    n = co_await body_stream_->read(*connection_->tls, connection_->buffer, buffer,
-                                    connection_->deadline, client_->options().io_timeout);
-  } else {
-    n = co_await body_stream_->read(connection_->socket, connection_->buffer, buffer,
-                                    connection_->deadline, client_->options().io_timeout);
-  }
+  Result<size_t> n = co_await body_stream_->read(connection_->stream, connection_->buffer, buffer,
+                                                 connection_->deadline, client_->options().io_timeout);
   if (!n) {
     has_failed_ = true;
     co_return n;
@@ -418,8 +408,8 @@ Awaitable<Status> ClientCall::relay_body(ResponseWriter& out) {
   auto* sink = dynamic_cast<detail::RawResponseSink*>(&out);
   const std::optional<uint64_t> remaining = body_stream_->remaining();
   // TLS bytes are ciphertext: they go through user space to be decrypted.
-  if (sink == nullptr || is_body_done_ || !remaining || *remaining < kMinSpliceBytes ||
-      connection_->tls) {
+  if (sink == nullptr || !sink->takes_raw_bytes() || is_body_done_ || !remaining ||
+      *remaining < kMinSpliceBytes || connection_->tls) {
     co_return co_await copy_body(out);
   }
   // Body bytes that arrived with the head go first, through user space.
@@ -649,8 +639,8 @@ Awaitable<Result<std::unique_ptr<ClientConnection>>> ClientImpl::connect(const E
 }
 
 Awaitable<Status> ClientImpl::handshake(ClientConnection& connection, const Endpoint& endpoint) {
-  connection.tls =
-      std::make_unique<asio::ssl::stream<tcp::socket&>>(connection.socket, tls_context_);
+  connection.tls = std::make_unique<detail::TlsStream>(connection.socket, tls_context_);
+  connection.stream = detail::SocketStream(connection.socket, connection.tls.get());
   SSL* ssl = connection.tls->native_handle();
   ErrorCode ec;
   std::ignore = asio::ip::make_address(endpoint.host, ec);  // only whether it parses

@@ -72,6 +72,10 @@ struct ClientOptions {
   // PEM file of the certificate authorities that https endpoints' certificates must chain
   // to; empty: the system's (OpenSSL's default paths).
   std::string tls_ca_file;
+  // PEM certificate (chain) and key shown to https servers that ask for one (mutual TLS;
+  // a node shows its own). Empty: none.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 // HTTP/1.1 client with a keep-alive connection pool per endpoint. Thread-safe: calls may

@@ -3,6 +3,7 @@
 
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -17,6 +18,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 
@@ -36,7 +38,10 @@ using detail::tcp;
 namespace asio = detail::asio;
 namespace beast = detail::beast;
 namespace bhttp = detail::bhttp;
+using detail::SocketStream;
+using detail::TlsStream;
 using SteadyClock = std::chrono::steady_clock;
+using TlsContext = asio::ssl::context;
 using RequestParser = bhttp::request_parser<bhttp::buffer_body>;
 
 // Bounds on the lingering close after an error reply: reading the client's pending input
@@ -47,6 +52,32 @@ constexpr std::chrono::milliseconds kLingerTimeout{5000};
 constexpr size_t kLingerBytes = 256 * 1024 * 1024;
 
 class Connection;
+
+// The server side of TLS from the configured files: TLS 1.2 and later, the key checked
+// against the certificate, client certificates demanded when so configured.
+Result<std::shared_ptr<TlsContext>> make_tls_context(const ServerTls& tls) {
+  auto context = std::make_shared<TlsContext>(TlsContext::tls_server);
+  ErrorCode ec;
+  context->set_options(TlsContext::default_workarounds | TlsContext::no_sslv2 | TlsContext::no_sslv3 |
+                           TlsContext::no_tlsv1 | TlsContext::no_tlsv1_1 | TlsContext::single_dh_use,
+                       ec);
+  context->use_certificate_chain_file(tls.cert_file, ec);
+  if (ec) return Status::failed_precondition("TLS certificate {}: {}", tls.cert_file, ec.message());
+  context->use_private_key_file(tls.key_file, TlsContext::pem, ec);
+  if (ec) return Status::failed_precondition("TLS key {}: {}", tls.key_file, ec.message());
+  if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
+    return Status::failed_precondition("TLS key {} does not match the certificate {}", tls.key_file, tls.cert_file);
+  }
+  if (tls.require_client_cert) {
+    if (tls.ca_file.empty()) {
+      return Status::failed_precondition("TLS client certificates are required but no CA file checks them");
+    }
+    context->load_verify_file(tls.ca_file, ec);
+    if (ec) return Status::failed_precondition("TLS CA file {}: {}", tls.ca_file, ec.message());
+    context->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert, ec);
+  }
+  return context;
+}
 
 // State shared by the Server object, the accept loop and every connection coroutine, so
 // none of them dangles if another goes first.
@@ -62,6 +93,9 @@ struct ServerState {
   const ServerOptions options;
   const Handler handler;
   std::atomic<bool> is_stopping{false};
+  // What new connections handshake with; null: plain HTTP. Replaced by reload_tls().
+  mutable Mutex tls_mu;
+  std::shared_ptr<TlsContext> tls_context GUARDED_BY(tls_mu);
   mutable Mutex mu;
   std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections GUARDED_BY(mu);
   uint64_t next_connection_id GUARDED_BY(mu) = 0;
@@ -71,9 +105,11 @@ struct ServerState {
 // stop() reaches it only by posting to that strand. Serves requests one after another.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(std::shared_ptr<ServerState> server, tcp::socket socket, uint64_t id)
+  Connection(std::shared_ptr<ServerState> server, tcp::socket socket, uint64_t id,
+             std::shared_ptr<TlsContext> tls_context)
       : server_(std::move(server)),
         socket_(std::move(socket)),
+        tls_context_(std::move(tls_context)),
         deadline_(socket_.get_executor(), socket_),
         id_(id) {}
 
@@ -108,11 +144,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::function<void(Headers&)>& stamp() const { return server_->options.stamp; }
   bool is_stopping() const { return server_->is_stopping.load(); }
   tcp::socket& socket() { return socket_; }
+  // Where the request's and response's bytes go: the socket, or TLS over it.
+  SocketStream& stream() { return stream_; }
+  bool is_tls() const { return tls_context_ != nullptr; }
   IoDeadline& deadline() { return deadline_; }
   beast::flat_buffer& read_buffer() { return buffer_; }
 
  private:
   Awaitable<void> serve();
+  // The TLS handshake within the header timeout; false: the connection is done.
+  Awaitable<bool> handshake();
+  // Waits for the next request's first bytes (idle_timeout); false: the connection is done.
+  Awaitable<bool> wait_for_request();
   // Serves the request whose head `parser` holds; returns whether to keep the connection.
   Awaitable<bool> serve_one(RequestParser& parser);
   // Answers `status` and closes: for requests no handler may see. `body` (XML, as S3
@@ -123,6 +166,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::shared_ptr<ServerState> server_;
   tcp::socket socket_;
+  const std::shared_ptr<TlsContext> tls_context_;  // null: plain HTTP
+  std::unique_ptr<TlsStream> tls_;                 // after socket_: destroyed first
+  SocketStream stream_{socket_};
   std::string remote_address_;  // filled by the first request
   IoDeadline deadline_;
   beast::flat_buffer buffer_;
@@ -156,7 +202,10 @@ class ServerExchange final : public Exchange, public BodyReader, public Response
   Awaitable<Status> begin(ResponseHead head, std::optional<uint64_t> content_length) override;
   Awaitable<Status> write(std::span<const char> data) override;
   Awaitable<Status> send_file(int fd, uint64_t offset, uint64_t length) override;
+  // send_file() where the bytes cannot go from file to socket in the kernel (TLS).
+  Awaitable<Status> send_file_copied(int fd, uint64_t offset, uint64_t length);
 
+  bool takes_raw_bytes() const override { return !connection_.is_tls(); }
   Awaitable<Result<int>> begin_raw(uint64_t length) override {
     if (state_ != ResponseState::kStreaming || !response_length_ || is_head_) {
       co_return Status::failed_precondition("raw body bytes need begin() with a content length, not HEAD");
@@ -235,14 +284,14 @@ Awaitable<Result<size_t>> ServerExchange::read(std::span<char> buffer) {
     ErrorCode ec;
     {
       ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
-      co_await asio::async_write(connection_.socket(), asio::buffer(kContinue), redirect(ec));
+      co_await asio::async_write(connection_.stream(), asio::buffer(kContinue), redirect(ec));
     }
     if (ec) {
       has_body_failed_ = true;
       co_return io_status(ec, connection_.deadline().has_expired(), "sending 100 Continue");
     }
   }
-  Result<size_t> n = co_await body_stream_.read(connection_.socket(), connection_.read_buffer(),
+  Result<size_t> n = co_await body_stream_.read(connection_.stream(), connection_.read_buffer(),
                                                 buffer, connection_.deadline(),
                                                 connection_.limits().body_idle_timeout);
   if (!n) {
@@ -295,7 +344,7 @@ Awaitable<Status> ServerExchange::send(ResponseHead head, std::string body) {
   ErrorCode ec;
   {
     ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
-    co_await bhttp::async_write(connection_.socket(), serializer, redirect(ec));
+    co_await bhttp::async_write(connection_.stream(), serializer, redirect(ec));
   }
   if (ec) {
     co_return fail_response(io_status(ec, connection_.deadline().has_expired(), "sending response"));
@@ -341,7 +390,11 @@ Awaitable<Status> ServerExchange::flush_head(bool more) {
   pending_head_.clear();
   const auto flags = static_cast<tcp::socket::message_flags>(more ? MSG_MORE : 0);
   ErrorCode ec;
-  for (size_t sent = 0; sent < head.size() && !ec;) {
+  if (connection_.is_tls()) {
+    ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
+    co_await asio::async_write(connection_.stream(), asio::buffer(head), redirect(ec));
+  }
+  for (size_t sent = connection_.is_tls() ? head.size() : 0; sent < head.size() && !ec;) {
     ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
     sent += co_await connection_.socket().async_send(asio::buffer(head.data() + sent, head.size() - sent), flags,
                                                      redirect(ec));
@@ -357,7 +410,7 @@ Awaitable<Status> ServerExchange::write_buffers(const std::vector<asio::const_bu
   ErrorCode ec;
   {
     ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
-    co_await asio::async_write(connection_.socket(), buffers, redirect(ec));
+    co_await asio::async_write(connection_.stream(), buffers, redirect(ec));
   }
   if (ec) {
     co_return fail_response(
@@ -399,6 +452,7 @@ Awaitable<Status> ServerExchange::send_file(int fd, uint64_t offset, uint64_t le
     co_return Status::invalid_argument("response body longer than the {} bytes announced",
                                        *response_length_);
   }
+  if (connection_.is_tls()) co_return co_await send_file_copied(fd, offset, length);
   CO_RETURN_IF_ERROR(co_await flush_head(/*more=*/true));
   tcp::socket& socket = connection_.socket();
   auto file_offset = static_cast<off_t>(offset);
@@ -433,6 +487,24 @@ Awaitable<Status> ServerExchange::send_file(int fd, uint64_t offset, uint64_t le
       co_return fail_response(Status::unavailable("sending file: {}", std::strerror(err)));
     }
     co_return fail_response(Status::from_errno(err, "sendfile"));
+  }
+  co_return Status::ok();
+}
+
+Awaitable<Status> ServerExchange::send_file_copied(int fd, uint64_t offset, uint64_t length) {
+  // TLS encrypts in user space, so the file's bytes come up to be sealed (Asio's TLS
+  // engine writes through a memory BIO: kernel TLS and SSL_sendfile cannot apply).
+  constexpr size_t kChunk = 256 * 1024;
+  std::vector<char> chunk(static_cast<size_t>(std::min<uint64_t>(length, kChunk)));
+  while (length > 0) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(length, chunk.size()));
+    const ssize_t n = ::pread(fd, chunk.data(), want, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) co_return fail_response(Status::from_errno(errno, "pread"));
+    if (n == 0) co_return fail_response(Status::data_loss("file ended {} bytes early", length));
+    CO_RETURN_IF_ERROR(co_await write(std::span<const char>(chunk.data(), static_cast<size_t>(n))));
+    offset += static_cast<uint64_t>(n);
+    length -= static_cast<uint64_t>(n);
   }
   co_return Status::ok();
 }
@@ -505,36 +577,19 @@ Awaitable<void> Connection::serve() {
     close();
     co_return;
   }
+  if (tls_context_ && !co_await handshake()) co_return;
   while (!is_closed_ && !is_stopping()) {
     if (waiting_since_.load(std::memory_order_relaxed) == 0) {
       waiting_since_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
     }
-    if (buffer_.size() == 0) {
-      is_idle_ = true;
-      {
-        ArmedDeadline armed(deadline_, limits().idle_timeout);
-        // With several io threads the reactor can report readiness from an event that
-        // predates the wait; only real bytes (or EOF) may end the idle phase, else the
-        // connection would sit in the head read, no longer closable as idle by stop().
-        while (!ec && !is_closed_) {
-          co_await socket_.async_wait(tcp::socket::wait_read, redirect(ec));
-          char byte = 0;
-          if (!ec && ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) {
-            break;
-          }
-          if (!ec && errno != EAGAIN && errno != EWOULDBLOCK) break;  // the read reports it
-        }
-      }
-      is_idle_ = false;
-      if (ec || is_closed_) break;
-    }
+    if (buffer_.size() == 0 && !co_await wait_for_request()) break;
     RequestParser parser;
     parser.header_limit(static_cast<uint32_t>(
         std::min<size_t>(limits().max_header_bytes, std::numeric_limits<uint32_t>::max())));
     parser.body_limit(detail::kNoBodyLimit);
     {
       ArmedDeadline armed(deadline_, limits().header_timeout);
-      co_await bhttp::async_read_header(socket_, buffer_, parser, redirect(ec));
+      co_await bhttp::async_read_header(stream_, buffer_, parser, redirect(ec));
     }
     if (ec) {
       if (is_closed_ || deadline_.has_expired()) break;
@@ -552,6 +607,48 @@ Awaitable<void> Connection::serve() {
     socket_.shutdown(tcp::socket::shutdown_send, ec);
     close();
   }
+}
+
+Awaitable<bool> Connection::handshake() {
+  tls_ = std::make_unique<TlsStream>(socket_, *tls_context_);
+  stream_ = SocketStream(socket_, tls_.get());
+  ErrorCode ec;
+  {
+    // Counts as waiting for a head: a client that stalls here gives way at the limit.
+    ArmedDeadline armed(deadline_, limits().header_timeout);
+    co_await tls_->async_handshake(asio::ssl::stream_base::server, redirect(ec));
+  }
+  if (!ec) co_return true;
+  // A plain-HTTP client, an untrusted client certificate, a scanner: its own problem.
+  SILO_LOG_DEBUG("http: TLS handshake failed: {}", deadline_.has_expired() ? "timed out" : ec.message());
+  close();
+  co_return false;
+}
+
+Awaitable<bool> Connection::wait_for_request() {
+  is_idle_ = true;
+  ErrorCode ec;
+  {
+    ArmedDeadline armed(deadline_, limits().idle_timeout);
+    if (tls_) {
+      // Ciphertext already taken off the socket may hold the next request, so readiness
+      // of the socket says nothing: read through TLS.
+      const size_t n = co_await tls_->async_read_some(buffer_.prepare(16 * 1024), redirect(ec));
+      buffer_.commit(n);
+    } else {
+      // With several io threads the reactor can report readiness from an event that
+      // predates the wait; only real bytes (or EOF) may end the idle phase, else the
+      // connection would sit in the head read, no longer closable as idle by stop().
+      while (!ec && !is_closed_) {
+        co_await socket_.async_wait(tcp::socket::wait_read, redirect(ec));
+        char byte = 0;
+        if (!ec && ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) break;
+        if (!ec && errno != EAGAIN && errno != EWOULDBLOCK) break;  // the read reports it
+      }
+    }
+  }
+  is_idle_ = false;
+  co_return !ec && !is_closed_;
 }
 
 Awaitable<bool> Connection::serve_one(RequestParser& parser) {
@@ -612,7 +709,7 @@ Awaitable<void> Connection::reply_error(int status, std::string_view reason, std
   ErrorCode ec;
   {
     ArmedDeadline armed(deadline_, limits().body_idle_timeout);
-    co_await asio::async_write(socket_, asio::buffer(reply), redirect(ec));
+    co_await asio::async_write(stream_, asio::buffer(reply), redirect(ec));
   }
   if (!ec) co_await linger_close();
 }
@@ -635,7 +732,7 @@ Awaitable<void> Connection::linger_close() {
 // Answers 503 SlowDown (as S3 does when it wants fewer requests) on a connection the
 // server has no room for, and closes it. Best effort: a client that does not read it
 // only sees the close.
-void refuse_busy(tcp::socket& socket, size_t max_connections) {
+void refuse_busy(tcp::socket& socket, size_t max_connections, bool is_tls) {
   const std::string body = fmt::format(
       R"(<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your )"
       R"(request rate: this node serves its maximum of {} connections, all busy</Message></Error>)",
@@ -646,7 +743,8 @@ void refuse_busy(tcp::socket& socket, size_t max_connections) {
       body.size(), body);
   ErrorCode ec;
   socket.non_blocking(true, ec);
-  if (!ec) std::ignore = ::send(socket.native_handle(), answer.data(), answer.size(), MSG_NOSIGNAL);
+  // Over TLS the answer would need a handshake first: the close alone tells the client.
+  if (!ec && !is_tls) std::ignore = ::send(socket.native_handle(), answer.data(), answer.size(), MSG_NOSIGNAL);
   socket.close(ec);
 }
 
@@ -663,6 +761,11 @@ Awaitable<void> accept_loop(std::shared_ptr<ServerState> state) {
       backoff.expires_after(std::chrono::milliseconds(50));
       co_await backoff.async_wait(redirect(ec));
       continue;
+    }
+    std::shared_ptr<TlsContext> tls_context;
+    {
+      MutexLock lock(state->tls_mu);
+      tls_context = state->tls_context;
     }
     std::shared_ptr<Connection> connection;
     {
@@ -683,14 +786,14 @@ Awaitable<void> accept_loop(std::shared_ptr<ServerState> state) {
           if (!oldest || candidate->waiting_since() < oldest->waiting_since()) oldest = std::move(candidate);
         }
         if (!oldest || !oldest->pick_to_evict()) {
-          refuse_busy(socket, state->options.limits.max_connections);
+          refuse_busy(socket, state->options.limits.max_connections, tls_context != nullptr);
           continue;
         }
         const auto executor = oldest->socket().get_executor();
         asio::post(executor, [oldest] { oldest->close_if_waiting(); });
       }
       const uint64_t id = state->next_connection_id++;
-      connection = std::make_shared<Connection>(state, std::move(socket), id);
+      connection = std::make_shared<Connection>(state, std::move(socket), id, std::move(tls_context));
       state->connections.emplace(id, connection);
     }
     const auto executor = connection->socket().get_executor();
@@ -746,6 +849,16 @@ class ServerImpl final : public Server {
     return state_->connections.size();
   }
 
+  bool is_tls() const override { return state_->options.tls.is_enabled(); }
+
+  Status reload_tls() override {
+    if (!is_tls()) return Status::failed_precondition("the server is plain HTTP: no TLS files to reload");
+    ASSIGN_OR_RETURN(std::shared_ptr<TlsContext> context, make_tls_context(state_->options.tls));
+    MutexLock lock(state_->tls_mu);
+    state_->tls_context = std::move(context);
+    return Status::ok();
+  }
+
  private:
   template <typename Fn>
   void for_each_connection(Fn fn) {
@@ -776,7 +889,15 @@ Result<std::unique_ptr<Server>> Server::create(boost::asio::io_context& io, Serv
   const auto address = asio::ip::make_address(options.host, ec);
   if (ec) return Status::invalid_argument("bad listen address '{}': {}", options.host, ec.message());
   const tcp::endpoint endpoint(address, options.port);
+  std::shared_ptr<TlsContext> tls_context;
+  if (options.tls.is_enabled()) {
+    ASSIGN_OR_RETURN(tls_context, make_tls_context(options.tls));
+  }
   auto state = std::make_shared<ServerState>(io, std::move(options), std::move(handler));
+  {
+    MutexLock lock(state->tls_mu);
+    state->tls_context = std::move(tls_context);
+  }
   tcp::acceptor& acceptor = state->acceptor;
   const std::string where = fmt::format("{}:{}", address.to_string(), endpoint.port());
   acceptor.open(endpoint.protocol(), ec);

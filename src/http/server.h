@@ -62,6 +62,17 @@ struct ServerLimits {
   std::chrono::milliseconds drain_timeout{20000};      // stop(): wait for in-flight requests
 };
 
+// HTTPS on the server's port: with a certificate set the port speaks TLS only (1.2 and
+// later). Files are PEM and are read at create() and at each reload_tls().
+struct ServerTls {
+  std::string cert_file;  // the certificate chain, leaf first; empty: plain HTTP
+  std::string key_file;
+  // The CAs client certificates must chain to; read only when require_client_cert.
+  std::string ca_file;
+  bool require_client_cert = false;  // mutual TLS: the handshake fails without one
+  bool is_enabled() const { return !cert_file.empty(); }
+};
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;  // 0: the kernel picks one; port() tells which
@@ -70,6 +81,7 @@ struct ServerOptions {
   // X-Silo-Node-Map-Version, which smart clients watch). Called for each head, from any
   // io thread: it must be thread-safe and cheap. Empty: none.
   std::function<void(Headers&)> stamp = {};
+  ServerTls tls = {};
 };
 
 // The HTTP/1.1 server: accepts connections on one io_context (run by a few threads),
@@ -87,6 +99,11 @@ class Server {
   // (up to drain_timeout, then closes them). Completes when no connection is left.
   virtual Awaitable<void> stop() = 0;
   virtual size_t connection_count() const = 0;
+  virtual bool is_tls() const = 0;
+  // Reads the TLS files again (a renewed certificate): connections accepted from now on
+  // use them, open ones keep theirs. On error (kFailedPrecondition naming the file) the
+  // server keeps what it had. Thread-safe.
+  virtual Status reload_tls() = 0;
 };
 
 }  // namespace silo::http

@@ -3,7 +3,9 @@
 // Beast and Asio helpers shared by server.cc and client.cc. Only those two translation
 // units include this header: Beast costs seconds of compile time per file.
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -35,6 +37,51 @@ using ErrorCode = boost::system::error_code;
 constexpr uint64_t kNoBodyLimit = std::numeric_limits<uint64_t>::max();
 
 inline auto redirect(ErrorCode& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+using TlsStream = asio::ssl::stream<tcp::socket&>;
+
+// A connection's bytes: the socket itself, or TLS over it. An Asio AsyncReadStream and
+// AsyncWriteStream, so Beast and asio::async_write work through it either way and the
+// code above it has one path. Copyable; refers to streams its owner keeps.
+class SocketStream {
+ public:
+  using executor_type = tcp::socket::executor_type;
+
+  explicit SocketStream(tcp::socket& socket, TlsStream* tls = nullptr) : socket_(&socket), tls_(tls) {}
+
+  executor_type get_executor() { return socket_->get_executor(); }
+  bool is_tls() const { return tls_ != nullptr; }
+
+  template <typename MutableBuffers, typename Token>
+  auto async_read_some(const MutableBuffers& buffers, Token&& token) {
+    return asio::async_initiate<Token, void(ErrorCode, size_t)>(
+        [](auto handler, tcp::socket* socket, TlsStream* tls, const MutableBuffers& to) {
+          if (tls != nullptr) {
+            tls->async_read_some(to, std::move(handler));
+          } else {
+            socket->async_read_some(to, std::move(handler));
+          }
+        },
+        token, socket_, tls_, buffers);
+  }
+
+  template <typename ConstBuffers, typename Token>
+  auto async_write_some(const ConstBuffers& buffers, Token&& token) {
+    return asio::async_initiate<Token, void(ErrorCode, size_t)>(
+        [](auto handler, tcp::socket* socket, TlsStream* tls, const ConstBuffers& from) {
+          if (tls != nullptr) {
+            tls->async_write_some(from, std::move(handler));
+          } else {
+            socket->async_write_some(from, std::move(handler));
+          }
+        },
+        token, socket_, tls_, buffers);
+  }
+
+ private:
+  tcp::socket* socket_;
+  TlsStream* tls_;
+};
 
 // Cancels the pending operations of one socket when an operation makes no progress
 // within its timeout. Owned by the connection that owns the socket, used from that
@@ -235,9 +282,7 @@ class BodyStream {
   }
 
   // Reads up to buffer.size() bytes; 0 once the body has ended.
-  // `Stream`: a tcp::socket, or a TLS stream over one.
-  template <typename Stream>
-  Awaitable<Result<size_t>> read(Stream& socket, beast::flat_buffer& read_buffer,
+  Awaitable<Result<size_t>> read(SocketStream& socket, beast::flat_buffer& read_buffer,
                                  std::span<char> buffer, IoDeadline& deadline,
                                  std::chrono::steady_clock::duration timeout) {
     if (is_done_ || buffer.empty()) co_return size_t{0};
@@ -265,8 +310,7 @@ class BodyStream {
   }
 
  private:
-  template <typename Stream>
-  Awaitable<Result<size_t>> read_sized(Stream& socket, beast::flat_buffer& read_buffer,
+  Awaitable<Result<size_t>> read_sized(SocketStream& socket, beast::flat_buffer& read_buffer,
                                        std::span<char> buffer, IoDeadline& deadline,
                                        std::chrono::steady_clock::duration timeout) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), *remaining_));
@@ -305,6 +349,8 @@ class BodyStream {
 class RawResponseSink {
  public:
   virtual ~RawResponseSink() = default;
+  // False when the response's bytes cannot be raw socket bytes (TLS: they are ciphertext).
+  virtual bool takes_raw_bytes() const = 0;
   // The response socket (non-blocking) when `length` more body bytes may be sent raw now:
   // begun with a known length, not HEAD, not failed, within the announced length.
   virtual Awaitable<Result<int>> begin_raw(uint64_t length) = 0;
