@@ -4,11 +4,13 @@ standard library; silo.torch imports torch when it is imported."""
 
 from .client import Client, ObjectInfo, ObjectStream, resolve_settings
 from .errors import (AccessDenied, AlreadyExists, DataLoss, InvalidArgument, NotFound,
-                     RangeNotSatisfiable, SiloError, TarError, Timeout, Unavailable)
+                     RangeNotSatisfiable, SiloError, TLSError, TarError, Timeout,
+                     Unavailable)
 from .tar import TarReader, group_samples, split_key
 
 __version__ = "0.1.0"
 
 __all__ = ["Client", "ObjectInfo", "ObjectStream", "resolve_settings", "SiloError", "NotFound",
            "AlreadyExists", "InvalidArgument", "AccessDenied", "RangeNotSatisfiable",
-           "Unavailable", "Timeout", "DataLoss", "TarError", "TarReader", "group_samples", "split_key"]
+           "Unavailable", "Timeout", "DataLoss", "TLSError", "TarError", "TarReader",
+           "group_samples", "split_key"]

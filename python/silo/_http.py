@@ -1,31 +1,96 @@
-"""Persistent HTTP/1.1 connections, one pool per node (http.client). Thread-safe: a
-connection is used by one request at a time; idle ones wait in their node's pool."""
+"""Persistent HTTP/1.1 connections, one pool per node (http.client), over TLS for
+https:// nodes. Thread-safe: a connection is used by one request at a time; idle ones
+wait in their node's pool."""
 
 import http.client
 import os
 import socket
+import ssl
 import threading
 import urllib.parse
 import weakref
 
-from .errors import Timeout, Unavailable
+from .errors import TLSError, Timeout, Unavailable
 
 # A connection that was idle may have been closed by the server meanwhile: a request
 # that fails on it with one of these before any answer is sent again on a new one.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
-          ConnectionAbortedError)
+          ConnectionAbortedError, ssl.SSLEOFError, ssl.SSLZeroReturnError)
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class TLSConfig:
+    """A client's TLS settings (paths; None for none): `ca_bundle` (a PEM file, or an
+    OpenSSL hashed directory, of CA certificates to trust instead of the system's store),
+    `client_cert` and `client_key` (for servers that require mutual TLS; the key may be
+    in the certificate's file). The server's chain and host name are always verified."""
+
+    def __init__(self, ca_bundle=None, client_cert=None, client_key=None):
+        self.ca_bundle = ca_bundle or None
+        self.client_cert = client_cert or None
+        self.client_key = client_key or None
+
+    def __bool__(self):
+        return bool(self.ca_bundle or self.client_cert or self.client_key)
+
+    def trust(self):
+        """Where trusted CAs come from, in words (for error messages)."""
+        return ("ca_bundle %s" % self.ca_bundle if self.ca_bundle
+                else "the system's default trust store")
+
+    def make_context(self):
+        """A new SSLContext: TLS 1.2 at least, CERT_REQUIRED, host names checked.
+        ValueError naming the setting when a file is missing or unusable."""
+        if self.client_key and not self.client_cert:
+            raise ValueError("TLS: client_key (SILO_CLIENT_KEY) is set but client_cert "
+                             "(SILO_CLIENT_CERT) is not")
+        for name, env, path in (("ca_bundle", "SILO_CA_BUNDLE", self.ca_bundle),
+                                ("client_cert", "SILO_CLIENT_CERT", self.client_cert),
+                                ("client_key", "SILO_CLIENT_KEY", self.client_key)):
+            if path and not os.path.exists(path):
+                raise ValueError("TLS: %s (%s) %s does not exist" % (name, env, path))
+        try:
+            if self.ca_bundle and os.path.isdir(self.ca_bundle):
+                ctx = ssl.create_default_context(capath=self.ca_bundle)
+            else:
+                ctx = ssl.create_default_context(cafile=self.ca_bundle)
+        except (ssl.SSLError, OSError) as e:
+            raise ValueError("TLS: ca_bundle (SILO_CA_BUNDLE) %s holds no usable CA "
+                             "certificate: %s" % (self.ca_bundle, e)) from e
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.verify_mode = ssl.CERT_REQUIRED  # create_default_context's; stated: never relaxed
+        ctx.check_hostname = True
+        if self.client_cert:
+            try:
+                ctx.load_cert_chain(self.client_cert, self.client_key)
+            except (ssl.SSLError, OSError) as e:
+                raise ValueError("TLS: cannot load the client certificate %s (key: %s): %s"
+                                 % (self.client_cert, self.client_key or "in the same file",
+                                    e)) from e
+        return ctx
 
 
 class _Connection(http.client.HTTPConnection):
-    def __init__(self, host, port, timeout, connect_timeout):
+    def __init__(self, host, port, timeout, connect_timeout, tls_context=None):
         super().__init__(host, port, timeout=timeout)
         self._connect_timeout = connect_timeout
+        self.tls_context = tls_context  # the Client's one SSLContext, for https:// nodes
         self.reused = False
 
     def connect(self):
-        self.sock = socket.create_connection((self.host, self.port), self._connect_timeout)
-        self.sock.settimeout(self.timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # self.sock stays None until the TLS handshake is done: the transport tells a
+        # failed handshake by that.
+        sock = socket.create_connection((self.host, self.port), self._connect_timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.tls_context is not None:  # the handshake runs under connect_timeout
+                sock = self.tls_context.wrap_socket(sock, server_hostname=self.host)
+            sock.settimeout(self.timeout)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
 
 
 class Response:
@@ -96,8 +161,9 @@ class StreamedResponse:
 
 
 class Pool:
-    def __init__(self, host, port, timeout, connect_timeout, max_idle):
+    def __init__(self, host, port, timeout, connect_timeout, max_idle, tls_context=None):
         self.host, self.port = host, port
+        self.tls_context = tls_context
         self._timeout, self._connect_timeout = timeout, connect_timeout
         self._max_idle = max_idle
         self._idle = []
@@ -109,7 +175,8 @@ class Pool:
                 conn = self._idle.pop()
                 conn.reused = True
                 return conn
-        return _Connection(self.host, self.port, self._timeout, self._connect_timeout)
+        return _Connection(self.host, self.port, self._timeout, self._connect_timeout,
+                           self.tls_context)
 
     def put(self, conn):
         with self._lock:
@@ -126,11 +193,44 @@ class Pool:
 
 
 def split_url(url):
-    """("http", "host", port) of "http://host:port"."""
+    """("https", "host", port, "host:port") of "https://host:port" (http or https)."""
     u = urllib.parse.urlsplit(url)
-    if u.scheme != "http":
-        raise ValueError("only http:// endpoints are supported, not %r" % url)
-    return u.hostname, u.port or 80, u.netloc
+    if u.scheme not in _DEFAULT_PORTS or not u.hostname:
+        raise ValueError("only http:// and https:// endpoints are supported, not %r" % url)
+    return u.scheme, u.hostname, u.port or _DEFAULT_PORTS[u.scheme], u.netloc
+
+
+def _tls_error(e, base_url, what, tls, in_handshake):
+    """The TLSError for an SSLError that no retry can mend (an untrusted or misnamed
+    certificate, a refused client certificate, a node that does not speak TLS), or
+    None for one that may pass (the connection cut, a timeout)."""
+    if isinstance(e, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError,
+                      ssl.SSLWantReadError, ssl.SSLWantWriteError)):
+        return None
+    reason = (getattr(e, "reason", None) or "").upper()
+    if isinstance(e, ssl.SSLCertVerificationError):
+        why = str(e.verify_message or e).rstrip(".")
+        if e.verify_code in (62, 64):  # X509_V_ERR_HOSTNAME_MISMATCH, _IP_ADDRESS_MISMATCH
+            fix = ("the certificate must list the host of the URL in its subjectAltName (or "
+                   "reach the node by a name the certificate lists)")
+        else:
+            fix = ("point SILO_CA_BUNDLE (or ca_bundle=) at the certificate of the CA that "
+                   "signed the server's")
+        text = ("%s: the TLS certificate of %s is not trusted: %s (trusting %s); %s"
+                % (what, base_url, why, tls.trust(), fix))
+    elif "WRONG_VERSION_NUMBER" in reason or "HTTP_REQUEST" in reason:
+        text = "%s: %s does not speak TLS (%s); is it an http:// node?" % (what, base_url, e)
+    elif "ALERT" in reason and ("CERTIFICATE" in reason or "UNKNOWN_CA" in reason
+                                or "HANDSHAKE_FAILURE" in reason):
+        text = ("%s: %s refused the TLS handshake (%s): it may require a client certificate "
+                "its CA trusts (client_cert=/client_key= or SILO_CLIENT_CERT/SILO_CLIENT_KEY; "
+                "now: %s)" % (what, base_url, e.reason,
+                              tls.client_cert or "no client certificate"))
+    elif in_handshake or "ALERT" in reason:
+        text = "%s: the TLS handshake with %s failed: %s" % (what, base_url, e)
+    else:
+        return None
+    return TLSError(text, request=what)
 
 
 _TRANSPORTS = weakref.WeakSet()
@@ -150,27 +250,53 @@ if hasattr(os, "register_at_fork"):
 
 
 class Transport:
-    """Sends signed requests to any node by base URL ("http://host:port") through the
-    node's pool. A forked child starts with no connections."""
+    """Sends signed requests to any node by base URL ("http://host:port" or
+    "https://host:port") through the node's pool. Every https:// pool, the endpoint's
+    and the targets' the node map lists alike, uses the one SSLContext made from `tls`
+    (a TLSConfig). A forked child starts with no connections (and keeps the context)."""
 
-    def __init__(self, signer, timeout=60.0, connect_timeout=5.0, max_idle=64, on_answer=None):
+    def __init__(self, signer, timeout=60.0, connect_timeout=5.0, max_idle=64, on_answer=None,
+                 tls=None):
         _TRANSPORTS.add(self)
         self._signer = signer
         self._on_answer = on_answer  # called with every answer's headers
         self._timeout = timeout
         self._connect_timeout = connect_timeout
         self._max_idle = max_idle
+        self.tls = tls if tls is not None else TLSConfig()
+        self._tls_context = None
         self._pools = {}
         self._lock = threading.Lock()
         self.sent = {}  # base URL -> requests sent there (tests and benchmarks read it)
 
+    def tls_context(self):
+        """The one SSLContext of this transport, made on first use."""
+        ctx = self._tls_context
+        if ctx is None:
+            with self._lock:
+                if self._tls_context is None:
+                    self._tls_context = self.tls.make_context()
+                ctx = self._tls_context
+        return ctx
+
+    def _closed_hint(self):
+        # A TLS 1.3 server checks the client's certificate after the client has finished
+        # its handshake: when it refuses one, its alert may be lost to the reset of the
+        # connection, and the client sees only a connection closed before any answer.
+        return ("; the connection closed during or right after its TLS handshake: if the "
+                "node requires a client certificate (mutual TLS), set SILO_CLIENT_CERT / "
+                "SILO_CLIENT_KEY (or client_cert= / client_key=; now: %s)"
+                % (self.tls.client_cert or "none"))
+
     def _pool(self, base_url):
         pool = self._pools.get(base_url)
         if pool is None:
-            host, port, _ = split_url(base_url)
+            scheme, host, port, _ = split_url(base_url)
+            ctx = self.tls_context() if scheme == "https" else None
             with self._lock:
                 pool = self._pools.setdefault(
-                    base_url, Pool(host, port, self._timeout, self._connect_timeout, self._max_idle))
+                    base_url, Pool(host, port, self._timeout, self._connect_timeout,
+                                   self._max_idle, ctx))
         return pool
 
     def close(self):
@@ -184,7 +310,7 @@ class Transport:
         """One request; the answer whatever its status (Response, or StreamedResponse
         with stream=True). Transport failures raise Unavailable / Timeout naming `what`."""
         pool = self._pool(base_url)
-        netloc = split_url(base_url)[2]
+        netloc = split_url(base_url)[3]
         for attempt in (0, 1):
             conn = pool.get()
             h = dict(headers or {})
@@ -200,14 +326,27 @@ class Transport:
                 conn.close()
                 if conn.reused and attempt == 0 and not hasattr(body, "read"):
                     continue
-                raise Unavailable("%s: %s at %s: %s" % (what or method + " " + target,
-                                                        type(e).__name__, base_url, e),
+                hint = self._closed_hint() if conn.tls_context and not conn.reused else ""
+                raise Unavailable("%s: %s at %s: %s%s" % (what or method + " " + target,
+                                                          type(e).__name__, base_url, e, hint),
                                   code="UNAVAILABLE", request=what) from e
             except socket.timeout as e:
                 conn.close()
                 raise Timeout("%s: no answer from %s within %.0f s" % (what or target, base_url,
                                                                        self._timeout),
                               code="DEADLINE_EXCEEDED", request=what) from e
+            except ssl.SSLError as e:
+                # TLSError is no Unavailable: neither this loop nor a caller retries it (an
+                # untrusted certificate stays untrusted).
+                in_handshake = conn.sock is None
+                conn.close()
+                failure = _tls_error(e, base_url, what or method + " " + target, self.tls,
+                                     in_handshake)
+                if failure is not None:
+                    raise failure from e
+                raise Unavailable("%s: TLS with %s failed: %s" % (what or method + " " + target,
+                                                                 base_url, e),
+                                  code="UNAVAILABLE", request=what) from e
             except OSError as e:
                 conn.close()
                 raise Unavailable("%s: cannot reach %s: %s" % (what or method + " " + target,

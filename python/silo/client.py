@@ -9,7 +9,7 @@ import urllib.parse
 import weakref
 
 from . import _hrw, _http, _sigv4
-from .errors import (NotFound, SiloError, Timeout, Unavailable, InvalidArgument,
+from .errors import (NotFound, SiloError, TLSError, Timeout, Unavailable, InvalidArgument,
                      error_of_answer)
 from .tar import TarReader
 
@@ -74,6 +74,15 @@ def resolve_settings(endpoint=None, access_key=None, secret_key=None, config=Non
     sk = first(secret_key, os.environ.get("SILO_SECRET_KEY"), file.get("secret_key"),
                DEFAULT_SECRET_KEY)
     return ep.rstrip("/"), ak, sk
+
+
+def resolve_tls(ca_bundle=None, client_cert=None, client_key=None):
+    """TLS settings: each argument, else SILO_CA_BUNDLE / SILO_CLIENT_CERT /
+    SILO_CLIENT_KEY; ca_bundle unset means the system's default trust store."""
+    env = os.environ.get
+    return _http.TLSConfig(ca_bundle or env("SILO_CA_BUNDLE"),
+                           client_cert or env("SILO_CLIENT_CERT"),
+                           client_key or env("SILO_CLIENT_KEY"))
 
 
 def object_target(bucket, name):
@@ -246,14 +255,25 @@ class Client:
     reaches no target, and when an answer names a newer node map than the one it routes by
     (every node sends X-Silo-Node-Map-Version). direct=False sends everything to the endpoint.
 
-    Every request is signed with SigV4 (service s3, UNSIGNED-PAYLOAD)."""
+    Every request is signed with SigV4 (service s3, UNSIGNED-PAYLOAD).
+
+    TLS: https:// endpoints (and the https:// node URLs of a TLS cluster's map) are
+    reached over TLS 1.2+, the server's certificate chain and host name always verified
+    against `ca_bundle` (a PEM file or a hashed directory; default SILO_CA_BUNDLE, else
+    the system's trust store). `client_cert` / `client_key` (default SILO_CLIENT_CERT /
+    SILO_CLIENT_KEY) for servers that require mutual TLS. One SSLContext per client,
+    shared by every connection. A certificate failure raises TLSError (never retried)."""
 
     def __init__(self, endpoint=None, access_key=None, secret_key=None, *, config=None,
                  direct=True, region="us-east-1", timeout=60.0, connect_timeout=5.0,
-                 map_ttl=ROUTES_TTL_S, pool_size=64):
+                 map_ttl=ROUTES_TTL_S, pool_size=64, ca_bundle=None, client_cert=None,
+                 client_key=None):
         self.endpoint, self.access_key, self._secret_key = resolve_settings(
             endpoint, access_key, secret_key, config)
         _http.split_url(self.endpoint)  # checks it
+        tls = resolve_tls(ca_bundle, client_cert, client_key)
+        self.ca_bundle, self.client_cert, self.client_key = (tls.ca_bundle, tls.client_cert,
+                                                             tls.client_key)
         self.direct = direct
         self.region = region
         self.timeout = timeout
@@ -263,9 +283,13 @@ class Client:
         self._setup()
 
     def _setup(self):
+        tls = _http.TLSConfig(self.ca_bundle, self.client_cert, self.client_key)
         self._transport = _http.Transport(
             _sigv4.Signer(self.access_key, self._secret_key, self.region),
-            self.timeout, self.connect_timeout, self.pool_size, on_answer=self._saw_answer)
+            self.timeout, self.connect_timeout, self.pool_size, on_answer=self._saw_answer,
+            tls=tls)
+        if tls or self.endpoint.startswith("https://"):
+            self._transport.tls_context()  # a missing or bad file is an error now, not later
         self._lock = threading.Lock()
         _CLIENTS.add(self)
         self._owners = None
@@ -279,15 +303,24 @@ class Client:
     def __getstate__(self):
         return {k: getattr(self, k) for k in ("endpoint", "access_key", "_secret_key", "direct",
                                               "region", "timeout", "connect_timeout",
-                                              "map_ttl", "pool_size")}
+                                              "map_ttl", "pool_size", "ca_bundle",
+                                              "client_cert", "client_key")}
 
     def __setstate__(self, state):
+        for k in ("ca_bundle", "client_cert", "client_key"):
+            state.setdefault(k, None)
         self.__dict__.update(state)
         self._setup()
 
     def __repr__(self):
         return "silo.Client(%r, access_key=%r, direct=%r)" % (self.endpoint, self.access_key,
                                                              self.direct)
+
+    @property
+    def ssl_context(self):
+        """The ssl.SSLContext every https:// connection of this client uses (made on
+        first use)."""
+        return self._transport.tls_context()
 
     def close(self):
         self._transport.close()
@@ -319,7 +352,8 @@ class Client:
 
     # -- cluster and buckets --------------------------------------------------------
     def health(self):
-        """True when the endpoint answers GET /v1/health with 200."""
+        """True when the endpoint answers GET /v1/health with 200; False when it cannot
+        be reached. A TLSError (an untrusted certificate) is raised: waiting cannot mend it."""
         try:
             return self.request("GET", "/v1/health").status == 200
         except Unavailable:
@@ -424,7 +458,7 @@ class Client:
         try:
             owners = self.owner_map()
             bucket_id, holders = self._bucket_route(bucket)
-        except NotFound:
+        except (NotFound, TLSError):
             raise
         except SiloError:
             return [self.endpoint]
@@ -565,6 +599,8 @@ class Client:
             return self.endpoint
         try:
             owners = self.owner_map()
+        except TLSError:
+            raise
         except SiloError:
             return self.endpoint
         with self._lock:

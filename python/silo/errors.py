@@ -6,8 +6,9 @@ object, the HTTP status and the server's error code (its JSON {"error": {"code",
 class SiloError(Exception):
     """A failed call. Attributes: status (HTTP status, 0 when no answer came), code (the
     server's code: NOT_FOUND, INVALID_ARGUMENT, UNAVAILABLE, ...; for transport errors
-    UNAVAILABLE or DEADLINE_EXCEEDED), reason (e.g. NoSuchKey, NoSuchArchiveMember),
-    message (the server's message), request ("GET /v1/objects/b/o"), bucket, object."""
+    UNAVAILABLE or DEADLINE_EXCEEDED, for TLS failures UNAUTHENTICATED), reason (e.g.
+    NoSuchKey, NoSuchArchiveMember), message (the server's message), request ("GET
+    /v1/objects/b/o"), bucket, object."""
 
     def __init__(self, message, *, status=0, code="UNKNOWN", reason="", request="",
                  bucket=None, object=None, server_message=""):
@@ -47,6 +48,18 @@ class Unavailable(SiloError):
 
 class Timeout(Unavailable):
     """No answer within the client's timeout (code DEADLINE_EXCEEDED)."""
+
+
+class TLSError(SiloError):
+    """No TLS session with a node (code UNAUTHENTICATED, status 0): its certificate is not
+    trusted or does not name the host, it refused this client's certificate (mutual TLS),
+    or it does not speak TLS. Retrying does not help, so this is no Unavailable: calls do
+    not try other nodes with it and health() raises it. The message names the node and
+    the setting to fix (SILO_CA_BUNDLE, SILO_CLIENT_CERT / SILO_CLIENT_KEY)."""
+
+    def __init__(self, message, **kw):
+        kw.setdefault("code", "UNAUTHENTICATED")
+        super().__init__(message, **kw)
 
 
 class DataLoss(SiloError):

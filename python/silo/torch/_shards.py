@@ -10,7 +10,7 @@ import torch
 import torch.utils.data
 
 from .. import _plan
-from ..errors import SiloError, TarError
+from ..errors import SiloError, TLSError, TarError
 from ..tar import TarReader, group_samples
 from ._decode import make_decoder
 
@@ -152,8 +152,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
     and num_workers).
 
     on_error: "raise" (default) or "warn" (a shard that fails is reported with
-    warnings.warn and its remaining samples skipped). Samples of a shard that failed
-    midway are not replayed exactly by a resume."""
+    warnings.warn and its remaining samples skipped; a TLSError is raised all the same).
+    Samples of a shard that failed midway are not replayed exactly by a resume."""
 
     def __init__(self, client, bucket, prefix=None, template=None, shards=None, *,
                  shuffle=True, seed=0, rank=None, world_size=None, shuffle_buffer=1000,
@@ -298,7 +298,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 if index >= start:
                     yield index, sample
         except (SiloError, OSError) as e:
-            if self.on_error == "raise":
+            if self.on_error == "raise" or isinstance(e, TLSError):  # TLS: every shard would fail
                 raise
             warnings.warn("silo.torch.ShardDataset: skipping the rest of %s: %s" % (url, e))
         # The prefetched rest of this shard (the tar's end blocks, or what followed an
