@@ -1,12 +1,15 @@
 """A real Silo cluster for the integration tests: deploy/local/cluster.sh with the
-binaries of SILO_BIN_DIR, else the repository's build/ci or build/release."""
+binaries of SILO_BIN_DIR, else the repository's build/ci or build/release. SILO_KEEP=1
+keeps the cluster's directory (config, logs, certificates) after down()."""
 
 import json
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -29,20 +32,41 @@ def find_bin_dir():
 
 
 class Cluster:
-    def __init__(self, bin_dir, proxies=1, targets=3):
+    """`tls=True`: cluster.sh up --tls (HTTPS only, https:// node URLs); `self.ca` is the
+    cluster's CA (DIR/tls/ca.pem) for ca_bundle=, else None."""
+
+    def __init__(self, bin_dir, proxies=1, targets=3, tls=False):
         self.dir = tempfile.mkdtemp(prefix="silo-py-")
+        self.tls = bool(tls)
+        self.ca = os.path.join(self.dir, "tls", "ca.pem") if self.tls else None
         self.script = os.path.join(REPO, "deploy", "local", "cluster.sh")
         self.env = dict(os.environ, SILO_BIN_DIR=bin_dir, SILO_ACCESS_KEY=ACCESS_KEY,
                         SILO_SECRET_KEY=SECRET_KEY, SILO_DURABILITY="page_cache",
                         SILO_KEEPALIVE_TIMEOUT_MS="3000")
         self.env.pop("SILO_ENDPOINT", None)
-        out = subprocess.run([self.script, "up", "--proxies", str(proxies), "--targets", str(targets),
-                              "--base-port", "0", "--dir", self.dir], env=self.env,
-                             capture_output=True, text=True, timeout=180)
+        args = [self.script, "up", "--proxies", str(proxies), "--targets", str(targets),
+                "--base-port", "0", "--dir", self.dir]
+        if self.tls:
+            args.append("--tls")
+        out = subprocess.run(args, env=self.env, capture_output=True, text=True, timeout=180)
         if out.returncode != 0:
+            logs = self.log_tails()  # down() removes them (unless SILO_KEEP)
             self.down()
-            raise RuntimeError("cluster.sh up failed:\n%s\n%s" % (out.stdout, out.stderr))
+            raise RuntimeError("cluster.sh up failed:\n%s\n%s%s" % (out.stdout, out.stderr, logs))
         self.refresh()
+
+    def log_tails(self, lines=5):
+        """The last lines of every node's silod.log, for an error message."""
+        nodes = os.path.join(self.dir, "nodes")
+        text = ""
+        for node in sorted(os.listdir(nodes)) if os.path.isdir(nodes) else []:
+            try:
+                with open(os.path.join(nodes, node, "silod.log"), errors="replace") as f:
+                    tail = f.read().splitlines()[-lines:]
+            except OSError:
+                continue
+            text += "\n-- %s/silod.log:\n%s" % (node, "\n".join(tail))
+        return text
 
     def refresh(self):
         out = subprocess.run([self.script, "status", "--json", "--dir", self.dir], env=self.env,
@@ -58,10 +82,23 @@ class Cluster:
     def kill(self, node_id):
         os.kill(self.nodes[node_id]["pid"], signal.SIGKILL)
 
+    def ssl_context(self):
+        """An SSLContext that trusts the cluster's CA and presents the node certificate
+        (for clusters started with SILO_TLS_REQUIRE_CLIENT_CERT=true); None without TLS."""
+        if not self.tls:
+            return None
+        ctx = ssl.create_default_context(cafile=self.ca)
+        cert = os.path.join(self.dir, "tls", "node.pem")
+        key = os.path.join(self.dir, "tls", "node-key.pem")
+        if os.path.exists(cert) and os.path.exists(key):
+            ctx.load_cert_chain(cert, key)
+        return ctx
+
     def metric(self, url, name):
         import urllib.request
         total = 0.0
-        with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        ctx = self.ssl_context() if url.startswith("https://") else None
+        with urllib.request.urlopen(url + "/metrics", timeout=10, context=ctx) as r:
             for line in r.read().decode().splitlines():
                 if line.startswith(name) and (line[len(name)] in " {"):
                     total += float(line.rsplit(" ", 1)[1])
@@ -70,6 +107,9 @@ class Cluster:
     def down(self):
         subprocess.run([self.script, "down", "--dir", self.dir], env=self.env,
                        capture_output=True, timeout=120)
+        if os.environ.get("SILO_KEEP"):
+            print("SILO_KEEP: the cluster's directory is kept: %s" % self.dir, file=sys.stderr)
+            return
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
