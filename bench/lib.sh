@@ -72,11 +72,17 @@ bench_binaries() {
   [ -x "$silo_bench" ] || bench_die "no silo-bench at $silo_bench"
 }
 
-# bench_cluster TARGETS MOUNTPATHS: a 1-proxy cluster in $work/cluster.
+# bench_cluster TARGETS MOUNTPATHS [up options...]: a 1-proxy cluster in $work/cluster.
+# With --tls every later request trusts its CA (SILO_CA_BUNDLE, CURL_CA_BUNDLE).
 bench_cluster() {
-  local up_log="$work/cluster-up.log"
+  local up_log="$work/cluster-up.log" targets=$1 mountpaths=$2
+  shift 2
   SILO_BIN_DIR=$silod_dir "$bench_repo/deploy/local/cluster.sh" up --dir "$work/cluster" --base-port "$base_port" \
-    --targets "$1" --mountpaths "$2" >"$up_log" 2>&1 || { cat "$up_log" >&2; bench_die "the cluster did not start"; }
+    --targets "$targets" --mountpaths "$mountpaths" "$@" >"$up_log" 2>&1 ||
+    { cat "$up_log" >&2; bench_die "the cluster did not start"; }
+  if [ -f "$work/cluster/tls/ca.pem" ]; then
+    export SILO_CA_BUNDLE="$work/cluster/tls/ca.pem" CURL_CA_BUNDLE="$work/cluster/tls/ca.pem"
+  fi
   export SILO_ACCESS_KEY=${SILO_ACCESS_KEY:-silo-admin} SILO_SECRET_KEY=${SILO_SECRET_KEY:-silo-secret-key}
   local status; status=$("$bench_repo/deploy/local/cluster.sh" status --dir "$work/cluster" --json)
   SILO_ENDPOINT=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["endpoint"])' <<<"$status")
@@ -92,12 +98,19 @@ bench_bucket() {
     bench_die "could not create bucket $1"
 }
 
-# bench_nginx ROOT: nginx (sendfile on, 2 workers, as PERF.md's reference) serving ROOT
-# on port base_port+90; sets nginx_url and nginx_pids.
+# bench_nginx ROOT [CERT KEY]: nginx (sendfile on, 2 workers, as PERF.md's reference)
+# serving ROOT on port base_port+90; sets nginx_url and nginx_pids. With CERT and KEY it
+# also serves HTTPS on base_port+91 (nginx_tls_url).
 bench_nginx() {
-  local port=$((base_port + 90)) dir="$work/nginx"
+  local port=$((base_port + 90)) tls_port=$((base_port + 91)) dir="$work/nginx"
   if [ "$base_port" = 0 ]; then
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    tls_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  fi
+  local tls_server=""
+  if [ $# -ge 3 ]; then
+    tls_server="server { listen 127.0.0.1:$tls_port ssl; ssl_certificate $2; ssl_certificate_key $3; root $1; }"
+    nginx_tls_url="https://127.0.0.1:$tls_port"
   fi
   mkdir -p "$dir"
   # Run as root, nginx's workers would drop to www-data, which cannot read a 0700 work dir.
@@ -126,6 +139,7 @@ http {
     listen 127.0.0.1:$port;
     root $1;
   }
+  $tls_server
 }
 CONF
   nginx -c "$dir/nginx.conf" -p "$dir" 2>>"$dir/error.log" || { cat "$dir/error.log" >&2; bench_die "nginx did not start"; }

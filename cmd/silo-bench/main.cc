@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
 
   auto common = [&](CLI::App* sub) {
     sub->add_option("--endpoint", config.endpoint, "A proxy of the cluster ($SILO_ENDPOINT)");
+    sub->add_option("--ca-bundle", config.credentials.ca_bundle,
+                    "PEM CAs for https:// endpoints ($SILO_CA_BUNDLE; default: the system's)");
     sub->add_option("--path", path, "direct | gateway | url | file")
         ->check(CLI::IsMember({"direct", "gateway", "url", "file"}));
     sub->add_option("--url", config.url, "url path: base URL, objects are URL/NAME");

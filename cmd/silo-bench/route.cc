@@ -83,6 +83,9 @@ IoPool::IoPool(int threads, const Config& config, bool sign, size_t connections_
     options.io_timeout = std::chrono::seconds(60);
     options.max_idle_per_endpoint = std::max<size_t>(connections_per_thread, 1);
     if (sign) options.decorate = client::sigv4_signer(config.credentials);
+    options.tls_ca_file = config.credentials.ca_bundle;
+    options.tls_cert_file = config.credentials.client_cert;
+    options.tls_key_file = config.credentials.client_key;
     shard->client = http::Client::create(shard->io->get_executor(), options);
     shards_.push_back(std::move(shard));
   }

@@ -96,6 +96,10 @@ std::string hint_for(const Context& context, const Status& status, ExitCode code
     default:
       if (status.code() == Code::kAlreadyExists)
         return "pick another name, or use the existing one";
+      if (status.message().find("TLS certificate") != std::string::npos) {
+        return "trust the cluster's CA: --ca-bundle FILE or SILO_CA_BUNDLE (deploy/local/cluster.sh up --tls "
+               "writes it to DIR/tls/ca.pem)";
+      }
       return "";
   }
 }
@@ -151,10 +155,11 @@ Result<client::Client*> Context::client() {
   // Large objects and long job waits: generous, but a dead server still fails the call.
   client_options.io_timeout = std::chrono::milliseconds(120000);
   client_options.direct = options.is_direct;
+  client_options.ca_bundle = options.ca_bundle;
   auto made = client::Client::create(endpoint_, client_options);
   if (!made) {
     return Status::invalid_argument(
-        "endpoint '{}' is not a usable URL ({}): write http://HOST:PORT", endpoint_,
+        "endpoint '{}' is not a usable URL ({}): write http://HOST:PORT or https://HOST:PORT", endpoint_,
         made.error().message());
   }
   client_ = std::move(*made);

@@ -32,6 +32,7 @@ struct GlobalOptions {
   std::string access_key;
   std::string secret_key;
   std::string config_path;  // --config; default ~/.config/silo/config.json
+  std::string ca_bundle;    // --ca-bundle; default SILO_CA_BUNDLE, else the system's CAs
   bool is_json = false;     // --json
   bool is_quiet = false;    // --quiet: no progress, no per-object lines
   bool is_direct = false;   // --direct or SILO_DIRECT=1: object data straight to/from the owner target

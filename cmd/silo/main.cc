@@ -25,7 +25,8 @@ constexpr const char* kFooter = R"(
 Addresses: BUCKET, BUCKET/NAME, BUCKET/PREFIX; s3://BUCKET/NAME and gs://BUCKET/NAME name
 the Silo bucket BUCKET (a remote bucket caches its backend).
 
-Endpoint and keys: the flags, else SILO_ENDPOINT, SILO_ACCESS_KEY, SILO_SECRET_KEY, else
+Endpoint and keys: the flags, else SILO_ENDPOINT, SILO_ACCESS_KEY, SILO_SECRET_KEY (and
+SILO_CA_BUNDLE, SILO_CLIENT_CERT, SILO_CLIENT_KEY for https:// endpoints), else
 ~/.config/silo/config.json {"endpoint", "access_key", "secret_key"}, else
 http://127.0.0.1:8080 with the cluster's default admin keys.
 
@@ -50,6 +51,9 @@ int run(int argc, char** argv) {
                  "Cluster endpoint (http://HOST:PORT of a proxy)");
   app.add_option("--access-key", context.options.access_key, "Access key");
   app.add_option("--secret-key", context.options.secret_key, "Secret key");
+  app.add_option("--ca-bundle", context.options.ca_bundle,
+                 "PEM CAs an https:// endpoint's certificate must chain to (default SILO_CA_BUNDLE, else the "
+                 "system's)");
   app.add_option("--config", context.options.config_path,
                  "Config file (default ~/.config/silo/config.json)");
   app.add_flag("--json,-j", context.options.is_json, "Machine-readable JSON output");

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       "  silod --role all --data-dir /var/lib/silo --port 8080",
       "silod"};
   std::string config_path, role, id, host, data_dir, primary, log_level, ready_file, public_url;
+  std::string tls_cert, tls_key, tls_ca;
+  bool tls_require_client_cert = false;
   std::vector<std::string> mountpaths;
   int port = -1;
   app.add_option("--config", config_path, "Config file (JSON)")->envname("SILOD_CONFIG")->check(CLI::ExistingFile);
@@ -47,6 +49,14 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace | debug | info | warn | error")->envname("SILOD_LOG_LEVEL");
   app.add_option("--ready-file", ready_file, "Written with the node's port and pid once it serves")
       ->envname("SILOD_READY_FILE");
+  app.add_option("--tls-cert", tls_cert, "PEM certificate (chain) for HTTPS: the port then serves HTTPS only")
+      ->envname("SILOD_TLS_CERT");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert")->envname("SILOD_TLS_KEY");
+  app.add_option("--tls-ca", tls_ca, "PEM CA bundle trusted for calls to other nodes (and client certificates)")
+      ->envname("SILOD_TLS_CA");
+  app.add_flag("--tls-require-client-cert", tls_require_client_cert,
+               "Mutual TLS: every client must show a certificate --tls-ca signed")
+      ->envname("SILOD_TLS_REQUIRE_CLIENT_CERT");
   CLI11_PARSE(app, argc, argv);
 
   silo::Result<silo::config::Config> loaded =
@@ -70,6 +80,10 @@ int main(int argc, char** argv) {
   if (!primary.empty()) node.primary_url = primary;
   if (!log_level.empty()) node.log_level = log_level;
   if (!ready_file.empty()) node.ready_file = ready_file;
+  if (!tls_cert.empty()) node.tls.cert_file = tls_cert;
+  if (!tls_key.empty()) node.tls.key_file = tls_key;
+  if (!tls_ca.empty()) node.tls.ca_file = tls_ca;
+  if (tls_require_client_cert) node.tls.require_client_cert = true;
   // The admin S3 credentials (CONTRACT.md "Credentials").
   if (const char* key = std::getenv("SILO_ACCESS_KEY"); key != nullptr && *key != '\0') {
     config.cluster.auth.admin_access_key = key;

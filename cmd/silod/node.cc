@@ -1,5 +1,6 @@
 #include "node.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -104,11 +105,16 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
                         signer->cluster_auth_->sign(signer->config_.node.id, http::method_name(request.method),
                                                     request.target, Clock::real().unix_nanos() / 1'000'000'000));
   };
+  // Over TLS a node trusts the cluster's CA and shows its own certificate to its peers.
   http::ClientOptions data;
   data.decorate = sign;
+  data.tls_ca_file = nc.tls.ca_file;
+  if (nc.tls.is_enabled()) {
+    data.tls_cert_file = nc.tls.cert_file;
+    data.tls_key_file = nc.tls.key_file;
+  }
   node->data_client_ = http::Client::create(node->io_.get_executor(), data);
-  http::ClientOptions control;
-  control.decorate = sign;
+  http::ClientOptions control = data;
   control.connect_timeout = std::chrono::milliseconds(1000);
   control.io_timeout = std::chrono::milliseconds(5000);
   node->control_client_ = http::Client::create(node->io_.get_executor(), control);
@@ -120,6 +126,10 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
   server_options.host = nc.host;
   server_options.port = nc.port;
   server_options.limits = server_limits(node->config_.cluster.http);
+  server_options.tls = http::ServerTls{.cert_file = nc.tls.cert_file,
+                                       .key_file = nc.tls.key_file,
+                                       .ca_file = nc.tls.ca_file,
+                                       .require_client_cert = nc.tls.require_client_cert};
   Node* self = node.get();
   // Every answer names the node map this node serves under: a smart client that sees a
   // newer one than it routes by refreshes its map (docs/python.md, CONTRACT.md).
@@ -131,8 +141,9 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
                      return self->serve(e);
                    }));
   // With port 0 the URL is known only now that the kernel picked the port.
-  if (nc.port == 0 && node->config_.node.public_url == fmt::format("http://{}:0", nc.host)) {
-    node->config_.node.public_url = fmt::format("http://{}:{}", nc.host, node->server_->port());
+  const std::string_view scheme = nc.tls.is_enabled() ? "https" : "http";
+  if (nc.port == 0 && node->config_.node.public_url == fmt::format("{}://{}:0", scheme, nc.host)) {
+    node->config_.node.public_url = fmt::format("{}://{}:{}", scheme, nc.host, node->server_->port());
   }
   node->self_.set_id(nc.id);
   node->self_.set_role(wire_role(nc.role));
@@ -731,6 +742,45 @@ http::Awaitable<void> Node::handle_leave(http::Exchange& exchange) {
   if (!is_stopping_.exchange(true)) asio::co_spawn(io_, shutdown(), asio::detached);
 }
 
+void Node::reload_tls(std::string_view why) {
+  if (!server_->is_tls()) {
+    SILO_LOG_INFO("{}: no TLS files to reload (plain HTTP)", why);
+  } else if (const Status s = server_->reload_tls(); s.is_ok()) {
+    SILO_LOG_INFO("{}: TLS certificate, key and CA reloaded", why);
+  } else {
+    SILO_LOG_ERROR("{}: TLS files not reloaded, the previous ones stay in use: {}", why, s);
+  }
+}
+
+http::Awaitable<void> Node::watch_tls_files() {
+  const config::TlsConfig& tls = config_.node.tls;
+  // Modification time and size of each file (through symbolic links, as a mounted
+  // Secret's are): a renewal changes them.
+  const auto stamp = [&tls] {
+    std::string out;
+    for (const std::string& path : {tls.cert_file, tls.key_file, tls.ca_file}) {
+      struct stat st {};
+      if (!path.empty() && ::stat(path.c_str(), &st) == 0) {
+        out += fmt::format("{}.{}:{};", st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size);
+      } else {
+        out += "-;";
+      }
+    }
+    return out;
+  };
+  std::string last = stamp();
+  asio::steady_timer timer(io_);
+  while (!is_stopping_) {
+    timer.expires_after(std::chrono::seconds(10));
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (const std::string now = stamp(); now != last) {
+      last = now;
+      reload_tls("TLS files changed");
+    }
+  }
+}
+
 int Node::run() {
   asio::signal_set signals(io_, SIGTERM, SIGINT);
   signals.async_wait([this](const boost::system::error_code& ec, int signal) {
@@ -738,6 +788,17 @@ int Node::run() {
     SILO_LOG_INFO("signal {} received", signal);
     if (!is_stopping_.exchange(true)) asio::co_spawn(io_, shutdown(), asio::detached);
   });
+  // SIGHUP: renewed TLS files are read again; connections accepted after use them.
+  asio::signal_set reload_signals(io_, SIGHUP);
+  std::function<void()> await_reload = [&] {
+    reload_signals.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      reload_tls("SIGHUP");
+      await_reload();
+    });
+  };
+  await_reload();
+  if (server_->is_tls()) asio::co_spawn(io_, watch_tls_files(), asio::detached);
   asio::co_spawn(io_, start(), asio::detached);
   std::vector<std::thread> threads;
   for (uint32_t i = 1; i < config_.node.io_threads; ++i) threads.emplace_back([this] { io_.run(); });

@@ -79,6 +79,11 @@ class Node {
   Status write_ready_file() const;
   // Recomputes the effective cluster config from the bucket map's run-time overrides.
   void apply_config_overrides();
+  // Reads the TLS files again (SIGHUP, or the files changed); logs the outcome.
+  void reload_tls(std::string_view why);
+  // Reloads the TLS files when they change: a Kubernetes Secret mounted as a volume is
+  // updated in place, and the image has no shell to send SIGHUP from.
+  http::Awaitable<void> watch_tls_files();
 
   config::Config config_;  // as the file says; the cluster section in effect is live_config_'s
   std::shared_ptr<config::LiveConfig> live_config_;

@@ -20,29 +20,11 @@ import silo
 from silo.client import object_target
 
 
-class TargetsCannotJoinTheTlsPrimary(RuntimeError):
-    """cluster.sh up --tls failed because the targets' keepalives to the primary end
-    before any answer: they speak plain HTTP to its TLS port (the known bug below)."""
-
-
-# Known silod bug (xfail below, for that failure alone: any other one fails the tests).
-# cluster::Member::sync() (src/cluster/primary.cc) adds the seed (node.primary_url, or the
-# URL an admin attached the node with) as "http://" + seed->to_string(), dropping https:
-# a node whose node map is still empty sends its first keepalive to a TLS primary as plain
-# HTTP, the primary closes the connection ("joining the primary: UNAVAILABLE: POST
-# 127.0.0.1:PORT/v1/internal/keepalive: reading response head: end of stream", every 2 s),
-# no target ever joins and cluster.sh up --tls stops after 60 s ("node t1 not ready").
-# Remove the xfail once it is fixed (the tests then report XPASS).
-JOIN_BUG = ("silod: targets cannot join a TLS primary: cluster::Member::sync() dials the "
-            "seed primary_url as http:// (\"http://\" + seed->to_string() drops https)")
-
 BIN_DIR, WHY_NOT = find_bin_dir()
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(BIN_DIR is None, reason=WHY_NOT or ""),
               pytest.mark.skipif(shutil.which("openssl") is None,
-                                 reason="no openssl CLI (cluster.sh up --tls makes its CA with it)"),
-              pytest.mark.xfail(raises=TargetsCannotJoinTheTlsPrimary, reason=JOIN_BUG,
-                                strict=False)]
+                                 reason="no openssl CLI (cluster.sh up --tls makes its CA with it)")]
 
 # A TLS failure must surface at once (no retry, no waiting for a node): far under the
 # client's 60 s read timeout, with room for a busy machine.
@@ -59,13 +41,7 @@ def client_for(cluster, **kw):
 
 @pytest.fixture(scope="module")
 def cluster():
-    try:
-        c = Cluster(BIN_DIR, tls=True)
-    except RuntimeError as e:
-        text = str(e)
-        if "joining the primary" in text and "reading response head: end of stream" in text:
-            raise TargetsCannotJoinTheTlsPrimary(text) from e
-        raise
+    c = Cluster(BIN_DIR, tls=True)
     yield c
     c.down()
 

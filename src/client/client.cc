@@ -100,6 +100,9 @@ void fill_credentials(ClientOptions& options) {
   };
   if (options.access_key.empty()) options.access_key = from_env("SILO_ACCESS_KEY", "silo-admin");
   if (options.secret_key.empty()) options.secret_key = from_env("SILO_SECRET_KEY", "silo-secret-key");
+  if (options.ca_bundle.empty()) options.ca_bundle = from_env("SILO_CA_BUNDLE", "");
+  if (options.client_cert.empty()) options.client_cert = from_env("SILO_CLIENT_CERT", "");
+  if (options.client_key.empty()) options.client_key = from_env("SILO_CLIENT_KEY", "");
 }
 
 std::function<void(const http::Endpoint&, http::ClientRequest&)> sigv4_signer(const ClientOptions& options) {
@@ -131,6 +134,9 @@ Result<std::unique_ptr<Client>> Client::create(std::string_view endpoint_url, Cl
   http_options.connect_timeout = options.connect_timeout;
   http_options.io_timeout = options.io_timeout;
   http_options.decorate = sigv4_signer(options);
+  http_options.tls_ca_file = options.ca_bundle;
+  http_options.tls_cert_file = options.client_cert;
+  http_options.tls_key_file = options.client_key;
   client->http_ = http::Client::create(client->io_.get_executor(), http_options);
   client->thread_ = std::thread([io = &client->io_] { io->run(); });
   return client;
@@ -175,14 +181,14 @@ Result<T> Client::run(MakeFn make) {
 }
 
 Result<std::pair<http::Endpoint, std::string>> Client::resolve(std::string_view target) const {
-  constexpr std::string_view kScheme = "http://";
-  if (target.substr(0, kScheme.size()) != kScheme) {
+  const size_t scheme_end = target.starts_with("http://") ? 7 : target.starts_with("https://") ? 8 : 0;
+  if (scheme_end == 0) {
     if (target.empty() || target.front() != '/') {
-      return Status::invalid_argument("request target '{}' is neither a path nor an http:// URL", target);
+      return Status::invalid_argument("request target '{}' is neither a path nor an http(s):// URL", target);
     }
     return std::make_pair(endpoint_, std::string(target));
   }
-  const size_t slash = target.find('/', kScheme.size());
+  const size_t slash = target.find('/', scheme_end);
   const std::string_view base = target.substr(0, slash);
   ASSIGN_OR_RETURN(http::Endpoint endpoint, http::Endpoint::parse(base));
   return std::make_pair(std::move(endpoint),

@@ -101,12 +101,20 @@ struct ClientOptions {
   // endpoint instead (not put_stream: its body is consumed). Off: everything goes to the
   // endpoint. The CLI's --direct.
   bool direct = false;
+  // PEM CAs that https:// endpoints' certificates must chain to. Default: SILO_CA_BUNDLE
+  // from the environment, else the system's trust store.
+  std::string ca_bundle{};
+  // Shown to servers that require client certificates (mutual TLS). Defaults:
+  // SILO_CLIENT_CERT / SILO_CLIENT_KEY.
+  std::string client_cert{};
+  std::string client_key{};
 };
 
 class OwnerMap;
 
 // The access and secret key a client uses: `options`' when set, else SILO_ACCESS_KEY /
-// SILO_SECRET_KEY from the environment, else the cluster defaults.
+// SILO_SECRET_KEY from the environment, else the cluster defaults; and the TLS files
+// (ca_bundle, client_cert, client_key) from their variables when not set.
 void fill_credentials(ClientOptions& options);
 // An http::ClientOptions::decorate that signs every request with SigV4
 // (UNSIGNED-PAYLOAD) for service "s3"; thread-safe. silo-bench signs with it too.

@@ -468,7 +468,7 @@ http::Awaitable<Status> Member::sync() {
   for (const auto& n : map->nodes()) {
     if (n.id() == map->primary_id() && n.id() != self_.id()) add(n.url());
   }
-  if (seed) add("http://" + seed->to_string());
+  if (seed) add(seed->url());
   for (const auto& n : map->nodes()) {
     const bool is_proxy = n.role() == wire::NODE_ROLE_PROXY || n.role() == wire::NODE_ROLE_ALL;
     if (is_proxy && n.id() != self_.id() && n.state() != wire::NODE_STATE_DOWN) add(n.url());

@@ -29,6 +29,9 @@ class Reader {
         if (!v.is_string()) return fail(key, "an array of strings");
         out.push_back(v.template get<std::string>());
       }
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (!it->is_boolean()) return fail(key, "true or false");
+      out = it->template get<bool>();
     } else {
       if (!it->is_number_unsigned()) return fail(key, "a non-negative integer");
       const uint64_t v = it->template get<uint64_t>();
@@ -99,6 +102,16 @@ Status read_node(const json& j, NodeConfig& n) {
   r.field("ready_file", n.ready_file);
   r.field("io_threads", n.io_threads);
   r.field("disk_threads_per_mountpath", n.disk_threads_per_mountpath);
+  r.known("tls");
+  if (const auto it = j.find("tls"); it != j.end()) {
+    if (!it->is_object()) return Status::invalid_argument("config: node.tls must be an object");
+    Reader t(*it, "node.tls");
+    t.field("cert_file", n.tls.cert_file);
+    t.field("key_file", n.tls.key_file);
+    t.field("ca_file", n.tls.ca_file);
+    t.field("require_client_cert", n.tls.require_client_cert);
+    RETURN_IF_ERROR(t.finish());
+  }
   return r.finish();
 }
 
@@ -268,7 +281,12 @@ std::string to_json(const Config& config) {
                   {"log_level", n.log_level},
                   {"ready_file", n.ready_file},
                   {"io_threads", n.io_threads},
-                  {"disk_threads_per_mountpath", n.disk_threads_per_mountpath}};
+                  {"disk_threads_per_mountpath", n.disk_threads_per_mountpath},
+                  {"tls",
+                   {{"cert_file", n.tls.cert_file},
+                    {"key_file", n.tls.key_file},
+                    {"ca_file", n.tls.ca_file},
+                    {"require_client_cert", n.tls.require_client_cert}}}};
   return json{{"node", node}, {"cluster", cluster_json(config.cluster)}}.dump();
 }
 
@@ -319,9 +337,19 @@ Status finalize(Config& config) {
     }
   }
   if (n.data_dir.empty()) return Status::invalid_argument("config: node.data_dir is required (the node's state lives there)");
-  if (n.public_url.empty()) n.public_url = fmt::format("http://{}:{}", n.host, n.port);
-  if (n.public_url.rfind("http://", 0) != 0) {
-    return Status::invalid_argument("config: node.public_url '{}' must start with http://", n.public_url);
+  const TlsConfig& tls = n.tls;
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return Status::invalid_argument("config: node.tls needs both cert_file and key_file (--tls-cert, --tls-key), or neither");
+  }
+  if (tls.require_client_cert && (!tls.is_enabled() || tls.ca_file.empty())) {
+    return Status::invalid_argument(
+        "config: node.tls.require_client_cert needs cert_file, key_file and the ca_file that client certificates chain to");
+  }
+  const std::string scheme = tls.is_enabled() ? "https://" : "http://";
+  if (n.public_url.empty()) n.public_url = fmt::format("{}{}:{}", scheme, n.host, n.port);
+  if (!n.public_url.starts_with(scheme)) {
+    return Status::invalid_argument("config: node.public_url '{}' must start with {} ({})", n.public_url, scheme,
+                                    tls.is_enabled() ? "the port serves HTTPS only" : "TLS is not configured");
   }
   // One set of flags for every proxy (a Kubernetes StatefulSet): the node that the primary
   // URL names is the primary, and joins nobody.

@@ -113,13 +113,24 @@ struct ClusterConfig {
   CacheConfig cache;
 };
 
+// HTTPS on the node's port (docs/security.md "TLS"). PEM files, read again on SIGHUP.
+struct TlsConfig {
+  std::string cert_file;  // with key_file: the port serves HTTPS only
+  std::string key_file;
+  // The CAs this node trusts when it calls other nodes (and checks client certificates
+  // against); empty: the system's.
+  std::string ca_file;
+  bool require_client_cert = false;  // mutual TLS: every client shows a certificate ca_file signed
+  bool is_enabled() const { return !cert_file.empty(); }
+};
+
 // Settings of one node.
 struct NodeConfig {
   std::string id;  // stable across restarts; default: the hostname-port
   Role role = Role::kAll;
   std::string host = "127.0.0.1";
   uint16_t port = 8080;     // 0: the kernel picks (reported in the ready file)
-  std::string public_url;   // default http://host:port
+  std::string public_url;   // default http://host:port (https:// with TLS)
   std::string data_dir;     // node state: persisted maps; default mountpath for targets
   std::vector<std::string> mountpaths;  // targets; default {data_dir/mp0}
   // The primary to join (any proxy will do). Empty on the primary; on an HA proxy; and
@@ -129,6 +140,7 @@ struct NodeConfig {
   std::string ready_file;   // written with {"port","pid"} once the node serves
   uint32_t io_threads = 2;
   uint32_t disk_threads_per_mountpath = 4;
+  TlsConfig tls;
 };
 
 struct Config {

@@ -88,6 +88,37 @@ TEST(ConfigTest, APrimaryUrlNamingTheNodeItselfMakesItThePrimary) {
   EXPECT_NE(finalize(target).message().find("only a proxy can be the primary"), std::string::npos);
 }
 
+TEST(ConfigTest, TlsMakesTheUrlHttpsAndNeedsItsFilesInPairs) {
+  auto c = parse(R"({"node": {"data_dir": "/d", "port": 8443,
+                     "tls": {"cert_file": "/t/node.pem", "key_file": "/t/node-key.pem", "ca_file": "/t/ca.pem",
+                             "require_client_cert": true}}})");
+  ASSERT_TRUE(c.has_value()) << c.status();
+  ASSERT_TRUE(finalize(*c).is_ok());
+  EXPECT_TRUE(c->node.tls.is_enabled());
+  EXPECT_TRUE(c->node.tls.require_client_cert);
+  EXPECT_EQ(c->node.public_url, "https://127.0.0.1:8443");
+  auto again = parse(to_json(*c));
+  ASSERT_TRUE(again.has_value()) << again.status();
+  EXPECT_EQ(again->node.tls.ca_file, "/t/ca.pem");
+
+  Config plain_url = *c;
+  plain_url.node.public_url = "http://127.0.0.1:8443";
+  EXPECT_NE(finalize(plain_url).message().find("must start with https://"), std::string::npos);
+  Config https_without_tls;
+  https_without_tls.node.data_dir = "/d";
+  https_without_tls.node.public_url = "https://127.0.0.1:8443";
+  EXPECT_NE(finalize(https_without_tls).message().find("TLS is not configured"), std::string::npos);
+  Config no_key = *c;
+  no_key.node.tls.key_file.clear();
+  EXPECT_NE(finalize(no_key).message().find("both cert_file and key_file"), std::string::npos);
+  Config no_ca = *c;
+  no_ca.node.tls.ca_file.clear();
+  EXPECT_NE(finalize(no_ca).message().find("require_client_cert needs"), std::string::npos);
+  EXPECT_NE(parse(R"({"node": {"tls": {"require_client_cert": "yes"}}})").status().message().find("true or false"),
+            std::string::npos);
+  EXPECT_NE(parse(R"({"node": {"tls": {"cert": "x"}}})").status().message().find("node.tls.cert"), std::string::npos);
+}
+
 TEST(ConfigTest, FinalizeChecksCrossFieldRules) {
   Config c;
   c.node.data_dir = "/d";

@@ -45,7 +45,7 @@ struct ClientConnection {
 
 // The key of an endpoint's connections in the pool (TLS and plain ones never mix).
 std::string pool_key_of(const Endpoint& endpoint) {
-  return endpoint.is_tls ? "https://" + endpoint.to_string() : endpoint.to_string();
+  return endpoint.is_tls ? endpoint.url() : endpoint.to_string();
 }
 
 // A pooled connection whose peer closed it (or sent bytes nobody asked for) must not
@@ -718,6 +718,8 @@ Result<Endpoint> Endpoint::parse(std::string_view url) {
   }
   return endpoint;
 }
+
+std::string Endpoint::url() const { return (is_tls ? "https://" : "http://") + to_string(); }
 
 std::string Endpoint::to_string() const {
   if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);

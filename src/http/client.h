@@ -21,6 +21,7 @@ struct Endpoint {
   // "http://host[:port]" (80) or "https://host[:port]" (443).
   static Result<Endpoint> parse(std::string_view url);
   std::string to_string() const;  // "host:port"
+  std::string url() const;        // "http://host:port" or "https://host:port"
 };
 
 struct ClientRequest {

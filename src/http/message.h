@@ -47,6 +47,7 @@ struct RequestHead {
   bool is_chunked = false;
   bool expects_continue = false;  // Expect: 100-continue
   std::string remote_address;
+  bool is_tls = false;  // arrived over TLS
 
   // The percent-decoded value of query parameter `name` ("" for `?name`), nullopt if absent.
   std::optional<std::string> query_param(std::string_view name) const;

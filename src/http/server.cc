@@ -1,4 +1,3 @@
-#include "base/text.h"
 #include "http/server.h"
 
 #include <sys/sendfile.h>
@@ -494,15 +493,23 @@ Awaitable<Status> ServerExchange::send_file(int fd, uint64_t offset, uint64_t le
 Awaitable<Status> ServerExchange::send_file_copied(int fd, uint64_t offset, uint64_t length) {
   // TLS encrypts in user space, so the file's bytes come up to be sealed (Asio's TLS
   // engine writes through a memory BIO: kernel TLS and SSL_sendfile cannot apply).
+  if (length == 0) co_return Status::ok();  // a held head goes out at finish()
+  // The held head goes in front of the first bytes, in the same TLS record when it fits.
   constexpr size_t kChunk = 256 * 1024;
-  std::vector<char> chunk(static_cast<size_t>(std::min<uint64_t>(length, kChunk)));
+  size_t head_size = pending_head_.size();
+  std::vector<char> chunk(head_size + static_cast<size_t>(std::min<uint64_t>(length, kChunk)));
+  std::memcpy(chunk.data(), pending_head_.data(), head_size);
+  pending_head_.clear();
   while (length > 0) {
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(length, chunk.size()));
-    const ssize_t n = ::pread(fd, chunk.data(), want, static_cast<off_t>(offset));
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(length, chunk.size() - head_size));
+    const ssize_t n = ::pread(fd, chunk.data() + head_size, want, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) co_return fail_response(Status::from_errno(errno, "pread"));
     if (n == 0) co_return fail_response(Status::data_loss("file ended {} bytes early", length));
-    CO_RETURN_IF_ERROR(co_await write(std::span<const char>(chunk.data(), static_cast<size_t>(n))));
+    std::vector<asio::const_buffer> buffers;
+    buffers.push_back(asio::buffer(chunk.data(), head_size + static_cast<size_t>(n)));
+    CO_RETURN_IF_ERROR(co_await write_buffers(buffers, static_cast<uint64_t>(n)));
+    head_size = 0;
     offset += static_cast<uint64_t>(n);
     length -= static_cast<uint64_t>(n);
   }
@@ -652,41 +659,27 @@ Awaitable<bool> Connection::wait_for_request() {
 }
 
 Awaitable<bool> Connection::serve_one(RequestParser& parser) {
-  const auto& message = parser.get();
-  RequestHead head;
-  head.method = detail::to_method(message.method());
-  head.method_text = std::string(message.method_string());
-  head.target = std::string(message.target());
-  const size_t question = head.target.find('?');
-  Result<std::string> path = text::percent_decode(std::string_view(head.target).substr(0, question));
-  if (!path) {
-    co_await reply_error(400, "Bad Request");
-    co_return false;
-  }
-  head.path = std::move(path).value();
-  if (question != std::string::npos) head.query = head.target.substr(question + 1);
-  head.headers = detail::to_headers(message);
-  if (const auto length = parser.content_length()) head.content_length = *length;
-  head.is_chunked = parser.chunked();
-  if (!detail::is_readable_transfer_coding(message)) {
-    // A coding other than chunked (gzip, ...): the parser would read no body at all and a
-    // handler would store something else than was sent. RFC 9112 6.1: 501; the body's
-    // length is unknown, so the connection closes.
+  Result<RequestHead> parsed = detail::to_request_head(parser);
+  if (!parsed && parsed.status().code() == Code::kUnimplemented) {
+    // The body's length is unknown, so the connection closes.
     co_await reply_error(501, "Not Implemented",
                          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NotImplemented</Code><Message>"
                          "A header you provided implies functionality that is not implemented: only the chunked "
                          "transfer coding is read</Message></Error>");
     co_return false;
   }
-  const auto expect = message.find(bhttp::field::expect);
-  head.expects_continue = message.version() >= 11 && expect != message.end() &&
-                          beast::iequals(expect->value(), "100-continue");
+  if (!parsed) {
+    co_await reply_error(400, "Bad Request");
+    co_return false;
+  }
+  RequestHead head = std::move(parsed).value();
   if (remote_address_.empty()) {  // once per connection: getpeername(2) per request showed in profiles
     ErrorCode ec;
     const tcp::endpoint remote = socket_.remote_endpoint(ec);
     remote_address_ = ec ? "?" : remote.address().to_string();
   }
   head.remote_address = remote_address_;
+  head.is_tls = is_tls();
 
   ServerExchange exchange(*this, parser, std::move(head));
   try {

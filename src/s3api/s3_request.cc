@@ -98,6 +98,7 @@ access::Subject subject_of(const http::RequestHead& head, const std::optional<s3
     subject.is_admin = users.is_admin(auth->access_key);
   }
   subject.source_ip = head.remote_address;
+  subject.secure_transport = head.is_tls;
   return subject;
 }
 

@@ -359,7 +359,8 @@ http::Awaitable<Status> Target::send_completed(http::Exchange& exchange, const s
   const auto host = exchange.request().headers.get("Host").value_or("localhost");
   s3::XmlWriter xml;
   xml.open("CompleteMultipartUploadResult", s3::kS3Xmlns)
-      .element("Location", fmt::format("http://{}{}", host, request.resource))
+      .element("Location", fmt::format("{}://{}{}", exchange.request().is_tls ? "https" : "http", host,
+                                       request.resource))
       .element("Bucket", request.route.bucket)
       .element("Key", request.route.key)
       .element("ETag", "\"" + answer.etag + "\"");

@@ -125,6 +125,7 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start(ClusterOptions options
   std::vector<std::string> args = {"up", "--proxies", std::to_string(o.proxies), "--targets", std::to_string(o.targets),
                                    "--mountpaths", std::to_string(o.mountpaths), "--base-port", "0"};
   if (o.ha) args.push_back("--ha");
+  if (o.tls) args.push_back("--tls");
   Status up = cluster->script(std::move(args), kUpTimeout);
   if (!up.is_ok()) {
     cluster->dir_.keep();  // the test has not failed yet, but its logs are needed
@@ -193,7 +194,7 @@ Result<NodeInfo> LocalCluster::node(std::string_view id) const {
   info.role = trim(role);
   ASSIGN_OR_RETURN(const std::string config, read_file(info.dir + "/config.json"));
   info.port = to_number<uint16_t>(json_field(config, "port"));
-  info.url = "http://127.0.0.1:" + std::to_string(info.port);
+  info.url = fmt::format("{}://127.0.0.1:{}", options_.tls ? "https" : "http", info.port);
   if (auto pid = read_file(info.dir + "/pid")) info.pid = to_number<pid_t>(trim(*pid));
   if (auto ready = read_file(info.dir + "/ready.json")) {
     // ready.json is the node's own word while it runs; config.json holds the pinned port.
@@ -220,6 +221,7 @@ client::ClientOptions admin_client_options(client::ClientOptions options) {
 client::ClientOptions LocalCluster::client_options(client::ClientOptions options) const {
   if (options.access_key.empty()) options.access_key = access_key_;
   if (options.secret_key.empty()) options.secret_key = secret_key_;
+  if (options.ca_bundle.empty()) options.ca_bundle = ca_file();
   return options;
 }
 

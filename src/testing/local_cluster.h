@@ -37,6 +37,9 @@ struct ClusterOptions {
   EnvVars env{};
   // `cluster.sh up --ha`: a real etcd holds the maps and every proxy may become primary.
   bool ha = false;
+  // `cluster.sh up --tls`: every node serves HTTPS only with a certificate of the
+  // cluster's CA (DIR/tls/ca.pem, which the cluster's clients trust).
+  bool tls = false;
 };
 
 // One node as its files under <dir>/nodes/<id>/ describe it right now.
@@ -44,7 +47,7 @@ struct NodeInfo {
   std::string id;
   std::string role;  // "proxy" | "target"
   std::string dir;   // <cluster dir>/nodes/<id>
-  std::string url;   // "http://127.0.0.1:PORT"
+  std::string url;   // "http://127.0.0.1:PORT" (https:// with tls)
   uint16_t port = 0;
   pid_t pid = 0;     // the last one started (it may have exited since)
   std::vector<std::string> mountpaths;  // <dir>/mp1.. on targets
@@ -71,13 +74,16 @@ class LocalCluster {
   // A client of endpoint(), made at start.
   client::Client& client() { return *client_; }
   Result<std::unique_ptr<client::Client>> client_of(std::string_view id) const;
-  // `options` with the cluster's admin keys filled in (never the caller's environment).
+  // `options` with the cluster's admin keys (and, with tls, its CA) filled in (never the
+  // caller's environment).
   client::ClientOptions client_options(client::ClientOptions options = {}) const;
   // A new client of `url` (default: endpoint()) signing with the cluster's admin keys.
   Result<std::unique_ptr<client::Client>> new_client(client::ClientOptions options = {},
                                                      std::string url = "") const;
   const std::string& access_key() const { return access_key_; }
   const std::string& secret_key() const { return secret_key_; }
+  // The CA file a tls cluster's certificates chain to; "" without tls.
+  std::string ca_file() const { return options_.tls ? dir() + "/tls/ca.pem" : ""; }
 
   std::vector<std::string> node_ids() const;  // sorted: p1.., t1..
   std::vector<std::string> proxy_ids() const;

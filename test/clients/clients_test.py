@@ -5,6 +5,9 @@ rclone, an s3fs-fuse mount and curl (presigned URLs and --aws-sigv4). A client t
 when every selected test skipped), saying why.
 
 Run one client: python3 test/clients/clients_test.py AwsCliTest   (SILO_BIN_DIR = silod's folder)
+With SILO_CLIENTS_TLS=1 the cluster serves HTTPS only (cluster.sh up --tls) and every client
+trusts its CA the way its users would: aws-cli AWS_CA_BUNDLE, boto3 verify=, s3cmd
+ca_certs_file, rclone --ca-cert, s3fs and curl CURL_CA_BUNDLE.
 """
 import filecmp
 import hashlib
@@ -31,20 +34,26 @@ CLUSTER = ROOT / "deploy" / "local" / "cluster.sh"
 ACCESS_KEY = os.environ.get("SILO_ACCESS_KEY", "silo-admin")
 SECRET_KEY = os.environ.get("SILO_SECRET_KEY", "silo-secret-key")
 MiB = 1024 * 1024
+TLS = os.environ.get("SILO_CLIENTS_TLS") == "1"
 
 cluster_dir = None
 endpoint = None
 work = None
+ca = None  # the cluster's CA file over TLS
 
 
 def setUpModule():
-    global cluster_dir, endpoint, work
+    global cluster_dir, endpoint, work, ca
     cluster_dir = tempfile.mkdtemp(prefix="silo-clients-")
     work = pathlib.Path(tempfile.mkdtemp(prefix="silo-clients-work-"))
-    subprocess.run([str(CLUSTER), "up", "--dir", cluster_dir, "--base-port", "0", "--targets", "3"], check=True,
+    subprocess.run([str(CLUSTER), "up", "--dir", cluster_dir, "--base-port", "0", "--targets", "3"] +
+                   (["--tls"] if TLS else []), check=True,
                    stdout=subprocess.DEVNULL, env=dict(os.environ, SILO_ACCESS_KEY=ACCESS_KEY,
                                                        SILO_SECRET_KEY=SECRET_KEY))
     endpoint = (pathlib.Path(cluster_dir) / "primary_url").read_text().strip()
+    assert endpoint.startswith("https://" if TLS else "http://"), endpoint
+    if TLS:
+        ca = str(pathlib.Path(cluster_dir) / "tls" / "ca.pem")
 
 
 def tearDownModule():
@@ -55,8 +64,13 @@ def tearDownModule():
 
 
 def env():
-    return dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY,
-                AWS_DEFAULT_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true")
+    e = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+             AWS_DEFAULT_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true")
+    for name in ("AWS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"):
+        e.pop(name, None)
+    if TLS:
+        e.update(AWS_CA_BUNDLE=ca, CURL_CA_BUNDLE=ca)
+    return e
 
 
 def run(*args, check=True, **kwargs):
@@ -70,7 +84,7 @@ def run(*args, check=True, **kwargs):
 
 def boto():
     return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
-                        region_name="us-east-1")
+                        region_name="us-east-1", verify=ca if TLS else None)
 
 
 def write_tree(root, count, big=None):
@@ -223,7 +237,8 @@ class S3cmdTest(unittest.TestCase):
         host = endpoint.split("//", 1)[1]
         config = work / "s3cfg"
         config.write_text(f"[default]\naccess_key = {ACCESS_KEY}\nsecret_key = {SECRET_KEY}\nhost_base = {host}\n"
-                          f"host_bucket = {host}\nuse_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n")
+                          f"host_bucket = {host}\nuse_https = {TLS}\nsignature_v2 = False\nbucket_location = us-east-1\n" +
+                          (f"ca_certs_file = {ca}\ncheck_ssl_certificate = True\n" if TLS else ""))
 
         def s3cmd(*args):
             return run("s3cmd", "-c", config, *args)
@@ -256,17 +271,18 @@ class RcloneTest(unittest.TestCase):
                  RCLONE_CONFIG_SILO_SECRET_ACCESS_KEY=SECRET_KEY, RCLONE_CONFIG_SILO_REGION="us-east-1")
         # rclone's S3 SDK refuses a custom CA bundle on its own transport; plain http needs none.
         e.pop("AWS_CA_BUNDLE", None)
+        tls = ["--ca-cert", ca] if TLS else []
         boto().create_bucket(Bucket="rclone")
         tree = work / "rtree"
         files = write_tree(tree, 100, big=30 * MiB)
-        run("rclone", "sync", tree, "silo:rclone/data", "--s3-upload-cutoff", "8M", "--s3-chunk-size", "8M", env=e)
-        check = run("rclone", "check", tree, "silo:rclone/data", env=e, check=False)
+        run("rclone", "sync", tree, "silo:rclone/data", "--s3-upload-cutoff", "8M", "--s3-chunk-size", "8M", *tls, env=e)
+        check = run("rclone", "check", tree, "silo:rclone/data", *tls, env=e, check=False)
         self.assertEqual(check.returncode, 0, check.stderr[-3000:])
         self.assertIn("0 differences found", check.stderr)
-        listing = run("rclone", "lsl", "silo:rclone/data", env=e).stdout
+        listing = run("rclone", "lsl", "silo:rclone/data", *tls, env=e).stdout
         self.assertEqual(len(listing.strip().splitlines()), len(files))
-        run("rclone", "delete", "silo:rclone/data", env=e)
-        self.assertEqual(run("rclone", "lsl", "silo:rclone/data", env=e).stdout.strip(), "")
+        run("rclone", "delete", "silo:rclone/data", *tls, env=e)
+        self.assertEqual(run("rclone", "lsl", "silo:rclone/data", *tls, env=e).stdout.strip(), "")
 
 
 class S3fsTest(unittest.TestCase):
@@ -315,7 +331,7 @@ class CurlTest(unittest.TestCase):
             s3.generate_presigned_url("get_object", Params={"Bucket": "curl", "Key": "shared.bin"})
         self.assertEqual(run("curl", "-fsS", url).stdout, "presigned bytes")
         v4 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ACCESS_KEY,
-                          aws_secret_access_key=SECRET_KEY, region_name="us-east-1",
+                          aws_secret_access_key=SECRET_KEY, region_name="us-east-1", verify=ca if TLS else None,
                           config=Config(signature_version="s3v4"))
         put_url = v4.generate_presigned_url("put_object", Params={"Bucket": "curl", "Key": "up.bin"}, ExpiresIn=300)
         (work / "up.bin").write_bytes(b"uploaded with curl")

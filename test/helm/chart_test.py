@@ -137,27 +137,30 @@ def env_map(container):
 
 def expected_node_args(component, values, pod_mountpaths):
     headless = f"{FULLNAME}-{component}-hl"
+    scheme = "https" if values["tls"]["enabled"] else "http"
     args = [
         "--config=/etc/silo/silo.json",
         f"--role={component}",
         "--id=$(POD_NAME)",
         "--host=0.0.0.0",
         "--port=8080",
-        f"--public-url=http://$(POD_NAME).{headless}.{DOMAIN}:8080",
+        f"--public-url={scheme}://$(POD_NAME).{headless}.{DOMAIN}:8080",
         "--data-dir=/var/lib/silo/state",
     ]
     if component == "target" or not values["ha"]["enabled"]:
-        args.append(f"--primary=http://{FULLNAME}-proxy-0.{FULLNAME}-proxy-hl.{DOMAIN}:8080")
+        args.append(f"--primary={scheme}://{FULLNAME}-proxy-0.{FULLNAME}-proxy-hl.{DOMAIN}:8080")
     args += [f"--mountpath=/var/lib/silo/mp{i}" for i in range(pod_mountpaths)]
+    if values["tls"]["enabled"]:
+        args += ["--tls-cert=/etc/silo-tls/tls.crt", "--tls-key=/etc/silo-tls/tls.key", "--tls-ca=/etc/silo-tls/ca.crt"]
     return args
 
 
-def check_probe(name, probe, path, port):
+def check_probe(name, probe, path, port, scheme="HTTP"):
     check(probe is not None, f"[{name}] probe missing")
     if probe:
         get = probe.get("httpGet", {})
-        check(get.get("path") == path and get.get("port") == port,
-              f"[{name}] probe is {get}, want GET {path} on port {port}")
+        check(get.get("path") == path and get.get("port") == port and get.get("scheme", "HTTP") == scheme,
+              f"[{name}] probe is {get}, want {scheme} GET {path} on port {port}")
 
 
 def check_security(name, pod_spec, container):
@@ -246,7 +249,7 @@ def check_node_statefulset(case, objects, values, component):
             check("value" in e and "valueFrom" not in e, f"[{name}] env {var} is not a literal value")
     check(c["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}], f"[{name}] ports {c['ports']}")
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        check_probe(f"{name} {probe}", c.get(probe), "/v1/health", "http")
+        check_probe(f"{name} {probe}", c.get(probe), "/v1/health", "http", "HTTPS" if values["tls"]["enabled"] else "HTTP")
     check("resources" in c, f"[{name}] no resources")
     check_security(name, pod_spec, c)
     check_spread(name, pod_spec, component, "hard" if host_path else group["podAntiAffinity"])
@@ -262,6 +265,14 @@ def check_node_statefulset(case, objects, values, component):
           f"[{name}] /etc/silo is not the ConfigMap")
     check("emptyDir" in volumes.get(mounts.get("/tmp"), {}), f"[{name}] /tmp is not an emptyDir")
     check(mounts.get("/var/lib/silo/state") == "state", f"[{name}] state not at /var/lib/silo/state")
+    tls_mount = next((m for m in c["volumeMounts"] if m["mountPath"] == "/etc/silo-tls"), None)
+    if values["tls"]["enabled"]:
+        check(volumes.get(mounts.get("/etc/silo-tls"), {}).get("secret", {}).get("secretName") == values["tls"]["secretName"]
+              and tls_mount is not None and tls_mount.get("readOnly") is True and "subPath" not in tls_mount,
+              f"[{name}] /etc/silo-tls is not the Secret {values['tls']['secretName']}, read-only and whole")
+        check(ann.get("prometheus.io/scheme") == "https", f"[{name}] prometheus.io/scheme is not https")
+    else:
+        check(tls_mount is None, f"[{name}] /etc/silo-tls mounted without tls.enabled")
     for i in range(mountpaths):
         check(mounts.get(f"/var/lib/silo/mp{i}") == f"mp{i}", f"[{name}] mp{i} not mounted")
     claims = [t["metadata"]["name"] for t in spec.get("volumeClaimTemplates", [])]
@@ -295,6 +306,9 @@ def check_config(case, objects, values):
     if not values["config"]["s3"]["domains"]:
         check(f"{FULLNAME}.{DOMAIN}" in cluster["s3"]["domains"], f"[{case}] s3.domains lacks the Service name")
     check("auth" not in cluster, f"[{case}] credentials in the ConfigMap")
+    tls = values["tls"]
+    want_tls = {"require_client_cert": tls["requireClientCert"]} if tls["enabled"] else None
+    check(config["node"].get("tls") == want_tls, f"[{case}] node.tls {config['node'].get('tls')}, want {want_tls}")
     if values["ha"]["enabled"]:
         meta = cluster.get("meta_store", {})
         etcd = values["ha"]["etcd"]
@@ -379,6 +393,16 @@ def check_case(case, args):
     check_etcd(case, objects, values)
     sm = find(objects, "ServiceMonitor", FULLNAME)
     check((sm is not None) == values["metrics"]["serviceMonitor"]["enabled"], f"[{case}] ServiceMonitor presence")
+    if sm is not None:
+        endpoint = sm["spec"]["endpoints"][0]
+        tls = values["tls"]
+        check(endpoint["scheme"] == ("https" if tls["enabled"] else "http"), f"[{case}] ServiceMonitor scheme {endpoint['scheme']}")
+        if tls["enabled"]:
+            tls_config = endpoint.get("tlsConfig", {})
+            check(tls_config.get("ca", {}).get("secret") == {"name": tls["secretName"], "key": "ca.crt"}
+                  and tls_config.get("serverName") == f"{FULLNAME}.{DOMAIN}",
+                  f"[{case}] ServiceMonitor tlsConfig {tls_config}")
+            check(("keySecret" in tls_config) == tls["requireClientCert"], f"[{case}] ServiceMonitor client certificate")
     dash = find(objects, "ConfigMap", f"{FULLNAME}-dashboard")
     if values["metrics"]["dashboard"]["enabled"]:
         if check(dash is not None, f"[{case}] dashboard ConfigMap missing"):
@@ -409,7 +433,9 @@ BAD_VALUES = [
     (["--set", "config.durability=sometimes"], "/config/durability"),
     (["--set", "targets.hostPath.path=relative/dir"], "/targets/hostPath/path"),
     (["--set", "auth.secretKey=short"], "/auth/secretKey"),
-    (["--set", "tls.enabled=true"], "TLS needs silod with TLS support (issue 23)"),
+    (["--set", "tls.enabled=true"], "tls.secretName"),
+    (["--set", "tls.requireClientCert=true"], "tls.requireClientCert needs tls.enabled"),
+    (["--set", "tls.enabled=true,tls.secretName=silo-tls,tls.requireClientCert=yes"], "/tls/requireClientCert"),
     (["--set", "ha.enabled=true,ha.etcd.bundled=false"], "ha.etcd.endpoints"),
     (["--set", "config.keepaliveTimeoutMs=1500"], "keepaliveTimeoutMs"),
     (["--set", "fullnameOverride=a-very-long-name-that-makes-statefulset-names-too-long"], "fullnameOverride"),
@@ -470,12 +496,19 @@ def wait_for(predicate, timeout):
 
 
 def check_silod_accepts(case, silo_json, silod):
-    """silod refuses unknown keys and bad values at start: it must start on the rendered file."""
+    """silod refuses unknown keys and bad values at start: it must start on the rendered file
+    (with TLS, and certificate files where the pods mount the Secret's)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = os.path.join(tmp, "silo.json")
         with open(config, "w") as f:
             f.write(silo_json)
-        proc = start_silod(silod, [f"--config={config}", "--role=proxy"], tmp)
+        args = [f"--config={config}", "--role=proxy"]
+        if "tls" in json.loads(silo_json)["node"]:
+            certs = os.path.join(tmp, "tls")
+            made = run([os.path.join(REPO, "deploy", "local", "tls-certs.sh"), certs])
+            check(made.returncode == 0, f"[{case}] tls-certs.sh failed:\n{made.stderr}")
+            args += [f"--tls-cert={certs}/node.pem", f"--tls-key={certs}/node-key.pem", f"--tls-ca={certs}/ca.pem"]
+        proc = start_silod(silod, args, tmp)
         log_path = os.path.join(tmp, "silod.log")
         try:
             listening = wait_for(lambda: proc.poll() is not None or "listening on" in open(log_path).read(), 15)
@@ -599,6 +632,8 @@ def main():
     # The values that outside scripts set (CONTRACT.md "Kubernetes").
     cases.append(("scripted", ["--set", "proxies.replicas=3,targets.replicas=5,targets.mountpaths=3,ha.enabled=true"]))
     cases.append(("one-mountpath", ["--set", "targets.mountpaths=1,targets.replicas=1,podDisruptionBudget.enabled=false"]))
+    cases.append(("mtls", ["--set", "tls.enabled=true,tls.secretName=silo-tls,tls.requireClientCert=true,"
+                                    "ha.enabled=true,proxies.replicas=3,metrics.serviceMonitor.enabled=true"]))
     silod = find_silod()
     for case, args in cases:
         silo_json = check_case(case, args)

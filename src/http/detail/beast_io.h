@@ -22,6 +22,7 @@
 #include <string>
 
 #include "base/mutex.h"
+#include "base/text.h"
 #include "http/message.h"
 
 namespace silo::http::detail {
@@ -236,6 +237,34 @@ inline Headers to_headers(const bhttp::fields& fields) {
     headers.add(std::string(field.name_string()), std::string(field.value()));
   }
   return headers;
+}
+
+// The RequestHead a handler sees, from a head the parser read (the connection's
+// remote_address and is_tls are the caller's). kInvalidArgument: the path's
+// percent-encoding is bad (400). kUnimplemented: a transfer coding other than chunked
+// (gzip, ...), with which the parser would read no body and a handler would store
+// something else than was sent (RFC 9112 6.1: 501).
+inline Result<RequestHead> to_request_head(const bhttp::request_parser<bhttp::buffer_body>& parser) {
+  const auto& message = parser.get();
+  RequestHead head;
+  head.method = to_method(message.method());
+  head.method_text = std::string(message.method_string());
+  head.target = std::string(message.target());
+  const size_t question = head.target.find('?');
+  Result<std::string> path = text::percent_decode(std::string_view(head.target).substr(0, question));
+  if (!path) return Status::invalid_argument("bad percent-encoding in the path: {}", path.status().message());
+  head.path = std::move(path).value();
+  if (question != std::string::npos) head.query = head.target.substr(question + 1);
+  head.headers = to_headers(message);
+  if (const auto length = parser.content_length()) head.content_length = *length;
+  head.is_chunked = parser.chunked();
+  if (!is_readable_transfer_coding(message)) {
+    return Status::unimplemented("only the chunked transfer coding is read");
+  }
+  const auto expect = message.find(bhttp::field::expect);
+  head.expects_continue =
+      message.version() >= 11 && expect != message.end() && beast::iequals(expect->value(), "100-continue");
+  return head;
 }
 
 // Copies our headers into Beast's, skipping the framing fields the caller sets itself.
