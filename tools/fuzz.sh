@@ -9,6 +9,10 @@
 #   policy      src/access/policy_fuzz.cc       bucket policies, the native API's JSON
 #               documents, brace templates
 #   range       src/http/range_fuzz.cc          Range headers
+#   http_head   src/http/head_fuzz.cc           request heads as the server reads them
+#               (Beast's parser with its limits, then what the server makes of them)
+#   archive     src/archive/archive_fuzz.cc     tgz, tar.lz4 and zip indexes and member
+#               reads (libarchive, zlib); seeds are archives made when the script runs
 # Each grows its corpus in build/fuzz/corpus-TARGET; a crash is left as
 # build/fuzz/crash-* (rerun one: build/fuzz/TARGET_fuzz build/fuzz/crash-...), and the
 # script fails.
@@ -18,7 +22,7 @@ cd "$repo"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(tar_index s3_parsers policy range)
+[ ${#targets[@]} -gt 0 ] || targets=(tar_index s3_parsers policy range http_head archive)
 out=build/fuzz
 mkdir -p "$out"
 # The generated protobuf code and Silo's base library come from the ci build (GCC); the
@@ -45,7 +49,19 @@ build() {
     policy) clang++ "${flags[@]}" src/access/policy_fuzz.cc src/access/policy.cc $(sources_of wire | grep -v job_json) \
               "${libs[@]}" -lcrypto -o "$out/policy_fuzz" ;;
     range) clang++ "${flags[@]}" src/http/range_fuzz.cc src/http/range.cc "${libs[@]}" -o "$out/range_fuzz" ;;
-    *) echo "fuzz.sh: no target $name (tar_index, s3_parsers, policy, range)" >&2; exit 2 ;;
+    # Boost 1.74 finds coroutines for clang only with libc++: say that libstdc++ has them.
+    # message.cc holds a coroutine, which clang 14 cannot assemble under UBSan ("cannot
+    # represent a difference across sections"): it gets ASan only.
+    http_head)
+      local asio=(-DBOOST_ASIO_HAS_CO_AWAIT=1 -DBOOST_ASIO_HAS_STD_COROUTINE=1 -DBOOST_BEAST_USE_STD_STRING_VIEW
+                  -DBOOST_ASIO_NO_DEPRECATED -include utility)
+      clang++ "${flags[@]/-fsanitize=fuzzer,address,undefined/-fsanitize=fuzzer-no-link,address}" "${asio[@]}" \
+        -c src/http/message.cc -o "$out/http_message.o"
+      clang++ "${flags[@]}" "${asio[@]}" src/http/head_fuzz.cc src/http/range.cc "$out/http_message.o" "${libs[@]}" \
+        -o "$out/http_head_fuzz" ;;
+    archive) clang++ "${flags[@]}" src/archive/archive_fuzz.cc $(sources_of archive) "${libs[@]}" -larchive -lz \
+               -o "$out/archive_fuzz" ;;
+    *) echo "fuzz.sh: no target $name (tar_index, s3_parsers, policy, range, http_head, archive)" >&2; exit 2 ;;
   esac
 }
 
@@ -61,6 +77,33 @@ seed() {
       (cd "$tmp" && tar --format=$format -cf "$repo/$corpus/seed-$format.tar" d 2>/dev/null) || true
     done
     rm -rf "$tmp"
+  elif [ "$name" = archive ]; then
+    # The first byte picks the format (archive_fuzz.cc): 0 tgz, 1 tar.lz4, 2 zip.
+    python3 - "$repo/$corpus" <<'PY'
+import gzip, io, os, sys, tarfile, zipfile
+out = sys.argv[1]
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+    for name, data in (("a/k1.jpg", os.urandom(3000)), ("a/k1.cls", b"7"), ("b/" + "n" * 120 + ".bin", b"x" * 700)):
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+tar = buf.getvalue()
+open(os.path.join(out, "seed-tgz"), "wb").write(b"\0" + gzip.compress(tar))
+z = io.BytesIO()
+with zipfile.ZipFile(z, "w") as f:
+    f.writestr("k1.jpg", os.urandom(2000), compress_type=zipfile.ZIP_STORED)
+    f.writestr("k1.txt", b"hello " * 200, compress_type=zipfile.ZIP_DEFLATED)
+    f.writestr("dir/", b"")
+open(os.path.join(out, "seed-zip"), "wb").write(b"\2" + z.getvalue())
+open(os.path.join(out, "seed-tar-sniffed"), "wb").write(b"\3" + tar)
+PY
+    if command -v lz4 >/dev/null; then
+      python3 -c 'import sys; sys.stdout.buffer.write(bytes([1]))' >"$corpus/seed-lz4"
+      python3 -c 'import io,tarfile,sys
+b=io.BytesIO(); t=tarfile.open(fileobj=b,mode="w"); i=tarfile.TarInfo("k.bin"); i.size=5; t.addfile(i,io.BytesIO(b"hello")); t.close(); sys.stdout.buffer.write(b.getvalue())' |
+        lz4 -q -c >>"$corpus/seed-lz4"
+    fi
   else
     cp test/fuzz/"$name"/seed-* "$corpus"/
   fi
