@@ -433,7 +433,7 @@ void add_bucket_commands(CLI::App& app, Context& context) {
       *props, "set",
       "Set bucket properties as KEY=VALUE: copies=N, ec.data=K ec.parity=M [ec.min_size=SIZE], "
       "ec=none, "
-      "durability=fsync|page_cache|default, write=sync|async, verify_reads=BOOL, "
+      "durability=fsync|page_cache|default, write=sync|async, "
       "anonymous_read=BOOL, "
       "backend.url=s3://B|gs://B, backend.endpoint=URL, backend.region=R, backend.access_key=K, "
       "backend.secret_key=S, backend.revalidate=BOOL, backend=none",

@@ -49,6 +49,7 @@ http::ServerLimits server_limits(const config::HttpLimits& h) {
   http::ServerLimits limits;
   limits.max_header_bytes = h.max_header_bytes;
   limits.max_connections = h.max_connections;
+  limits.max_requests_in_flight = h.max_requests_in_flight;
   limits.idle_timeout = h.idle_timeout;
   limits.header_timeout = h.header_timeout;
   limits.body_idle_timeout = h.body_idle_timeout;
@@ -126,6 +127,11 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
   server_options.host = nc.host;
   server_options.port = nc.port;
   server_options.limits = server_limits(node->config_.cluster.http);
+  // Requests between nodes are counted where they entered the cluster, not again here: a
+  // busy node must still answer its peers (keepalives, relays of admitted requests).
+  server_options.passes_request_cap = [](const http::RequestHead& head) {
+    return head.headers.has(cluster::kClusterAuthHeader);
+  };
   server_options.tls = http::ServerTls{.cert_file = nc.tls.cert_file,
                                        .key_file = nc.tls.key_file,
                                        .ca_file = nc.tls.ca_file,

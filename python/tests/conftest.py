@@ -41,3 +41,15 @@ def write_shards(directory, count, per_shard, seed=0, size=(50, 400), prefix="tr
 def local_shards(tmp_path):
     expected, names = write_shards(str(tmp_path / "shards"), 12, 9)
     return str(tmp_path / "shards"), expected, names
+
+
+def check_member_reads(c, bucket, expected, names):
+    """Member listing, member and range reads and a sample of shards that write_shards
+    made in `bucket` (the plain and the TLS integration tests share it)."""
+    members = c.list_members(bucket, names[0])
+    assert [m["name"] for m in members][:2] == ["sample000000.bin", "sample000000.cls"]
+    bin0, _ = expected[(names[0], "sample000000")]
+    assert c.get(bucket, names[0], archpath="sample000000.bin") == bin0
+    assert c.get(bucket, names[0], archpath="sample000000.bin", range=(1, 3)) == bin0[1:4]
+    sample = c.get_sample(bucket, names[0], "sample000003")
+    assert (sample["bin"], sample["cls"]) == expected[(names[0], "sample000003")]

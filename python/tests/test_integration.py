@@ -10,7 +10,7 @@ import time
 import pytest
 
 from cluster import ACCESS_KEY, SECRET_KEY, Cluster, Moto, find_bin_dir
-from conftest import write_shards
+from conftest import check_member_reads, write_shards
 
 import silo
 
@@ -116,13 +116,7 @@ def test_direct_routing_matches_the_cluster(cluster):
 def test_shard_reads(cluster, dataset):
     expected, names = dataset
     c = client_for(cluster)
-    members = c.list_members("train", names[0])
-    assert [m["name"] for m in members][:2] == ["sample000000.bin", "sample000000.cls"]
-    bin0, cls0 = expected[(names[0], "sample000000")]
-    assert c.get("train", names[0], archpath="sample000000.bin") == bin0
-    assert c.get("train", names[0], archpath="sample000000.bin", range=(1, 3)) == bin0[1:4]
-    sample = c.get_sample("train", names[0], "sample000003")
-    assert (sample["bin"], sample["cls"]) == expected[(names[0], "sample000003")]
+    check_member_reads(c, "train", expected, names)
     with pytest.raises(silo.NotFound) as e:
         c.get("train", names[0], archpath="nope.jpg")
     assert e.value.reason == "NoSuchArchiveMember"

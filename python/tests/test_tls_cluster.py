@@ -14,7 +14,7 @@ import time
 import pytest
 
 from cluster import ACCESS_KEY, SECRET_KEY, Cluster, find_bin_dir
-from conftest import write_shards
+from conftest import check_member_reads, write_shards
 
 import silo
 from silo.client import object_target
@@ -226,13 +226,7 @@ def test_direct_reads_go_to_the_https_targets(cluster):
 def test_shard_reads_and_get_batch(cluster, dataset):
     expected, names = dataset
     c = client_for(cluster)
-    members = c.list_members("tls-train", names[0])
-    assert [m["name"] for m in members][:2] == ["sample000000.bin", "sample000000.cls"]
-    bin0, _ = expected[(names[0], "sample000000")]
-    assert c.get("tls-train", names[0], archpath="sample000000.bin") == bin0
-    assert c.get("tls-train", names[0], archpath="sample000000.bin", range=(1, 3)) == bin0[1:4]
-    sample = c.get_sample("tls-train", names[0], "sample000003")
-    assert (sample["bin"], sample["cls"]) == expected[(names[0], "sample000003")]
+    check_member_reads(c, "tls-train", expected, names)
     entries = [("tls-train", names[1], "sample000012.cls"), ("tls-train", names[0], "missing.bin"),
                {"bucket": "tls-train", "name": names[2], "archpath": "sample000024.bin"},
                ("tls-train", names[7])]

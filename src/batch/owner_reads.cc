@@ -153,7 +153,6 @@ http::Awaitable<void> OwnerReads::handle(http::Exchange& exchange) {
       const bool is_holder = std::any_of(holders.begin(), holders.end(),
                                          [this](const wire::NodeInfo& node) { return node.id() == self_id_; });
       if (is_holder) job.object = std::move(object);
-      if (bucket->props().skip_read_verify()) job.check = store::ReadCheck::kNone;
     }
     run->jobs.push_back(std::move(job));
   }

@@ -119,6 +119,7 @@ Status read_http(const json& j, HttpLimits& h) {
   Reader r(j, "cluster.http");
   r.field("max_header_bytes", h.max_header_bytes);
   r.field("max_connections", h.max_connections);
+  r.field("max_requests_in_flight", h.max_requests_in_flight);
   r.duration("idle_timeout_s", h.idle_timeout);
   r.duration("header_timeout_s", h.header_timeout);
   r.duration("body_idle_timeout_s", h.body_idle_timeout);
@@ -234,6 +235,7 @@ json cluster_json(const ClusterConfig& c) {
       {"http",
        {{"max_header_bytes", c.http.max_header_bytes},
         {"max_connections", c.http.max_connections},
+        {"max_requests_in_flight", c.http.max_requests_in_flight},
         {"idle_timeout_s", c.http.idle_timeout.count()},
         {"header_timeout_s", c.http.header_timeout.count()},
         {"body_idle_timeout_s", c.http.body_idle_timeout.count()},
@@ -391,6 +393,9 @@ Status check_cluster(const ClusterConfig& c) {
   }
   if (c.http.max_header_bytes < 1024) return Status::invalid_argument("config: cluster.http.max_header_bytes must be >= 1024");
   if (c.http.max_connections == 0) return Status::invalid_argument("config: cluster.http.max_connections must be > 0");
+  if (c.http.max_requests_in_flight == 0) {
+    return Status::invalid_argument("config: cluster.http.max_requests_in_flight must be > 0");
+  }
   for (auto t : {c.http.idle_timeout, c.http.header_timeout, c.http.body_idle_timeout}) {
     if (t.count() == 0) return Status::invalid_argument("config: cluster.http timeouts must be > 0 s");
   }

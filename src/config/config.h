@@ -23,6 +23,9 @@ bool is_target(Role role);
 struct HttpLimits {
   uint64_t max_header_bytes = 16 * 1024;
   uint64_t max_connections = 4096;
+  // Client requests served at once per node; beyond, 503 SlowDown. Requests between nodes
+  // are not counted (the node where a request enters the cluster counts it).
+  uint64_t max_requests_in_flight = 1024;
   std::chrono::seconds idle_timeout{60};
   std::chrono::seconds header_timeout{30};
   std::chrono::seconds body_idle_timeout{60};

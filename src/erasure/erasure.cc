@@ -375,8 +375,7 @@ http::Awaitable<Status> Erasure::encode_and_spread(ObjectRef object,
   co_return Status::ok();
 }
 
-http::Awaitable<Status> Erasure::send_ec(http::Exchange& exchange, const wire::Bucket& bucket, const ObjectRef& object,
-                                        store::OpenObject& mine, http::ResponseHead head,
+http::Awaitable<Status> Erasure::send_ec(http::Exchange& exchange, const ObjectRef& object, store::OpenObject& mine, http::ResponseHead head,
                                         uint64_t offset, uint64_t length) {
   if (length == 0) co_return co_await exchange.response().begin(std::move(head), 0);
   // Named std::functions, not temporaries made in the co_await (docs/adr/0003 rule 1).
@@ -385,20 +384,19 @@ http::Awaitable<Status> Erasure::send_ec(http::Exchange& exchange, const wire::B
   };
   const Sink sink = [&exchange](std::span<const char> bytes) { return exchange.response().write(bytes); };
   // Mid-answer failures cut the connection: the client sees the body short.
-  CO_RETURN_IF_ERROR(co_await read_slices(&exchange, bucket, object, mine, offset, length, begin, sink));
+  CO_RETURN_IF_ERROR(co_await read_slices(&exchange, object, mine, offset, length, begin, sink));
   bytes_sent_.add(length);
   co_return Status::ok();
 }
 
-http::Awaitable<Status> Erasure::read_ec(const wire::Bucket& bucket, const ObjectRef& object, store::OpenObject& mine,
-                                        uint64_t offset, uint64_t length, const Sink& sink) {
+http::Awaitable<Status> Erasure::read_ec(const ObjectRef& object, store::OpenObject& mine, uint64_t offset,
+                                        uint64_t length, const Sink& sink) {
   if (length == 0) co_return Status::ok();
   const std::function<http::Awaitable<Status>()> begin = []() -> http::Awaitable<Status> { co_return Status::ok(); };
-  co_return co_await read_slices(nullptr, bucket, object, mine, offset, length, begin, sink);
+  co_return co_await read_slices(nullptr, object, mine, offset, length, begin, sink);
 }
 
-http::Awaitable<Status> Erasure::read_slices(http::Exchange* exchange, const wire::Bucket& bucket,
-                                            const ObjectRef& object, store::OpenObject& mine, uint64_t offset,
+http::Awaitable<Status> Erasure::read_slices(http::Exchange* exchange, const ObjectRef& object, store::OpenObject& mine, uint64_t offset,
                                             uint64_t length, const std::function<http::Awaitable<Status>()>& begin,
                                             const Sink& sink) {
   const wire::ObjectRecord& record = mine.record();
@@ -412,7 +410,7 @@ http::Awaitable<Status> Erasure::read_slices(http::Exchange* exchange, const wir
   const uint64_t slice_length = layout.slice_offset(last) + layout.cell_length(last) - slice_from;
 
   // A corrupt slice here is not used (and is rebuilt below).
-  const bool is_mine_good = (co_await replication_.verify_read(bucket, mine)).is_ok();
+  const bool is_mine_good = (co_await replication_.verify_read(mine)).is_ok();
   bool is_degraded = false;
   // Slice i is on holder i unless something moved it: read from there first (each source's
   // record is checked), and ask every holder only when that fails.
@@ -493,7 +491,7 @@ http::Awaitable<Status> Erasure::decode_here(const ObjectRef& object) {
   const uint32_t k = mine.ec().data(), n = mine.ec().data() + mine.ec().parity();
   const ec::Layout layout = layout_of(mine.ec());
   SliceMap map = co_await locate_slices(object, mine);
-  if (!(co_await replication_.verify_read(*bucket, opened)).is_ok())
+  if (!(co_await replication_.verify_read(opened)).is_ok())
     forget_own(map.where, mine.ec().index(), peers_.self().id());
   CO_ASSIGN_OR_RETURN(const ec::ReedSolomon rs,
                       ec::ReedSolomon::create(static_cast<int>(k), static_cast<int>(n - k)));
@@ -560,11 +558,10 @@ http::Awaitable<Result<size_t>> Erasure::rebuild_slices(ObjectRef object,
   for (const uint32_t i : unreadable) {
     if (i < n) map.where[i].reset();
   }
-  // A slice the caller found unreadable (a scrub's check, which a bucket without read
-  // verification would not repeat) is rebuilt like a missing one.
+  // A slice the caller found unreadable (a scrub's check) is rebuilt like a missing one.
   const bool is_mine_unreadable = std::find(unreadable.begin(), unreadable.end(), mine.ec().index()) != unreadable.end();
   const bool mine_is_good = !is_mine_unreadable && opened && opened->record().generation() == mine.generation() &&
-                            (co_await replication_.verify_read(*bucket, *opened)).is_ok();
+                            (co_await replication_.verify_read(*opened)).is_ok();
   if (!mine_is_good) forget_own(map.where, mine.ec().index(), peers_.self().id());
   CO_ASSIGN_OR_RETURN(const auto missing, plan_rebuild(map.where, peers_.holders_of(object), object.name));
   if (missing.empty()) co_return size_t{0};

@@ -39,8 +39,7 @@ class Erasure {
   // slice `mine` is here (`head` prepared by the caller): the k data slices read in
   // parallel, or any k when some are missing or corrupt (then rebuilt in the background).
   // kAborted when the slices changed while being read (re-encoding): read again.
-  http::Awaitable<Status> send_ec(http::Exchange& exchange, const wire::Bucket& bucket, const ObjectRef& object,
-                                  store::OpenObject& mine, http::ResponseHead head, uint64_t offset,
+  http::Awaitable<Status> send_ec(http::Exchange& exchange, const ObjectRef& object, store::OpenObject& mine, http::ResponseHead head, uint64_t offset,
                                   uint64_t length);
   // Where read_ec() puts the bytes it reads, in order, a cell's worth at most at a time.
   using Sink = std::function<http::Awaitable<Status>(std::span<const char>)>;
@@ -49,8 +48,8 @@ class Erasure {
   // missing or corrupt, which are then rebuilt in the background). Where send_ec() would
   // hand the read to another target (a newer version or a full copy there): kAborted or
   // kUnavailable, to be retried. A failure midway leaves `sink` with part of the bytes.
-  http::Awaitable<Status> read_ec(const wire::Bucket& bucket, const ObjectRef& object, store::OpenObject& mine,
-                                  uint64_t offset, uint64_t length, const Sink& sink);
+  http::Awaitable<Status> read_ec(const ObjectRef& object, store::OpenObject& mine, uint64_t offset, uint64_t length,
+                                  const Sink& sink);
   // Rebuilds the slices of the version here that no holder has, that are corrupt here, or
   // that are listed in `unreadable`, and sends each to a holder that has none; how many
   // it placed (0 when a newer version exists or the free holders are down).
@@ -114,7 +113,7 @@ class Erasure {
   enum class UndoScope { kNewOnly, kAll };
   // send_ec() and read_ec(): `begin` runs once the slices to read are open, before the
   // first byte; with `exchange`, reads that another target must answer are relayed there.
-  http::Awaitable<Status> read_slices(http::Exchange* exchange, const wire::Bucket& bucket, const ObjectRef& object,
+  http::Awaitable<Status> read_slices(http::Exchange* exchange, const ObjectRef& object,
                                       store::OpenObject& mine, uint64_t offset, uint64_t length,
                                       const std::function<http::Awaitable<Status>()>& begin, const Sink& sink);
   http::Awaitable<Status> rebuild_slices_status(ObjectRef object, std::vector<uint32_t> unreadable);

@@ -88,7 +88,7 @@ class ErasureTest : public ::testing::Test {
     auto mine = targets_->run(t.store->open(object));
     if (!mine) return mine.status();
     http::testing::FakeExchange exchange(targets_->io().get_executor(), http::Method::kGet, "/o");
-    const Status sent = targets_->run(erasure_of(t).send_ec(exchange, bucket_, object, *mine, http::ResponseHead{},
+    const Status sent = targets_->run(erasure_of(t).send_ec(exchange, object, *mine, http::ResponseHead{},
                                                            offset, length));
     if (!sent.is_ok()) return sent;
     return exchange.sent();

@@ -52,6 +52,13 @@ constexpr size_t kLingerBytes = 256 * 1024 * 1024;
 
 class Connection;
 
+// S3's answer when it wants fewer requests (with 503), saying why.
+std::string slow_down_body(std::string_view why) {
+  return fmt::format(R"(<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce )"
+                     R"(your request rate: {}</Message></Error>)",
+                     why);
+}
+
 // The server side of TLS from the configured files: TLS 1.2 and later, the key checked
 // against the certificate, client certificates demanded when so configured.
 Result<std::shared_ptr<TlsContext>> make_tls_context(const ServerTls& tls) {
@@ -92,6 +99,8 @@ struct ServerState {
   const ServerOptions options;
   const Handler handler;
   std::atomic<bool> is_stopping{false};
+  std::atomic<size_t> requests_in_flight{0};  // counted ones (max_requests_in_flight)
+  std::atomic<uint64_t> requests_refused{0};
   // What new connections handshake with; null: plain HTTP. Replaced by reload_tls().
   mutable Mutex tls_mu;
   std::shared_ptr<TlsContext> tls_context GUARDED_BY(tls_mu);
@@ -682,15 +691,28 @@ Awaitable<bool> Connection::serve_one(RequestParser& parser) {
   head.is_tls = is_tls();
 
   ServerExchange exchange(*this, parser, std::move(head));
-  try {
-    co_await server_->handler(exchange);
-  } catch (const std::exception& e) {
-    // Handlers must not throw; one that does still gets its 500 or a closed connection.
-    SILO_LOG_ERROR("http: handler for {} threw: {}", exchange.request().target, e.what());
-  } catch (...) {
-    SILO_LOG_ERROR("http: handler for {} threw", exchange.request().target);
+  const auto& passes = server_->options.passes_request_cap;
+  const bool is_counted = !passes || !passes(exchange.request());
+  if (is_counted && server_->requests_in_flight.fetch_add(1) >= limits().max_requests_in_flight) {
+    ++server_->requests_refused;
+    ResponseHead refused{.status = 503, .headers = {}};
+    refused.headers.set("Content-Type", "application/xml");
+    refused.headers.set("Retry-After", "1");
+    std::ignore = co_await exchange.response().send(
+        std::move(refused),
+        slow_down_body(fmt::format("this node serves its maximum of {} requests at once", limits().max_requests_in_flight)));
+  } else {
+    try {
+      co_await server_->handler(exchange);
+    } catch (const std::exception& e) {
+      // Handlers must not throw; one that does still gets its 500 or a closed connection.
+      SILO_LOG_ERROR("http: handler for {} threw: {}", exchange.request().target, e.what());
+    } catch (...) {
+      SILO_LOG_ERROR("http: handler for {} threw", exchange.request().target);
+    }
   }
   const bool keep = co_await exchange.finish();
+  if (is_counted) --server_->requests_in_flight;
   if (!keep && !is_closed_ && !exchange.is_body_received()) co_await linger_close();
   co_return keep;
 }
@@ -726,10 +748,8 @@ Awaitable<void> Connection::linger_close() {
 // server has no room for, and closes it. Best effort: a client that does not read it
 // only sees the close.
 void refuse_busy(tcp::socket& socket, size_t max_connections, bool is_tls) {
-  const std::string body = fmt::format(
-      R"(<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your )"
-      R"(request rate: this node serves its maximum of {} connections, all busy</Message></Error>)",
-      max_connections);
+  const std::string body =
+      slow_down_body(fmt::format("this node serves its maximum of {} connections, all busy", max_connections));
   const std::string answer = fmt::format(
       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\nRetry-After: 1\r\n"
       "Content-Length: {}\r\nConnection: close\r\n\r\n{}",
@@ -842,6 +862,8 @@ class ServerImpl final : public Server {
     return state_->connections.size();
   }
 
+  size_t requests_in_flight() const override { return state_->requests_in_flight.load(); }
+  uint64_t requests_refused() const override { return state_->requests_refused.load(); }
   bool is_tls() const override { return state_->options.tls.is_enabled(); }
 
   Status reload_tls() override {

@@ -58,6 +58,9 @@ struct ServerLimits {
   std::chrono::milliseconds idle_timeout{60000};       // keep-alive wait for the next request
   std::chrono::milliseconds header_timeout{30000};     // from first byte to end of the head
   std::chrono::milliseconds body_idle_timeout{60000};  // no byte of body in or out this long
+  // Requests served at once. Beyond, a request gets 503 SlowDown (Retry-After: 1) without
+  // reaching the handler, unless ServerOptions::passes_request_cap lets it through.
+  size_t max_requests_in_flight = 1024;
   size_t drain_allowance_bytes = 1024 * 1024;  // unread request body drained to keep-alive
   std::chrono::milliseconds drain_timeout{20000};      // stop(): wait for in-flight requests
 };
@@ -82,6 +85,10 @@ struct ServerOptions {
   // io thread: it must be thread-safe and cheap. Empty: none.
   std::function<void(Headers&)> stamp = {};
   ServerTls tls = {};
+  // Requests that max_requests_in_flight must not refuse (a node's calls to another: a
+  // busy node must still answer its peers' keepalives). Called from any io thread:
+  // thread-safe and cheap. Empty: none.
+  std::function<bool(const RequestHead&)> passes_request_cap = {};
 };
 
 // The HTTP/1.1 server: accepts connections on one io_context (run by a few threads),
@@ -99,6 +106,10 @@ class Server {
   // (up to drain_timeout, then closes them). Completes when no connection is left.
   virtual Awaitable<void> stop() = 0;
   virtual size_t connection_count() const = 0;
+  // Requests being served now that count against max_requests_in_flight, and how many
+  // were refused for it so far.
+  virtual size_t requests_in_flight() const = 0;
+  virtual uint64_t requests_refused() const = 0;
   virtual bool is_tls() const = 0;
   // Reads the TLS files again (a renewed certificate): connections accepted from now on
   // use them, open ones keep theirs. On error (kFailedPrecondition naming the file) the

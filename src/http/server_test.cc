@@ -467,6 +467,58 @@ TEST_F(ServerTest, AtTheConnectionLimitWithEveryConnectionBusyNewOnesAreToldToSl
   EXPECT_TRUE(busy.read_until("done").ends_with("done"));
 }
 
+TEST_F(ServerTest, BeyondTheRequestCapNewRequestsAreToldToSlowDownAndPeersPass) {
+  ServerLimits limits;
+  limits.max_requests_in_flight = 1;
+  std::atomic<bool> handling = false;
+  const Handler handler = [this, &handling](Exchange& exchange) -> Awaitable<void> {
+    if (exchange.request().path == "/busy") {
+      handling = true;
+      co_await async_wait_until(release_);
+    }
+    std::ignore = co_await exchange.response().send({}, exchange.request().path);
+  };
+  Result<std::unique_ptr<Server>> created = Server::create(
+      io_,
+      ServerOptions{.host = "127.0.0.1",
+                    .port = 0,
+                    .limits = limits,
+                    .stamp = {},
+                    .tls = {},
+                    .passes_request_cap = [](const RequestHead& head) { return head.headers.has("X-Peer"); }},
+      handler);
+  ASSERT_TRUE(created) << created.status();
+  server_ = std::move(created).value();
+  server_->start();
+  endpoint_ = *Endpoint::parse(fmt::format("http://127.0.0.1:{}", server_->port()));
+  for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { io_.run(); });
+
+  RawClient busy(server_->port());
+  busy.send("GET /busy HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(wait_for([&] { return handling.load(); }));
+  EXPECT_EQ(server_->requests_in_flight(), 1u);
+  // Another client's request is refused, and its connection stays usable.
+  RawClient other(server_->port());
+  other.send("GET /refused HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string answer = other.read_until("</Error>");
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 503")) << answer;
+  EXPECT_NE(answer.find("Retry-After: 1"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("<Code>SlowDown</Code>"), std::string::npos) << answer;
+  EXPECT_EQ(server_->requests_refused(), 1u);
+  // A peer's request passes the cap.
+  ClientRequest peer = request(Method::kGet, "/peer");
+  peer.headers.set("X-Peer", "1");
+  Result<ClientResponse> passed = call(peer);
+  ASSERT_TRUE(passed) << passed.status();
+  EXPECT_EQ(passed->body, "/peer");
+  // Once the busy one ends, requests are served again, on the refused connection too.
+  release_ = true;
+  EXPECT_TRUE(busy.read_until("/busy").ends_with("/busy"));
+  ASSERT_TRUE(wait_for([&] { return server_->requests_in_flight() == 0; }));
+  other.send("GET /again HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(other.read_until("/again").ends_with("/again"));
+}
+
 TEST_F(ServerTest, ExpectContinueRejectedEarlyNeverAsksForTheBody) {
   start([](Exchange& exchange) -> Awaitable<void> {
     if (exchange.request().path == "/accept") {

@@ -152,8 +152,7 @@ http::Awaitable<Result<store::FileSums>> Replication::sums_of(const store::OpenO
   co_return co_await reader_.run([fd, size] { return store::sums_of_fd(fd, size); });
 }
 
-http::Awaitable<Status> Replication::verify_read(const wire::Bucket& bucket, const store::OpenObject& object) {
-  if (bucket.props().skip_read_verify()) co_return Status::ok();
+http::Awaitable<Status> Replication::verify_read(const store::OpenObject& object) {
   const wire::ObjectRecord& record = object.record();
   const Result<uint64_t> xxh3 = co_await xxh3_of(object);
   if (xxh3 && *xxh3 == record.xxh3()) co_return Status::ok();
@@ -163,10 +162,6 @@ http::Awaitable<Status> Replication::verify_read(const wire::Bucket& bucket, con
   SILO_LOG_ERROR("corrupt copy of {} (generation {}) on {}: {}", record.name(), record.generation(),
                  peers_.self().id(), why);
   co_return Status::data_loss("the stored bytes of {} do not match their checksum ({})", record.name(), why);
-}
-
-store::ReadCheck Replication::read_check(const wire::Bucket& bucket) {
-  return bucket.props().skip_read_verify() ? store::ReadCheck::kNone : store::ReadCheck::kVerify;
 }
 
 http::Awaitable<Status> Replication::verify_block(store::BlockVerifier& verifier, const store::OpenObject& object,
@@ -487,10 +482,8 @@ http::Awaitable<Status> Replication::serve_copy(http::Exchange& exchange, const 
       request.query_param("length") ? std::min(query_u64(request, "length"), file_size - offset) : file_size - offset;
   // A corrupt copy never leaves (the reader goes elsewhere or reconstructs): checked block
   // by block as it is sent (a slice, which has no block sums: whole, first).
-  store::ReadCheck check = store::ReadCheck::kNone;
-  if (const auto bucket = peers_.bucket_by_id(object.bucket_id.value())) check = read_check(*bucket);
   const std::string prefix = copy_prefix(opened.record());
-  CO_RETURN_IF_ERROR(co_await send_verified(exchange, check, object, opened, std::move(head), offset, length, prefix));
+  CO_RETURN_IF_ERROR(co_await send_verified(exchange, store::ReadCheck::kVerify, object, opened, std::move(head), offset, length, prefix));
   bytes_sent_.add(length);
   co_return Status::ok();
 }

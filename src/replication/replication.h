@@ -87,12 +87,10 @@ class Replication {
   http::Awaitable<Result<uint64_t>> xxh3_of(const store::OpenObject& object);
   // The XXH3 and the block sums of the file's bytes, in one read on the disk executor.
   http::Awaitable<Result<store::FileSums>> sums_of(const store::OpenObject& object);
-  // Checks the bytes of `object` against its XXH3 when the bucket verifies reads.
-  // kDataLoss (S3 DataLoss) when they differ; nothing was sent then. Reads whole
-  // files: a read that sends bytes uses send_verified().
-  http::Awaitable<Status> verify_read(const wire::Bucket& bucket, const store::OpenObject& object);
-  // Whether reads of `bucket` check what they send (its verify_reads).
-  static store::ReadCheck read_check(const wire::Bucket& bucket);
+  // Checks the bytes of `object` against its XXH3 (every read does: docs/data-protection.md
+  // "Verified reads"). kDataLoss (S3 DataLoss) when they differ; nothing was sent then.
+  // Reads whole files: a read that sends bytes uses send_verified().
+  http::Awaitable<Status> verify_read(const store::OpenObject& object);
   // Sends `head` (its length set here: `prefix` and `length` bytes), `prefix`, then bytes
   // [offset, offset + length) of `object` by sendfile. With kVerify each block the range
   // touches is checked just before its bytes go (store::BlockVerifier; a record without

@@ -158,17 +158,16 @@ TEST(ReplicationTest, ACorruptCopyFailsItsReadIsCountedAndNeverLeaves) {
   auto& t1 = targets[0];
   const ObjectRef object{BucketId(kOne), "o"};
   ASSERT_OK(targets.put(t1, object, std::string(10000, 'x')));
-  const wire::Bucket bucket = *t1.peers->bucket_by_id(kOne);
   {
     auto good = targets.run(t1.store->open(object));
     ASSERT_OK(good);
-    EXPECT_OK(targets.run(t1.replication->verify_read(bucket, *good)));
+    EXPECT_OK(targets.run(t1.replication->verify_read(*good)));
     EXPECT_FALSE(targets.run(t1.replication->broken_copy(object)).has_value());
   }
   targets.corrupt(t1, object);
   auto opened = targets.run(t1.store->open(object));
   ASSERT_OK(opened);
-  const Status read = targets.run(t1.replication->verify_read(bucket, *opened));
+  const Status read = targets.run(t1.replication->verify_read(*opened));
   EXPECT_EQ(read.code(), Code::kDataLoss) << read;
   EXPECT_EQ(t1.counter("silo_target_corrupt_copies_total"), 1u);
   const auto broken = targets.run(t1.replication->broken_copy(object));
@@ -181,9 +180,21 @@ TEST(ReplicationTest, ACorruptCopyFailsItsReadIsCountedAndNeverLeaves) {
   EXPECT_EQ(served.body.find("xxxx"), std::string::npos) << "no byte of it is sent";
   EXPECT_EQ(t1.counter("silo_target_corrupt_copies_total"), 2u);
 
-  wire::Bucket unchecked = bucket;
-  unchecked.mutable_props()->set_skip_read_verify(true);
-  EXPECT_OK(targets.run(t1.replication->verify_read(unchecked, *opened)));
+}
+
+// A bucket made when verify_reads could be turned off (skip_read_verify in its props) is
+// verified all the same: no setting sends bytes that fail their checksum (issue #23).
+TEST(ReplicationTest, ABucketThatOnceSkippedVerificationIsVerifiedAllTheSame) {
+  std::vector<wire::Bucket> legacy = buckets();
+  for (auto& b : legacy) b.mutable_props()->set_skip_read_verify(true);
+  TestTargets targets(1, legacy);
+  auto& t1 = targets[0];
+  const ObjectRef object{BucketId(kOne), "o"};
+  ASSERT_OK(targets.put(t1, object, std::string(10000, 'x')));
+  targets.corrupt(t1, object);
+  auto served = targets.call(t1, http::Method::kGet, url(object));
+  EXPECT_EQ(served.status, 500);
+  EXPECT_EQ(served.body.find("xxxx"), std::string::npos) << "no byte of it is sent";
 }
 
 TEST(ReplicationTest, ARangeIsCheckedOnlyInTheBlocksItTouchesAndACorruptBlockNeverLeaves) {

@@ -62,7 +62,7 @@ http::Awaitable<void> read_coded(std::shared_ptr<CodedRead> read, store::Store* 
   } else {
     std::string* bytes = &read->bytes;
     const erasure::Erasure::Sink sink = [bytes](std::span<const char> more) { return append_to(bytes, more); };
-    status = co_await erasure->read_ec(read->bucket, read->object, *mine, read->offset, read->length, sink);
+    status = co_await erasure->read_ec(read->object, *mine, read->offset, read->length, sink);
   }
   read->done.set_value(std::move(status));
 }
@@ -399,12 +399,11 @@ http::Awaitable<Status> Target::get_object(http::Exchange& exchange, const Objec
                                             selected->offset, selected->length);
   }
   if (is_slice) {
-    co_return co_await erasure_.send_ec(exchange, r.bucket, r.object, *object, std::move(head), selected->offset,
+    co_return co_await erasure_.send_ec(exchange, r.object, *object, std::move(head), selected->offset,
                                selected->length);
   }
   // Checked block by block as it goes (only the blocks the range touches).
-  const store::ReadCheck check = replication::Replication::read_check(r.bucket);
-  CO_RETURN_IF_ERROR(co_await replication_.send_verified(exchange, check, r.object, *object, std::move(head),
+  CO_RETURN_IF_ERROR(co_await replication_.send_verified(exchange, store::ReadCheck::kVerify, r.object, *object, std::move(head),
                                                          selected->offset, selected->length));
   bytes_sent_.add(selected->length);
   co_return Status::ok();
@@ -431,9 +430,9 @@ http::Awaitable<Status> Target::get_members(http::Exchange& exchange, const Obje
   if (object->record().has_ec()) co_return co_await get_coded_members(exchange, request, r, *object);
   // Member bytes are checked block by block as Shards sends them (the index is trusted);
   // a shard written before block sums is checked whole here, as before, and only once.
-  store::ReadCheck member_check = replication::Replication::read_check(r.bucket);
+  store::ReadCheck member_check = store::ReadCheck::kVerify;
   if (!store::has_block_sums(object->record())) {
-    CO_RETURN_IF_ERROR(co_await replication_.verify_read(r.bucket, *object));
+    CO_RETURN_IF_ERROR(co_await replication_.verify_read(*object));
     member_check = store::ReadCheck::kNone;
   }
   CO_ASSIGN_OR_RETURN(const std::shared_ptr<const shards::MemberIndex> members, co_await shards_.index_of(r.object, *object));
@@ -531,7 +530,7 @@ http::Awaitable<Status> Target::get_coded_members(http::Exchange& exchange, cons
   if (request.op != ObjectOp::kGet || coded_selected->length == 0) {
     co_return co_await exchange.response().begin(std::move(coded_head), coded_selected->length);
   }
-  CO_RETURN_IF_ERROR(co_await erasure_.send_ec(exchange, r.bucket, r.object, mine, std::move(coded_head),
+  CO_RETURN_IF_ERROR(co_await erasure_.send_ec(exchange, r.object, mine, std::move(coded_head),
                                                coded_member->offset() + coded_selected->offset,
                                                coded_selected->length));
   shards_.note_member_read(coded_selected->length);
@@ -583,7 +582,7 @@ http::Awaitable<Status> Target::get_coded_compressed_members(http::Exchange& exc
 http::Awaitable<Status> Target::read_coded_into(const Resolved& r, store::OpenObject& mine, uint64_t offset,
                                                 uint64_t length, http::ResponseWriter& out) {
   const erasure::Erasure::Sink to_out = [&out](std::span<const char> bytes) { return out.write(bytes); };
-  co_return co_await erasure_.read_ec(r.bucket, r.object, mine, offset, length, to_out);
+  co_return co_await erasure_.read_ec(r.object, mine, offset, length, to_out);
 }
 
 http::Awaitable<Status> Target::refuse_range(http::Exchange& exchange, const ObjectRequest& request,

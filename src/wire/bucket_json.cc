@@ -26,7 +26,7 @@ json props_to_json(const BucketProps& props) {
   j["has_policy"] = !props.policy().empty();
   j["copies"] = copies_of(props);
   j["write"] = props.write_mode() == WRITE_MODE_ASYNC ? "async" : "sync";
-  j["verify_reads"] = !props.skip_read_verify();
+  j["verify_reads"] = true;  // always (skip_read_verify of older buckets is ignored)
   if (is_erasure_coded(props)) {
     j["ec"] = {{"data", props.ec().data()}, {"parity", props.ec().parity()}, {"min_size", props.ec().min_size()}};
   } else {

@@ -53,7 +53,7 @@ TEST(BucketJsonTest, DecodesWhatTheProxyEncodes) {
   want.versioning = "Suspended";
   want.copies = 3;
   want.write = "async";
-  want.verify_reads = false;
+  want.verify_reads = true;  // skip_read_verify is ignored: every read is verified
   EXPECT_EQ(*plain, want);
   EXPECT_FALSE(plain->is_remote());
 

@@ -264,8 +264,14 @@ Result<BucketProps> apply_bucket_props_json(std::string_view text, BucketProps p
       }
       RETURN_IF_ERROR(apply_backend_json(value, *props.mutable_backend()));
     } else if (key == "verify_reads") {
+      // Kept for the scripts that set it: every read is verified now, so only true is.
       if (!value.is_boolean()) return Status::invalid_argument("bucket property 'verify_reads' must be true or false");
-      props.set_skip_read_verify(!value.get<bool>());
+      if (!value.get<bool>()) {
+        return Status::invalid_argument(
+            "bucket property 'verify_reads' cannot be false: every read checks the blocks it sends against their "
+            "checksums, whatever the bucket (docs/data-protection.md \"Verified reads\")");
+      }
+      props.set_skip_read_verify(false);
     } else {
       return Status::invalid_argument("unknown bucket property '{}'", key);
     }

@@ -363,15 +363,19 @@ TEST(ProtectionTest, CopiesChangeOnAFilledBucketWhileReadsNeverFail) {
   EXPECT_EQ(c.set_bucket_props(kBucket, R"({"write": "later"})").code(), Code::kInvalidArgument);
 }
 
-// A bucket that does not verify reads (verify_reads false) still has its corrupt slices
-// repaired by a scrub, which checks every byte whatever the setting (issue #23 F1: the
-// scrub found them and repaired none, and GETs served the flipped bytes on).
-TEST(ProtectionTest, AScrubRepairsCorruptSlicesOfABucketThatDoesNotVerifyReads) {
+// Corrupt slices are repaired by a scrub and never served (issue #23 F1: with
+// verify_reads false the scrub found them and repaired none, and GETs served the flipped
+// bytes on). No bucket can turn read verification off any more (item 3).
+TEST(ProtectionTest, AScrubRepairsCorruptSlicesAndNoBucketMayServeThemUnverified) {
   Objects objects;
   ASSERT_OK_AND_ASSIGN(auto cluster,
-                       start_coded(R"({"ec": {"data": 2, "parity": 1, "min_size": 1024}, "verify_reads": false})",
-                                   "coded", 12, 3 << 20, objects));
+                       start_coded(R"({"ec": {"data": 2, "parity": 1, "min_size": 1024}})", "coded", 12, 3 << 20, objects));
   client::Client& c = cluster->client();
+  const Status unverified = c.set_bucket_props(kBucket, R"({"verify_reads": false})");
+  EXPECT_EQ(unverified.code(), Code::kInvalidArgument) << unverified;
+  EXPECT_NE(unverified.message().find("every read checks"), std::string::npos) << unverified;
+  EXPECT_EQ(c.create_bucket("unverified", R"({"verify_reads": false})").code(), Code::kInvalidArgument);
+  ASSERT_OK(c.set_bucket_props(kBucket, R"({"verify_reads": true})"));
   ASSERT_OK_AND_ASSIGN(const auto props, c.bucket_props(kBucket));
   ASSERT_OK_AND_ASSIGN(const NodeInfo rotten, cluster->node(cluster->target_ids()[0]));
   const size_t corrupted = corrupt_files(rotten, props.id);
