@@ -396,8 +396,9 @@ http::Awaitable<Status> Erasure::read_ec(const ObjectRef& object, store::OpenObj
   co_return co_await read_slices(nullptr, object, mine, offset, length, begin, sink);
 }
 
-http::Awaitable<Status> Erasure::read_slices(http::Exchange* exchange, const ObjectRef& object, store::OpenObject& mine, uint64_t offset,
-                                            uint64_t length, const std::function<http::Awaitable<Status>()>& begin,
+http::Awaitable<Status> Erasure::read_slices(http::Exchange* exchange, const ObjectRef& object,
+                                            store::OpenObject& mine, uint64_t offset, uint64_t length,
+                                            const std::function<http::Awaitable<Status>()>& begin,
                                             const Sink& sink) {
   const wire::ObjectRecord& record = mine.record();
   const wire::EcSlice& ec = record.ec();
