@@ -104,8 +104,9 @@ bench_bucket() {
 bench_nginx() {
   local port=$((base_port + 90)) tls_port=$((base_port + 91)) dir="$work/nginx"
   if [ "$base_port" = 0 ]; then
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    tls_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    local free='import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    port=$(python3 -c "$free")
+    tls_port=$(python3 -c "$free")
   fi
   local tls_server=""
   if [ $# -ge 3 ]; then

@@ -396,13 +396,14 @@ Awaitable<Status> ServerExchange::flush_head(bool more) {
   if (pending_head_.empty()) co_return Status::ok();
   const std::string head = std::move(pending_head_);
   pending_head_.clear();
+  if (connection_.is_tls()) {  // no MSG_MORE through TLS: the head is a record of its own
+    std::vector<asio::const_buffer> buffers;
+    buffers.push_back(asio::buffer(head));
+    co_return co_await write_buffers(buffers, 0);
+  }
   const auto flags = static_cast<tcp::socket::message_flags>(more ? MSG_MORE : 0);
   ErrorCode ec;
-  if (connection_.is_tls()) {
-    ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
-    co_await asio::async_write(connection_.stream(), asio::buffer(head), redirect(ec));
-  }
-  for (size_t sent = connection_.is_tls() ? head.size() : 0; sent < head.size() && !ec;) {
+  for (size_t sent = 0; sent < head.size() && !ec;) {
     ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
     sent += co_await connection_.socket().async_send(asio::buffer(head.data() + sent, head.size() - sent), flags,
                                                      redirect(ec));
