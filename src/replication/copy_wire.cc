@@ -2,6 +2,12 @@
 // form of an object a receiver keeps.
 #include "replication/copy_wire.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
 #include "base/text.h"
 #include "wire/codec.h"
 #include "wire/json.h"
@@ -11,11 +17,71 @@ namespace {
 
 constexpr uint32_t kMaxRecordBytes = 16 * 1024 * 1024;
 constexpr std::string_view kInternalObjects = "/v1/internal/objects/";
-// Large enough that a PUT costs few disk-executor hops, small enough that a few hundred
-// concurrent PUTs stay well within the memory budget of a node.
-constexpr size_t kReceiveBufferBytes = 1024 * 1024;
+// A body's receive buffer (issue #23 F6: 2,000 slow writers must not cost a target GBs).
+// It starts at kFirstReceiveBytes (or the body's size, when smaller) and doubles, up to
+// kMaxReceiveBytes (few disk-executor hops per large PUT), each time it fills within
+// kFastFill, while all receive buffers of the node hold less than kReceiveBudgetBytes.
+// A writer whose bytes trickle in keeps 64 KiB. Buffers of kMappedBytes and more are
+// pages of their own, back with the system when the body ends (glibc's arenas would keep
+// them: silod's mmap threshold is 4 MiB).
+constexpr size_t kFirstReceiveBytes = 64 * 1024;
+constexpr size_t kMaxReceiveBytes = 1024 * 1024;
+constexpr size_t kMappedBytes = 64 * 1024;
+constexpr uint64_t kReceiveBudgetBytes = 256ULL << 20;
+constexpr std::chrono::milliseconds kFastFill{20};
+
+std::atomic<uint64_t> g_receive_buffer_bytes{0};
+
+class ReceiveBuffer {
+ public:
+  explicit ReceiveBuffer(size_t size) { allocate(size); }
+  ~ReceiveBuffer() { release(); }
+  ReceiveBuffer(const ReceiveBuffer&) = delete;
+  ReceiveBuffer& operator=(const ReceiveBuffer&) = delete;
+
+  std::span<char> span() { return {data_, size_}; }
+  // Twice the size, within the cap and the node's budget (the contents are dropped).
+  void grow() {
+    const size_t bigger = std::min(size_ * 2, kMaxReceiveBytes);
+    if (bigger == size_ || g_receive_buffer_bytes.load(std::memory_order_relaxed) + bigger - size_ > kReceiveBudgetBytes) {
+      return;
+    }
+    release();
+    allocate(bigger);
+  }
+
+ private:
+  void allocate(size_t size) {
+    size_ = size;
+    g_receive_buffer_bytes += size;
+    if (size >= kMappedBytes) {
+      void* pages = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (pages != MAP_FAILED) {
+        data_ = static_cast<char*>(pages);
+        is_mapped_ = true;
+        return;
+      }
+    }
+    data_ = new char[size];
+    is_mapped_ = false;
+  }
+  void release() {
+    if (is_mapped_) {
+      ::munmap(data_, size_);
+    } else {
+      delete[] data_;
+    }
+    g_receive_buffer_bytes -= size_;
+  }
+
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  bool is_mapped_ = false;
+};
 
 }  // namespace
+
+uint64_t receive_buffer_bytes() { return g_receive_buffer_bytes.load(std::memory_order_relaxed); }
 
 std::string internal_object_target(const ObjectRef& object) {
   return fmt::format("{}{}/{}", kInternalObjects, object.bucket_id.value(), text::percent_encode_path(object.name));
@@ -96,15 +162,21 @@ bool replaces(const wire::ObjectRecord* current, const wire::ObjectRecord& incom
 }
 
 http::Awaitable<Result<uint64_t>> receive_into(http::BodyReader& body, store::ObjectWriter& writer,
+                                               std::optional<uint64_t> expected_size,
                                                std::vector<s3::Checksum*> checksums) {
-  std::vector<char> buffer(kReceiveBufferBytes);
+  // One byte over the expected size, so a body that is longer still fills the buffer
+  // and is read to its end in the same loop.
+  ReceiveBuffer buffer(expected_size && *expected_size < kFirstReceiveBytes ? *expected_size + 1
+                                                                            : kFirstReceiveBytes);
   uint64_t total = 0;
   for (;;) {
     // Fill the buffer before each disk hop: network reads come in small pieces.
+    const std::span<char> space = buffer.span();
+    const auto started = std::chrono::steady_clock::now();
     size_t filled = 0;
     bool at_end = false;
-    while (filled < buffer.size()) {
-      CO_ASSIGN_OR_RETURN(const size_t n, co_await body.read({buffer.data() + filled, buffer.size() - filled}));
+    while (filled < space.size()) {
+      CO_ASSIGN_OR_RETURN(const size_t n, co_await body.read(space.subspan(filled)));
       if (n == 0) {
         at_end = true;
         break;
@@ -112,11 +184,12 @@ http::Awaitable<Result<uint64_t>> receive_into(http::BodyReader& body, store::Ob
       filled += n;
     }
     if (filled > 0) {
-      for (s3::Checksum* c : checksums) c->update({buffer.data(), filled});
-      CO_RETURN_IF_ERROR(co_await writer.write({buffer.data(), filled}));
+      for (s3::Checksum* c : checksums) c->update({space.data(), filled});
+      CO_RETURN_IF_ERROR(co_await writer.write({space.data(), filled}));
     }
     total += filled;
     if (at_end) break;
+    if (std::chrono::steady_clock::now() - started <= kFastFill) buffer.grow();
   }
   co_return total;
 }

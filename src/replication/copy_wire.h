@@ -4,6 +4,7 @@
 // rebalance and scrub all use it): `[4-byte big-endian record length][ObjectRecord]
 // [bytes]` to or from /v1/internal/objects/{bucket id}/{name}, and the rules by which
 // every target decides alike which version or form of an object it keeps.
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,10 +25,16 @@ std::string copy_prefix(const wire::ObjectRecord& record);
 // Reads exactly out.size() bytes; kInvalidArgument when the body ends first.
 http::Awaitable<Status> read_exact(http::BodyReader& body, std::span<char> out);
 http::Awaitable<Result<wire::ObjectRecord>> read_copy_record(http::BodyReader& body);
-// Streams `body` into `writer` in large pieces (few disk-executor hops), feeding
-// `checksums`; returns the bytes received. Shared by client PUTs and received copies.
+// Streams `body` into `writer`, feeding `checksums`; returns the bytes received. Shared
+// by client PUTs and received copies. The buffer starts at 64 KiB (the body's
+// `expected_size` when smaller) and grows to 1 MiB (few disk-executor hops) only while
+// the body arrives fast and the node's receive buffers stay under their budget: a writer
+// whose bytes trickle in holds 64 KiB (issue #23 F6).
 http::Awaitable<Result<uint64_t>> receive_into(http::BodyReader& body, store::ObjectWriter& writer,
+                                               std::optional<uint64_t> expected_size,
                                                std::vector<s3::Checksum*> checksums = {});
+// Bytes held by the receive buffers of the bodies this process reads now.
+uint64_t receive_buffer_bytes();
 
 // The XXH3 that names a version with its mtime: the object's (a slice's record carries
 // the whole object's in ec.object_xxh3).

@@ -62,6 +62,9 @@ Replication::Replication(Peers& peers, store::Store& store, std::shared_ptr<http
       copies_made_(stats.counter("silo_target_copies_made_total",
                                  "Copies of objects sent to or fetched from other holders (copies, repairs).")) {
   // The registry is the node's and outlives this object.
+  stats.gauge("silo_target_receive_buffer_bytes",
+              "Bytes held by the buffers of request bodies being received (PUTs, parts, copies).",
+              [] { return static_cast<double>(receive_buffer_bytes()); });
   stats.gauge("silo_target_ec_slices_staged",
               "Slices of coded overwrites received here and waiting for their owner's commit (docs/adr/0014).",
               [this] {
@@ -309,7 +312,7 @@ http::Awaitable<Result<std::unique_ptr<Replication::Incoming>>> Replication::rec
     return Status::ok();
   };
   CO_ASSIGN_OR_RETURN(incoming->writer, co_await store_.create(object, std::move(options)));
-  CO_RETURN_IF_ERROR((co_await receive_into(body, *incoming->writer)).status());
+  CO_RETURN_IF_ERROR((co_await receive_into(body, *incoming->writer, record.size())).status());
   co_return incoming;
 }
 

@@ -135,6 +135,9 @@ struct MountpathInfo {
   MountpathState state = MountpathState::kInService;
   std::string failure;   // why it failed
   uint64_t objects = 0;  // an estimate of the object records on it
+  // Objects found without their bytes (file missing or torn) when it was opened after an
+  // unclean shutdown: still listed, reads answer DataLoss (docs/adr/0021).
+  uint64_t lost_objects = 0;
 };
 
 // What a resilver did.

@@ -55,25 +55,41 @@ TEST_F(StoreRecoveryTest, CleanCloseAndReopenKeepsEverything) {
   }
 }
 
+// The path of the one object file under `mountpaths` that holds `content`, or "".
+std::string file_holding(const std::vector<std::string>& mountpaths, const std::string& content) {
+  for (const std::string& mp : mountpaths) {
+    for (const std::string& file : files_under(mp + "/obj")) {
+      std::ifstream in(mp + "/obj/" + file);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (bytes == content) return mp + "/obj/" + file;
+    }
+  }
+  return "";
+}
+
+uint64_t lost_objects(const Store& store) {
+  uint64_t lost = 0;
+  for (const MountpathInfo& m : store.mountpaths()) lost += m.lost_objects;
+  return lost;
+}
+
 TEST_F(StoreRecoveryTest, ReconcileAfterCrash) {
   auto store = testing::open_store(mountpaths());
   ASSERT_TRUE(store);
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(put(*store, {bucket_, fmt::format("good{}", i)}, fmt::format("v{}", i)));
   }
-  ASSERT_TRUE(put(*store, {bucket_, "dangling"}, "soon without a file"));
-  std::string dangling_file;
-  for (const std::string& mp : mountpaths()) {  // find its file by content
-    for (const std::string& file : files_under(mp + "/obj")) {
-      std::ifstream in(mp + "/obj/" + file);
-      std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (content == "soon without a file") dangling_file = mp + "/obj/" + file;
-    }
-  }
-  ASSERT_FALSE(dangling_file.empty());
+  ASSERT_TRUE(put(*store, {bucket_, "missing"}, "soon without a file"));
+  ASSERT_TRUE(put(*store, {bucket_, "torn"}, "soon cut short"));
+  const std::string missing_file = file_holding(mountpaths(), "soon without a file");
+  const std::string torn_file = file_holding(mountpaths(), "soon cut short");
+  ASSERT_FALSE(missing_file.empty());
+  ASSERT_FALSE(torn_file.empty());
   store.reset();  // no close(): like a crash, .clean is never written
 
-  ASSERT_TRUE(std::filesystem::remove(dangling_file));
+  // A drive that lost synced data: one file gone, one shorter than acknowledged.
+  ASSERT_TRUE(std::filesystem::remove(missing_file));
+  std::filesystem::resize_file(torn_file, 4);
   const std::string orphan =
       dir_.sub("mp1/obj/3/ab/cd/abcd0000000000000000000000000000.0000000000000001");
   write_file(orphan, "from a crash between rename and commit");
@@ -84,13 +100,50 @@ TEST_F(StoreRecoveryTest, ReconcileAfterCrash) {
   ASSERT_TRUE(store);
   EXPECT_FALSE(exists(orphan));
   EXPECT_FALSE(exists(work));
-  EXPECT_EQ(run(store->stat({bucket_, "dangling"})).status().code(), Code::kNotFound);
+  EXPECT_TRUE(exists(torn_file));  // what is left of the bytes stays, for whoever can use it
   for (int i = 0; i < 20; ++i) {
     Result<std::string> bytes = get(*store, {bucket_, fmt::format("good{}", i)});
     ASSERT_TRUE(bytes) << bytes.status();
     EXPECT_EQ(*bytes, fmt::format("v{}", i));
   }
-  EXPECT_EQ(files_under(dir_.sub("mp1/obj")).size() + files_under(dir_.sub("mp2/obj")).size(), 20u);
+  // Lost objects are not "never written": listed, stat answers, reads say DataLoss.
+  for (const std::string name : {"missing", "torn"}) {
+    EXPECT_TRUE(run(store->stat({bucket_, name}))) << name;
+    EXPECT_EQ(get(*store, {bucket_, name}).status().code(), Code::kDataLoss) << name;
+  }
+  Result<ListResult> listed = run(store->list(bucket_, {}));
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->entries.size(), 22u);
+  EXPECT_EQ(lost_objects(*store), 2u);
+
+  // A DELETE gets rid of a lost object; a PUT replaces it.
+  ASSERT_TRUE(run(store->remove({bucket_, "missing"})).is_ok());
+  EXPECT_EQ(run(store->stat({bucket_, "missing"})).status().code(), Code::kNotFound);
+  ASSERT_TRUE(put(*store, {bucket_, "torn"}, "written again"));
+  EXPECT_EQ(*get(*store, {bucket_, "torn"}), "written again");
+  EXPECT_EQ(files_under(dir_.sub("mp1/obj")).size() + files_under(dir_.sub("mp2/obj")).size(), 21u);
+}
+
+TEST_F(StoreRecoveryTest, ARecordWithoutItsFileIsDroppedWhenAnotherMountpathHoldsTheObject) {
+  // A move between mountpaths writes the new record before it removes the old one; a
+  // record left behind without its file is that old one, not a lost object.
+  auto store = testing::open_store(mountpaths());
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(put(*store, {bucket_, "moved"}, "still here"));
+  const std::string file = file_holding(mountpaths(), "still here");
+  ASSERT_FALSE(file.empty());
+  store.reset();  // a crash
+  const std::string other = file.starts_with(dir_.sub("mp1")) ? dir_.sub("mp2") : dir_.sub("mp1");
+  wire::ObjectRecord stale;
+  stale.set_name("moved");
+  stale.set_size(10);
+  stale.set_generation(77);
+  ASSERT_TRUE(testing::write_raw_record(other, bucket_, "moved", stale.SerializeAsString()));
+
+  store = testing::open_store(mountpaths());
+  ASSERT_TRUE(store);
+  EXPECT_EQ(*get(*store, {bucket_, "moved"}), "still here");
+  EXPECT_EQ(lost_objects(*store), 0u);
 }
 
 TEST_F(StoreRecoveryTest, ReconcileKeepsFilesOfCorruptRecords) {

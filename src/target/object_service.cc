@@ -298,7 +298,7 @@ http::Awaitable<Status> Target::receive_payload(http::Exchange& exchange,
   std::vector<s3::Checksum*> checksums;
   for (s3::Checksum& c : computed) checksums.push_back(&c);
   CO_ASSIGN_OR_RETURN(const uint64_t received,
-                      co_await receive(*body, writer, std::move(checksums)));
+                      co_await receive(*body, writer, length, std::move(checksums)));
   if (received > request.max_size) {
     co_return s3api::too_large(received, request.max_size);  // chunked: nothing is kept
   }
@@ -714,7 +714,7 @@ http::Awaitable<Status> Target::copy_object(http::Exchange& exchange, const Obje
   std::optional<s3::Checksum> part_sum;
   std::vector<s3::Checksum*> checksums;
   if (upload_sum) checksums.push_back(&part_sum.emplace(*upload_sum));
-  CO_ASSIGN_OR_RETURN(const uint64_t copied, co_await receive(source.call->body(), *writer, std::move(checksums)));
+  CO_ASSIGN_OR_RETURN(const uint64_t copied, co_await receive(source.call->body(), *writer, source.size, std::move(checksums)));
   if (copied != source.size) {
     co_return Status::unavailable("copy source {}/{} ended early", request.copy_source->bucket,
                                   request.copy_source->name);

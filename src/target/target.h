@@ -122,8 +122,10 @@ class Target {
   // flight (docs/adr/0005).
   http::Awaitable<Result<wire::Bucket>> bucket_as_sender_sees_it(const http::RequestHead& request,
                                                                  const std::string& bucket_name);
-  // Streams `body` into `writer` in large pieces, feeding `checksums`; returns the bytes.
+  // Streams `body` (`expected_size` bytes, when known) into `writer`, feeding
+  // `checksums`; returns the bytes (replication::receive_into).
   http::Awaitable<Result<uint64_t>> receive(http::BodyReader& body, store::ObjectWriter& writer,
+                                            std::optional<uint64_t> expected_size,
                                             std::vector<s3::Checksum*> checksums);
 
   // The object service (object_service.cc, object_request.h): PUT, GET, HEAD, DELETE and

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <thread>
 
 #include "base/mutex.h"
+#include "objects_util.h"
 #include "test_util.h"
 #include "base/text.h"
 #include "testing/random.h"
@@ -162,6 +164,60 @@ TEST_P(CrashTest, KillTargetDuringConcurrentPutsLosesNothingAcknowledged) {
     files += object_file_count(n);
   }
   EXPECT_EQ(files, listed.size()) << "object files on all targets vs objects listed by the proxy";
+}
+
+// A drive that loses synced bytes (a power cut under a lying cache) leaves records whose
+// files are missing or short. After the restart those objects of a one-copy bucket stay
+// listed, GET answers DataLoss (never 404, never the short bytes), the
+// target counts them, and a client can delete or rewrite them (issue #23 F7, ADR 0021).
+TEST(LostBytesTest, ObjectsWhoseFilesADriveLostStayListedAndAnswerDataLoss) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 2}));
+  client::Client& c = cluster->client();
+  ASSERT_OK(c.create_bucket(kBucket));
+  const Objects objects = put_objects(*cluster, 40);
+  ASSERT_OK_AND_ASSIGN(const NodeInfo t1, cluster->node("t1"));
+  ASSERT_OK(cluster->kill("t1"));
+  size_t damaged = 0;
+  for (const auto& mp : t1.mountpaths) {
+    for (const auto& path : object_files(mp)) {
+      if (damaged % 2 == 0) {
+        std::filesystem::remove(path);
+      } else {
+        std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+      }
+      ++damaged;
+    }
+  }
+  ASSERT_GT(damaged, 1u) << "t1 holds none of the objects";
+  ASSERT_OK(cluster->restart("t1"));
+  ASSERT_OK(cluster->wait_for_node_state("t1", "online", seconds(10)));
+
+  ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all(kBucket));
+  EXPECT_EQ(listed.size(), objects.size()) << "a lost object left the listing";
+  size_t lost = 0;
+  std::string lost_name;
+  for (const auto& [name, bytes] : objects) {
+    auto got = c.get(kBucket, name);
+    if (got) {
+      EXPECT_EQ(difference(bytes, *got), "") << name;
+      continue;
+    }
+    EXPECT_EQ(got.error().code(), Code::kDataLoss) << name << ": " << got.error();
+    ++lost;
+    lost_name = name;
+  }
+  EXPECT_EQ(lost, damaged);
+  EXPECT_EQ(metric_sum(t1.url, "silo_target_objects_lost"), damaged);
+  ASSERT_OK_AND_ASSIGN(const auto s3, c.request(http::Method::kGet, fmt::format("/{}/{}", kBucket, lost_name)));
+  EXPECT_EQ(s3.status, 500) << s3.body;
+  EXPECT_NE(s3.body.find("<Code>DataLoss</Code>"), std::string::npos) << s3.body;
+
+  // The client decides: a rewrite reads back, a delete makes it gone.
+  ASSERT_OK(c.put(kBucket, lost_name, "written again").status());
+  ASSERT_OK_AND_ASSIGN(const std::string again, c.get(kBucket, lost_name));
+  EXPECT_EQ(again, "written again");
+  ASSERT_OK(c.remove(kBucket, lost_name));
+  EXPECT_EQ(c.get(kBucket, lost_name).status().code(), Code::kNotFound);
 }
 
 }  // namespace

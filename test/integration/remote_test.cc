@@ -4,7 +4,6 @@
 // deletes, listing, prefetch, evict and the capacity watermarks. Every byte is checked.
 #include <gtest/gtest.h>
 
-#include <sys/statvfs.h>
 
 #include <atomic>
 #include <map>
@@ -599,38 +598,6 @@ TEST_F(RemoteTest, ADeleteDuringAColdGetIsNotUndoneByTheFetch) {
   }
 }
 
-// Small real filesystems (tmpfs) in place of a target's mountpaths, unmounted at the end.
-// Mounting needs root; without it the test that uses them is skipped, saying why.
-class SmallMountpaths {
- public:
-  ~SmallMountpaths() {
-    silo::testing::CommandOptions quiet;
-    for (const auto& path : mounted_) std::ignore = silo::testing::run_command({"umount", "-l", path}, quiet);
-  }
-  // Stops `id`, moves each of its mountpaths onto a tmpfs of `megabytes`, starts it again.
-  Status replace(LocalCluster& cluster, std::string_view id, int megabytes) {
-    ASSIGN_OR_RETURN(const NodeInfo node, cluster.node(id));
-    RETURN_IF_ERROR(cluster.stop(id));
-    silo::testing::CommandOptions quiet;
-    for (const auto& mp : node.mountpaths) {
-      const std::string script = fmt::format(
-          "set -e; mv '{0}' '{0}.orig'; mkdir '{0}'; mount -t tmpfs -o size={1}m tmpfs '{0}'; cp -a '{0}.orig/.' '{0}/'",
-          mp, megabytes);
-      ASSIGN_OR_RETURN(const int rc, silo::testing::run_command({"sh", "-c", script}, quiet));
-      if (rc != 0) return Status::failed_precondition("could not mount a tmpfs on {} (needs root)", mp);
-      mounted_.push_back(mp);
-    }
-    return cluster.restart(id);
-  }
-  static double used_percent(const std::string& path) {
-    struct statvfs vfs {};
-    if (::statvfs(path.c_str(), &vfs) != 0) return 100;
-    return 100.0 * static_cast<double>(vfs.f_blocks - vfs.f_bavail) / static_cast<double>(vfs.f_blocks);
-  }
-
- private:
-  std::vector<std::string> mounted_;
-};
 
 TEST_F(RemoteTest, WatermarksEvictTheLeastRecentlyUsedCachedObjectsAndNeverLocalOnes) {
   // One target with two 96 MiB mountpaths (RocksDB takes about a fifth): evict past 70 %,

@@ -138,7 +138,7 @@ Status Mountpath::recover(const MetaDbResources& resources) {
                                   was_clean ? PartCheck::kUploadsOnly : PartCheck::kFull));
   if (was_clean) return Status::ok();
   SILO_LOG_INFO("mountpath {}: not closed cleanly, reconciling files and metadata", path_);
-  return reconcile(*file_system_, object_dir_, *meta_);
+  return reconcile(*file_system_, object_dir_, *meta_, lost_at_open_);
 }
 
 std::string Mountpath::object_file_path(BucketId bucket, std::string_view name,
@@ -250,6 +250,7 @@ MountpathInfo Mountpath::info() const {
     info.failure = failure_;
   }
   if (is_readable()) info.objects = meta_->estimate_object_count();
+  info.lost_objects = lost_objects_.load();
   struct statvfs vfs {};
   if (::statvfs(path_.c_str(), &vfs) == 0) {
     info.capacity_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;

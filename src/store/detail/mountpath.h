@@ -5,11 +5,14 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/mutex.h"
 #include "base/result.h"
 #include "base/strong_id.h"
 #include "store/detail/meta_db.h"
+#include "store/detail/reconcile.h"
 #include "async/disk_executor.h"
 #include "store/file_system.h"
 #include "store/store.h"
@@ -83,6 +86,11 @@ class Mountpath {
   Status close_detached();
   // Whether the id file still reads and a file can be made in work/. Blocking.
   Status probe() const;
+  // The records that reconciliation at open found without their bytes (once; the store
+  // settles them: StoreImpl::settle_lost_records).
+  std::vector<LostRecord> take_lost_records() { return std::exchange(lost_at_open_, {}); }
+  // How many objects were kept as lost at open (MountpathInfo::lost_objects).
+  void set_lost_objects(uint64_t count) { lost_objects_ = count; }
 
  private:
   Mountpath(std::string path, std::string id, size_t threads,
@@ -100,6 +108,8 @@ class Mountpath {
   uint64_t hrw_hash_;
   std::atomic<MountpathState> state_{MountpathState::kInService};
   std::atomic<bool> detached_{false};
+  std::vector<LostRecord> lost_at_open_;  // written by recover(), taken once after open
+  std::atomic<uint64_t> lost_objects_{0};
   mutable Mutex failure_mutex_;
   std::string failure_ GUARDED_BY(failure_mutex_);
   async::DiskExecutor disk_;

@@ -111,6 +111,31 @@ Result<size_t> StoreImpl::removable(std::string_view id) const {
   return *index;
 }
 
+void StoreImpl::settle_lost_records(size_t index) {
+  Mountpath& mountpath = *mountpaths_[index];
+  uint64_t kept = 0;
+  for (const LostRecord& lost : mountpath.take_lost_records()) {
+    bool is_elsewhere = false;
+    for (size_t other = 0; other < mountpaths_.size() && !is_elsewhere; ++other) {
+      if (other == index || !mountpaths_[other]->is_readable()) continue;
+      Result<wire::ObjectRecord> record = mountpaths_[other]->meta().get(lost.bucket, lost.name);
+      is_elsewhere = record || record.error().code() != Code::kNotFound;
+    }
+    if (is_elsewhere) {
+      // Moves write the new record before removing the old one, so this is the old one.
+      SILO_LOG_WARN("object {}/{} on {}: {}; another mountpath holds it, dropping this record", lost.bucket,
+                    lost.name, mountpath.path(), lost.why);
+      const Status removed = mountpath.meta().remove(lost.bucket, lost.name, Durability::kFsync);
+      if (removed.is_ok()) continue;
+      SILO_LOG_WARN("the record stays: {}", removed);
+    }
+    SILO_LOG_ERROR("object {}/{} on {} is lost: {}; it stays listed and reads of it answer DataLoss",
+                   lost.bucket, lost.name, mountpath.path(), lost.why);
+    ++kept;
+  }
+  mountpath.set_lost_objects(kept);
+}
+
 Status StoreImpl::check_detach(std::string_view id) const { return removable(id).status(); }
 
 Result<MountpathInfo> StoreImpl::set_mountpath_enabled(std::string_view id, bool enabled) {
@@ -285,6 +310,10 @@ Awaitable<Result<MountpathInfo>> StoreImpl::attach_mountpath(std::string path) {
       });
   if (!opened) co_return std::move(opened).error();
   const size_t index = mountpaths_.append(std::move(*opened));
+  CO_RETURN_IF_ERROR(co_await mountpaths_[index]->disk().run([this, index] {
+    settle_lost_records(index);
+    return Status::ok();
+  }));
   SILO_LOG_INFO("mountpath {} attached (id {})", path, mountpaths_[index]->id());
   co_return mountpaths_[index]->info();
 }

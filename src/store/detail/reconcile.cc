@@ -25,13 +25,13 @@ struct KeptFiles {
 
 struct Counts {
   size_t records = 0;
-  size_t dangling_records = 0;
+  size_t lost_records = 0;
   size_t corrupt_records = 0;
   size_t orphan_files = 0;
 };
 
-Status check_records(const std::string& object_dir, MetaDb& meta, KeptFiles& kept, Counts& counts) {
-  std::vector<std::string> dangling;
+Status check_records(const std::string& object_dir, MetaDb& meta, KeptFiles& kept, Counts& counts,
+                     std::vector<LostRecord>& lost) {
   wire::ObjectRecord record;
   rocksdb::ReadOptions options;
   options.fill_cache = false;  // one pass over everything: do not evict the hot blocks
@@ -53,23 +53,24 @@ Status check_records(const std::string& object_dir, MetaDb& meta, KeptFiles& kep
     const std::string relative = object_file_relative_path(bucket, name, decoded->generation());
     const std::string path = object_dir + "/" + relative;
     struct stat st {};
+    // Records go in only after their file was synced and renamed, and go out before it is
+    // unlinked: a file that is missing or has another size lost bytes that were
+    // acknowledged. The record stays (the object is listed and reads answer DataLoss),
+    // and so does the torn file; the store drops the record if another mountpath has one.
     if (::stat(path.c_str(), &st) != 0) {
       if (errno != ENOENT) return Status::from_errno(errno, fmt::format("stat {}", path));
-      SILO_LOG_WARN("object {}/{}: file {} is missing; removing its metadata", bucket, name, path);
-      dangling.push_back(key.ToString());
-      continue;
-    }
-    if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != decoded->size()) {
-      SILO_LOG_WARN("object {}/{}: file {} has {} bytes, metadata says {}; removing it", bucket,
-                    name, path, st.st_size, decoded->size());
-      dangling.push_back(key.ToString());
+      lost.push_back({bucket, std::string(name), fmt::format("file {} is missing", path)});
       continue;
     }
     kept.paths.insert(hash::xxh64(relative));
+    if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) != decoded->size()) {
+      lost.push_back({bucket, std::string(name),
+                      fmt::format("file {} has {} bytes, its record says {}", path, st.st_size, decoded->size())});
+    }
   }
   RETURN_IF_ERROR(from_rocksdb(it->status(), "iterate metadata"));
-  counts.dangling_records = dangling.size();
-  return meta.remove_keys(dangling, Durability::kFsync);
+  counts.lost_records = lost.size();
+  return Status::ok();
 }
 
 bool is_kept(const KeptFiles& kept, std::string_view relative) {
@@ -226,16 +227,16 @@ Status reconcile_parts(FileSystem& file_system, const std::string& parts_dir, Me
   return Status::ok();
 }
 
-Status reconcile(FileSystem& file_system, const std::string& object_dir, MetaDb& meta) {
+Status reconcile(FileSystem& file_system, const std::string& object_dir, MetaDb& meta,
+                 std::vector<LostRecord>& lost) {
   KeptFiles kept;
   Counts counts;
-  RETURN_IF_ERROR(check_records(object_dir, meta, kept, counts));
+  RETURN_IF_ERROR(check_records(object_dir, meta, kept, counts, lost));
   RETURN_IF_ERROR(remove_orphans(file_system, object_dir, kept, counts));
   SILO_LOG_INFO(
-      "reconciled {}: {} records, {} dangling records removed, {} corrupt records kept, {} "
+      "reconciled {}: {} records, {} with a missing or torn file, {} corrupt records kept, {} "
       "orphan files removed",
-      object_dir, counts.records, counts.dangling_records, counts.corrupt_records,
-      counts.orphan_files);
+      object_dir, counts.records, counts.lost_records, counts.corrupt_records, counts.orphan_files);
   return Status::ok();
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "store/detail/meta_db.h"
@@ -8,13 +9,22 @@
 
 namespace silo::store::detail {
 
-// Makes a mountpath's object files and metadata agree after an unclean shutdown:
-// a record whose file is missing or has the wrong size is deleted; a file under
-// `object_dir` that no record names (a crash between rename and metadata commit, or an
-// old generation not yet unlinked) is unlinked. Files of records that do not decode are
-// kept, so a damaged record does not also cost the bytes. Files are removed through
-// `file_system`. Blocking; logs counts.
-Status reconcile(FileSystem& file_system, const std::string& object_dir, MetaDb& meta);
+// A record whose file is missing or has another size than the record says: bytes that
+// were acknowledged are gone (a drive or file system that lost synced data).
+struct LostRecord {
+  BucketId bucket;
+  std::string name;
+  std::string why;  // "file ... is missing", "file ... has N bytes, its record says M"
+};
+
+// Makes a mountpath's object files and metadata agree after an unclean shutdown: a file
+// under `object_dir` that no record names (a crash between rename and metadata commit,
+// or an old generation not yet unlinked) is unlinked. A record whose file is missing or
+// has the wrong size is kept, with its file, and appended to `lost` (the store decides:
+// docs/adr/0021). Files of records that do not decode are kept, so a damaged record does
+// not also cost the bytes. Files are removed through `file_system`. Blocking; logs counts.
+Status reconcile(FileSystem& file_system, const std::string& object_dir, MetaDb& meta,
+                 std::vector<LostRecord>& lost);
 
 enum class PartCheck {
   kUploadsOnly,  // only whole upload directories (after a clean shutdown)

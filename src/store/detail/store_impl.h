@@ -221,6 +221,10 @@ class StoreImpl final : public Store {
   // With `if_generation`, only when the visible record has that generation.
   Status remove_blocking(const ObjectRef& object, size_t owner, std::optional<uint64_t> if_generation);
   void remove_stale_copies(const ObjectRef& object, size_t owner, Durability durability);
+  // The records mountpath `index` found without their bytes when it opened: one that
+  // another mountpath also has a record of is a copy left by a move (dropped); the others
+  // stay, counted as lost (docs/adr/0021). Blocking; once per open of the mountpath.
+  void settle_lost_records(size_t index);
 
   MountpathSlots mountpaths_;
   const MetaDbResources resources_;
