@@ -4,6 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
 #include "replication/testing/records.h"
 #include "wire/json.h"
 
@@ -74,6 +85,96 @@ TEST(CopyWireTest, PlacedRoundTrips) {
   }
 }
 
+
+}  // namespace
+}  // namespace silo::replication
+
+namespace silo::replication {
+namespace {
+
+// A body of `total` bytes given `piece` bytes per read, with `pause` before each read.
+class TrickleBody final : public http::BodyReader {
+ public:
+  TrickleBody(size_t total, size_t piece, std::chrono::milliseconds pause) : left_(total), piece_(piece), pause_(pause) {}
+  http::Awaitable<Result<size_t>> read(std::span<char> buffer) override {
+    if (pause_.count() > 0) {
+      boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, pause_);
+      co_await timer.async_wait(boost::asio::use_awaitable);
+    }
+    const size_t n = std::min({buffer.size(), piece_, left_});
+    std::fill_n(buffer.data(), n, 'x');
+    left_ -= n;
+    if (n == 0) is_done_ = true;
+    co_return n;
+  }
+  bool is_done() const override { return is_done_; }
+
+ private:
+  size_t left_;
+  const size_t piece_;
+  const std::chrono::milliseconds pause_;
+  bool is_done_ = false;
+};
+
+// Keeps the size of every write and the node's receive buffer bytes at each.
+class SizesWriter final : public store::ObjectWriter {
+ public:
+  http::Awaitable<Status> write(std::span<const char> data) override {
+    writes.push_back(data.size());
+    buffered.push_back(receive_buffer_bytes());
+    co_return Status::ok();
+  }
+  void set_checksum(std::string, std::string) override {}
+  wire::ObjectRecord& attributes() override { return record_; }
+  Result<int> open_reader() override { return Status::unimplemented("no reader"); }
+  http::Awaitable<Result<wire::ObjectRecord>> commit() override { co_return record_; }
+  http::Awaitable<Result<wire::ObjectRecord>> seal() override { co_return record_; }
+  http::Awaitable<void> discard() override { co_return; }
+
+  std::vector<size_t> writes;
+  std::vector<uint64_t> buffered;
+
+ private:
+  wire::ObjectRecord record_;
+};
+
+uint64_t receive(TrickleBody& body, SizesWriter& writer, std::optional<uint64_t> expected) {
+  boost::asio::io_context io;
+  uint64_t received = 0;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> http::Awaitable<void> {
+        Result<uint64_t> r = co_await receive_into(body, writer, expected);
+        received = r ? *r : 0;
+      },
+      boost::asio::detached);
+  io.run();
+  return received;
+}
+
+// Issue #23 F6: a writer whose bytes trickle in holds a small buffer; one whose bytes
+// arrive fast gets large writes (few disk hops); a small body a buffer of its size.
+TEST(ReceiveIntoTest, TheBufferGrowsOnlyForBodiesThatArriveFast) {
+  TrickleBody fast(8 << 20, 256 * 1024, std::chrono::milliseconds(0));
+  SizesWriter fast_writer;
+  EXPECT_EQ(receive(fast, fast_writer, 8 << 20), 8u << 20);
+  EXPECT_EQ(fast_writer.writes.front(), 64u * 1024);
+  EXPECT_EQ(*std::max_element(fast_writer.writes.begin(), fast_writer.writes.end()), 1u << 20)
+      << "the buffer never reached 1 MiB";
+
+  TrickleBody slow(256 * 1024, 16 * 1024, std::chrono::milliseconds(5));  // 64 KiB take 20 ms and more
+  SizesWriter slow_writer;
+  EXPECT_EQ(receive(slow, slow_writer, 256 * 1024), 256u * 1024);
+  for (size_t n : slow_writer.writes) EXPECT_LE(n, 64u * 1024);
+  for (uint64_t held : slow_writer.buffered) EXPECT_LE(held, 64u * 1024);
+
+  TrickleBody small(1000, 1000, std::chrono::milliseconds(0));
+  SizesWriter small_writer;
+  EXPECT_EQ(receive(small, small_writer, 1000), 1000u);
+  EXPECT_EQ(small_writer.writes, std::vector<size_t>{1000});
+  EXPECT_LE(small_writer.buffered.front(), 1001u);
+  EXPECT_EQ(receive_buffer_bytes(), 0u) << "a buffer outlived its body";
+}
 
 }  // namespace
 }  // namespace silo::replication

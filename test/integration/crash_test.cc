@@ -3,29 +3,15 @@
 // partial becomes visible, and (plain) no work file or orphan object file remains.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <filesystem>
-#include <map>
-#include <thread>
 
-#include "base/mutex.h"
+#include "base/text.h"
 #include "objects_util.h"
 #include "test_util.h"
-#include "base/text.h"
-#include "testing/random.h"
 #include "wire/codec.h"
 
 namespace silo::integration {
 namespace {
-
-struct Attempt {
-  uint64_t seed = 0;  // the bytes are Random(seed).bytes(size): no need to keep them
-  size_t size = 0;
-  bool is_acknowledged = false;  // the PUT answered 200
-  std::string error;
-};
-
-std::string bytes_of(const Attempt& a) { return silo::testing::Random(a.seed).bytes(a.size); }
 
 // The names target `id` lists for `bucket` (its own objects only), from its internal
 // listing endpoint.
@@ -66,81 +52,27 @@ TEST_P(CrashTest, KillTargetDuringConcurrentPutsLosesNothingAcknowledged) {
                                                           .env = {{"SILO_KEEPALIVE_INTERVAL_MS", "200"},
                                                                   {"SILO_KEEPALIVE_TIMEOUT_MS", "1000"}}}));
   ASSERT_OK(cluster->client().create_bucket("crash", GetParam().props));
-  silo::testing::Random random;
-
-  constexpr int kThreads = 4;
-  struct {
-    Mutex mutex;
-    std::map<std::string, Attempt> attempts GUARDED_BY(mutex);
-  } shared;
-  std::atomic<int> acknowledged{0};
-  std::atomic<int> finished{0};
-  std::atomic<bool> is_stopping{false};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t, rng = random.fork()]() mutable {
-      auto c = cluster->new_client({.io_timeout = milliseconds(15000)});
-      if (!c) return;
-      for (int i = 0; !is_stopping; ++i) {
-        Attempt a;
-        a.seed = rng.next();
-        a.size = rng.uniform(64 * 1024, 4 * 1024 * 1024);
-        const std::string name = fmt::format("w{}/obj-{:04}", t, i);
-        auto put = (*c)->put("crash", name, bytes_of(a));
-        a.is_acknowledged = put.has_value();
-        if (!put) a.error = put.error().to_string();
-        acknowledged += a.is_acknowledged;
-        ++finished;
-        MutexLock lock(shared.mutex);
-        shared.attempts.emplace(name, std::move(a));
-      }
-    });
-  }
-  auto join = [&] {
-    is_stopping = true;
-    for (auto& th : threads) th.join();
-    threads.clear();
-  };
-  Status warmed = silo::testing::wait_until([&] { return acknowledged >= 24; }, seconds(20), "24 acknowledged PUTs");
-  if (!warmed.is_ok()) join();
+  LedgerWriters writers(*cluster, "crash", 4, 64 * 1024, 4 * 1024 * 1024);
+  Status warmed = silo::testing::wait_until([&] { return writers.acknowledged() >= 24; }, seconds(20),
+                                            "24 acknowledged PUTs");
   ASSERT_OK(warmed);
 
   ASSERT_OK(cluster->kill("t2"));
-  const int finished_at_kill = finished;
   // Keep the load on while the dead target is noticed and its PUTs fail.
-  Status loaded = silo::testing::wait_until([&] { return finished >= finished_at_kill + 24; }, seconds(20),
-                                            "24 more PUT attempts after the kill");
-  join();
+  Status loaded = writers.wait_for_more(24, seconds(20));
+  writers.stop();
   ASSERT_OK(loaded);
   ASSERT_OK(cluster->restart("t2"));
   ASSERT_OK(cluster->wait_for_node_state("t2", "online", seconds(10)));
 
-  std::map<std::string, Attempt> attempts;
-  {
-    MutexLock lock(shared.mutex);  // the writers are joined: this takes their final record
-    attempts = std::move(shared.attempts);
-  }
   client::Client& c = cluster->client();
-  size_t failed = 0;
-  for (const auto& [name, a] : attempts) {
-    auto got = c.get("crash", name);
-    if (a.is_acknowledged) {
-      ASSERT_TRUE(got.has_value()) << "acknowledged PUT of " << name << " is lost: " << got.error();
-      EXPECT_EQ(difference(bytes_of(a), *got), "") << "acknowledged object " << name;
-      continue;
-    }
-    ++failed;
-    if (got) {
-      EXPECT_EQ(difference(bytes_of(a), *got), "") << "failed PUT of " << name << " (" << a.error
-                                                   << ") left a different object";
-    } else {
-      EXPECT_EQ(got.error().code(), Code::kNotFound) << "failed PUT of " << name << ": " << got.error();
-    }
-  }
+  const size_t failed = writers.check(c, "crash");
+  std::cout << "[faults] " << GetParam().name << ": " << writers.attempts() << " PUTs, " << writers.acknowledged()
+            << " acknowledged, " << failed << " failed around the kill\n";
   if (is_plain) {
     // With copies or slices a PUT may outlive the kill of one holder.
-    EXPECT_GT(failed, 0u) << "no PUT failed: the kill did not hit any PUT in flight (attempts: " << attempts.size()
-                          << ")";
+    EXPECT_GT(failed, 0u) << "no PUT failed: the kill did not hit any PUT in flight (attempts: "
+                          << writers.attempts() << ")";
   }
   // The restarted target may be taking copies or slices back (a rebalance, a repair on
   // read) while this runs: their work files are writes in flight, not leftovers. A leak
@@ -150,7 +82,7 @@ TEST_P(CrashTest, KillTargetDuringConcurrentPutsLosesNothingAcknowledged) {
                                                   seconds(60), "no work files");
   EXPECT_TRUE(quiet.is_ok()) << leftovers.size() << " work files left, e.g. " << leftovers.front();
   ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all("crash"));
-  EXPECT_GE(listed.size(), static_cast<size_t>(acknowledged.load()));
+  EXPECT_GE(listed.size(), static_cast<size_t>(writers.acknowledged()));
   // Copies and slices of one object live on several targets: the file counts below are
   // the plain layout's.
   if (!is_plain) return;

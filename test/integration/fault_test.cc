@@ -126,8 +126,8 @@ TEST_P(MultipartCrashTest, KillTargetWhileUploadsCompleteLosesNothingAcknowledge
       EXPECT_EQ(got.error().code(), Code::kNotFound) << "failed upload " << name << ": " << got.error();
     }
   }
-  std::cout << "[faults] " << uploads.size() << " uploads, " << acknowledged.load() << " acknowledged, " << failed
-            << " failed around the kill\n";
+  std::cout << "[faults] multipart " << GetParam().name << ": " << uploads.size() << " uploads, "
+            << acknowledged.load() << " acknowledged, " << failed << " failed around the kill\n";
   std::vector<std::string> leftovers;
   const Status quiet = silo::testing::wait_until([&] { return (leftovers = work_files(*cluster)).empty(); },
                                                   seconds(60), "no work files");

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "objects_util.h"
 #include "test_util.h"
 #include "testing/random.h"
 #include "testing/subprocess.h"
@@ -144,6 +145,9 @@ TEST(HaTest, ProxyCutOffFromEtcdStopsActingAsPrimary) {
   ASSERT_TRUE(acts_as_primary(proxies[0]));
   ASSERT_OK_AND_ASSIGN(auto p2, cluster->client_of("p2"));
   ASSERT_OK(p2->create_bucket("steady"));
+  // Writers through p1 and p3 all along, with a ledger: no acknowledged write may be lost.
+  LedgerWriters writers(*cluster, "steady", 2, 1, 256 * 1024, {proxies[0], proxies[2]});
+  ASSERT_OK(writers.wait_for_more(10, seconds(20)));
 
   // p1 reaches etcd at 127.0.0.2 (cluster.sh): drop everything it sends there.
   ASSERT_OK_AND_ASSIGN(Partition partition, Partition::cut("127.0.0.2", etcd_port));
@@ -199,6 +203,11 @@ TEST(HaTest, ProxyCutOffFromEtcdStopsActingAsPrimary) {
         return versions.size() == 1;
       },
       seconds(15), "every node on the same node map version"));
+  ASSERT_OK(writers.wait_for_more(10, seconds(20)));
+  writers.stop();
+  const size_t failed = writers.check(*p2, "steady");
+  std::cout << "[ha] " << writers.attempts() << " PUTs through p1 and p3 across the partition, "
+            << writers.acknowledged() << " acknowledged, " << failed << " failed\n";
 }
 
 }  // namespace

@@ -30,6 +30,104 @@ inline constexpr std::string_view kBucket = "shards";
 
 using Objects = std::map<std::string, std::string>;
 
+// Writers that PUT random objects in the background, for the fault tests, keeping a
+// ledger of every attempt: whether it was acknowledged, and its bytes as a seed
+// (Random(seed).bytes(size)). Each thread writes through the node at urls[i % size]
+// (the cluster's endpoint when empty). stop() joins them; check() reads the ledger back.
+class LedgerWriters {
+ public:
+  struct Attempt {
+    uint64_t seed = 0;
+    size_t size = 0;
+    bool is_acknowledged = false;  // the PUT answered 200
+    std::string error;
+  };
+
+  LedgerWriters(LocalCluster& cluster, std::string bucket, int threads, size_t min_size, size_t max_size,
+                std::vector<std::string> urls = {}) {
+    silo::testing::Random random;
+    for (int t = 0; t < threads; ++t) {
+      std::string url = urls.empty() ? "" : urls[static_cast<size_t>(t) % urls.size()];
+      threads_.emplace_back([this, &cluster, bucket, t, min_size, max_size, url, rng = random.fork()]() mutable {
+        auto c = cluster.new_client({.io_timeout = std::chrono::milliseconds(15000)}, url);
+        if (!c) return;
+        for (int i = 0; !is_stopping_; ++i) {
+          Attempt a;
+          a.seed = rng.next();
+          a.size = rng.uniform(min_size, max_size);
+          const std::string name = fmt::format("w{}/obj-{:05}", t, i);
+          auto put = (*c)->put(bucket, name, bytes_of(a));
+          a.is_acknowledged = put.has_value();
+          if (!put) a.error = put.error().to_string();
+          acknowledged_ += a.is_acknowledged;
+          ++finished_;
+          MutexLock lock(mutex_);
+          attempts_.emplace(name, std::move(a));
+        }
+      });
+    }
+  }
+  ~LedgerWriters() { stop(); }
+  LedgerWriters(const LedgerWriters&) = delete;
+  LedgerWriters& operator=(const LedgerWriters&) = delete;
+
+  static std::string bytes_of(const Attempt& a) { return silo::testing::Random(a.seed).bytes(a.size); }
+  int acknowledged() const { return acknowledged_; }
+  int finished() const { return finished_; }
+  // Waits until `count` more PUTs than now have finished (answered or failed).
+  Status wait_for_more(int count, std::chrono::seconds timeout) {
+    const int from = finished_;
+    return silo::testing::wait_until([&] { return finished_ >= from + count; }, timeout,
+                                     fmt::format("{} more PUTs", count));
+  }
+  void stop() {
+    is_stopping_ = true;
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+  // After stop(): every acknowledged PUT reads back byte for byte through `c`; a failed
+  // one is absent (404) or whole (its commit may have landed before the answer was
+  // lost), never different. Returns how many failed.
+  size_t check(client::Client& c, std::string_view bucket) {
+    std::map<std::string, Attempt> attempts;
+    {
+      MutexLock lock(mutex_);
+      attempts = attempts_;
+    }
+    size_t failed = 0;
+    for (const auto& [name, a] : attempts) {
+      auto got = c.get(bucket, name);
+      if (a.is_acknowledged) {
+        EXPECT_TRUE(got.has_value()) << "acknowledged PUT of " << name << " is lost: " << got.error();
+        if (got) {
+          EXPECT_EQ(difference(bytes_of(a), *got), "") << "acknowledged object " << name;
+        }
+        continue;
+      }
+      ++failed;
+      if (got) {
+        EXPECT_EQ(difference(bytes_of(a), *got), "") << "failed PUT of " << name << " (" << a.error
+                                                     << ") left a different object";
+      } else {
+        EXPECT_EQ(got.error().code(), Code::kNotFound) << "failed PUT of " << name << ": " << got.error();
+      }
+    }
+    return failed;
+  }
+  size_t attempts() {
+    MutexLock lock(mutex_);
+    return attempts_.size();
+  }
+
+ private:
+  std::atomic<bool> is_stopping_{false};
+  std::atomic<int> acknowledged_{0};
+  std::atomic<int> finished_{0};
+  Mutex mutex_;
+  std::map<std::string, Attempt> attempts_ GUARDED_BY(mutex_);
+  std::vector<std::thread> threads_;
+};
+
 // `count` objects of 1 B .. 48 KiB, a few of 3 MiB, written by 4 threads.
 inline Objects put_objects(LocalCluster& cluster, int count, std::string_view prefix = "obj",
                            std::string_view bucket = kBucket) {
