@@ -13,6 +13,9 @@
 #               (Beast's parser with its limits, then what the server makes of them)
 #   archive     src/archive/archive_fuzz.cc     tgz, tar.lz4 and zip indexes and member
 #               reads (libarchive, zlib); seeds are archives made when the script runs
+#   records     src/wire/records_fuzz.cc        persisted records (object, node map,
+#               bucket map, upload, archive index) decoded as from disk, then rendered;
+#               seeds are written by the target itself (SILO_RECORDS_SEEDS)
 # Each grows its corpus in build/fuzz/corpus-TARGET; a crash is left as
 # build/fuzz/crash-* (rerun one: build/fuzz/TARGET_fuzz build/fuzz/crash-...), and the
 # script fails.
@@ -22,7 +25,7 @@ cd "$repo"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(tar_index s3_parsers policy range http_head archive)
+[ ${#targets[@]} -gt 0 ] || targets=(tar_index s3_parsers policy range http_head archive records)
 out=build/fuzz
 mkdir -p "$out"
 # The generated protobuf code and Silo's base library come from the ci build (GCC); the
@@ -61,7 +64,9 @@ build() {
         -o "$out/http_head_fuzz" ;;
     archive) clang++ "${flags[@]}" src/archive/archive_fuzz.cc $(sources_of archive) "${libs[@]}" -larchive -lz \
                -o "$out/archive_fuzz" ;;
-    *) echo "fuzz.sh: no target $name (tar_index, s3_parsers, policy, range, http_head, archive)" >&2; exit 2 ;;
+    records) clang++ "${flags[@]}" src/wire/records_fuzz.cc $(sources_of wire | grep -v job_json) src/archive/members.cc \
+               "${libs[@]}" -lcrypto -o "$out/records_fuzz" ;;
+    *) echo "fuzz.sh: no target $name (tar_index, s3_parsers, policy, range, http_head, archive, records)" >&2; exit 2 ;;
   esac
 }
 
@@ -104,6 +109,8 @@ PY
 b=io.BytesIO(); t=tarfile.open(fileobj=b,mode="w"); i=tarfile.TarInfo("k.bin"); i.size=5; t.addfile(i,io.BytesIO(b"hello")); t.close(); sys.stdout.buffer.write(b.getvalue())' |
         lz4 -q -c >>"$corpus/seed-lz4"
     fi
+  elif [ "$name" = records ]; then
+    SILO_RECORDS_SEEDS="$repo/$corpus" "$out/records_fuzz" -runs=0 >/dev/null 2>&1
   else
     cp test/fuzz/"$name"/seed-* "$corpus"/
   fi
