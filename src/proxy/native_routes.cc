@@ -22,10 +22,10 @@ using http::Method;
 constexpr std::string_view kUsersRefusal = "only admin users may manage users";
 constexpr std::string_view kMembershipRefusal =
     "only admin users may change the cluster's membership";
-constexpr std::string_view kJobsRefusal = "only admin users may start or abort jobs";
+// Jobs name buckets and objects of every user (and their errors): admins only, reading too.
+constexpr std::string_view kJobsRefusal = "only admin users may start, read or abort jobs";
 
 constexpr Access kAnyone{};
-constexpr Access kOnPrimary{.admins_only = {}, .runs_on = RunsOn::kPrimary};
 constexpr Access kUserAdmins{.admins_only = kUsersRefusal, .runs_on = RunsOn::kThisProxy};
 constexpr Access kUserAdminsOnPrimary{.admins_only = kUsersRefusal, .runs_on = RunsOn::kPrimary};
 constexpr Access kMembershipAdmins{.admins_only = kMembershipRefusal,
@@ -305,17 +305,16 @@ void Proxy::add_job_routes(std::vector<Route>& routes) {
   };
   for (const std::string_view root : kJobsRoot) {
     add(Method::kPost, root, kJobAdminsOnPrimary, call(this, &Proxy::start_job));
-    add(Method::kGet, root, kOnPrimary, call(this, &Proxy::list_jobs));
-    add(std::nullopt, root, kOnPrimary,
+    add(Method::kGet, root, kJobAdminsOnPrimary, call(this, &Proxy::list_jobs));
+    add(std::nullopt, root, kJobAdminsOnPrimary,
         refusal("/v1/jobs is not supported (use GET, or POST to start one)"));
   }
-  add(Method::kGet, "/v1/jobs/{id}", kOnPrimary, call_with(this, &Proxy::get_job, "id"));
-  add(Method::kGet, "/v1/jobs/{id}/wait", kOnPrimary, call_with(this, &Proxy::wait_job, "id"));
+  add(Method::kGet, "/v1/jobs/{id}", kJobAdminsOnPrimary, call_with(this, &Proxy::get_job, "id"));
+  add(Method::kGet, "/v1/jobs/{id}/wait", kJobAdminsOnPrimary, call_with(this, &Proxy::wait_job, "id"));
   add(Method::kPost, "/v1/jobs/{id}/abort", kJobAdminsOnPrimary,
       call_with(this, &Proxy::abort_job, "id"));
-  // Only admins learn that an abort takes POST.
   add(std::nullopt, "/v1/jobs/{id}/abort", kJobAdminsOnPrimary, no_such_endpoint);
-  add(std::nullopt, "/v1/jobs/{path...}", kOnPrimary, no_such_endpoint);
+  add(std::nullopt, "/v1/jobs/{path...}", kJobAdminsOnPrimary, no_such_endpoint);
 }
 
 }  // namespace silo::proxy

@@ -173,14 +173,19 @@ TEST_F(NativeRoutesTest, MembershipIsForAdminsAndTheCollectionOnlyTakesPost) {
       << "the primary answers unknown paths";
 }
 
-TEST_F(NativeRoutesTest, OnlyAdminsStartOrAbortJobs) {
-  EXPECT_TRUE(is(user(Method::kPost, "/v1/jobs"), 403, "only admin users may start or abort jobs"));
+TEST_F(NativeRoutesTest, OnlyAdminsStartReadOrAbortJobs) {
+  EXPECT_TRUE(is(user(Method::kPost, "/v1/jobs"), 403, "only admin users may start, read or abort jobs"));
   EXPECT_TRUE(is(user(Method::kPost, "/v1/jobs/scrub-1/abort"), 403));
   EXPECT_TRUE(is(user(Method::kGet, "/v1/jobs/scrub-1/abort"), 403)) << "whatever the method";
-  // Reading jobs is for everyone; the primary has them.
-  EXPECT_TRUE(is(user(Method::kGet, "/v1/jobs"), 503, "no primary"));
-  EXPECT_TRUE(is(user(Method::kGet, "/v1/jobs/scrub-1/wait"), 503, "no primary"));
-  EXPECT_TRUE(is(user(Method::kDelete, "/v1/jobs/scrub-1"), 503, "no primary"));
+  // Jobs name other users' buckets and objects: reading them is for admins too.
+  EXPECT_TRUE(is(user(Method::kGet, "/v1/jobs"), 403));
+  EXPECT_TRUE(is(user(Method::kGet, "/v1/jobs/scrub-1"), 403));
+  EXPECT_TRUE(is(user(Method::kGet, "/v1/jobs/scrub-1/wait"), 403));
+  EXPECT_TRUE(is(user(Method::kDelete, "/v1/jobs/scrub-1"), 403));
+  // Admins' requests go to the primary, which has the jobs.
+  EXPECT_TRUE(is(admin(Method::kGet, "/v1/jobs"), 503, "no primary"));
+  EXPECT_TRUE(is(admin(Method::kGet, "/v1/jobs/scrub-1/wait"), 503, "no primary"));
+  EXPECT_TRUE(is(admin(Method::kDelete, "/v1/jobs/scrub-1"), 503, "no primary"));
 }
 
 TEST_F(NativeRoutesTest, RoutesCarryTheirParameters) {
