@@ -64,7 +64,7 @@ build() {
         -o "$out/http_head_fuzz" ;;
     archive) clang++ "${flags[@]}" src/archive/archive_fuzz.cc $(sources_of archive) "${libs[@]}" -larchive -lz \
                -o "$out/archive_fuzz" ;;
-    records) clang++ "${flags[@]}" src/wire/records_fuzz.cc $(sources_of wire | grep -v job_json) src/archive/members.cc \
+    records) clang++ "${flags[@]}" src/wire/records_fuzz.cc $(sources_of wire | grep -v job_json) \
                "${libs[@]}" -lcrypto -o "$out/records_fuzz" ;;
     *) echo "fuzz.sh: no target $name (tar_index, s3_parsers, policy, range, http_head, archive, records)" >&2; exit 2 ;;
   esac

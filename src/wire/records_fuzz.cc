@@ -3,7 +3,7 @@
 // archive index, a job list, as read back from RocksDB or a state file after a crash or
 // a bad disk. Whatever the bytes, decoding with Source::kDisk either fails (kDataLoss) or
 // yields a record that the code which reads it back renders without a crash: the JSON
-// answers, and for an archive index member lookups and selections.
+// answers. (Member selection over an index is the archive module's: tar_index_fuzz.cc.)
 // The first byte picks the record; the rest are its bytes. With SILO_RECORDS_SEEDS=DIR
 // the target first writes one valid record of each kind there (tools/fuzz.sh's seeds).
 #include <cstdint>
@@ -12,7 +12,6 @@
 #include <string>
 #include <string_view>
 
-#include "archive/members.h"
 #include "wire/bucket_json.h"
 #include "wire/codec.h"
 #include "wire/json.h"
@@ -111,12 +110,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       wire::ArchiveIndex index;
       if (!decoded(bytes, index)) break;
       std::ignore = wire::archive_list_json(index);
-      for (const auto& m : index.members()) std::ignore = silo::archive::find_member(index, m.name());
-      for (auto mode : {silo::archive::SelectMode::kWdsKey, silo::archive::SelectMode::kPrefix,
-                        silo::archive::SelectMode::kSuffix, silo::archive::SelectMode::kSubstr,
-                        silo::archive::SelectMode::kRegexp}) {
-        std::ignore = silo::archive::select_members(index, mode, "a.*");
-      }
       break;
     }
   }
