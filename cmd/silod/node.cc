@@ -751,7 +751,15 @@ http::Awaitable<void> Node::handle_leave(http::Exchange& exchange) {
 void Node::reload_tls(std::string_view why) {
   if (!server_->is_tls()) {
     SILO_LOG_INFO("{}: no TLS files to reload (plain HTTP)", why);
-  } else if (const Status s = server_->reload_tls(); s.is_ok()) {
+    return;
+  }
+  // The calls this node makes to its peers (the CA it trusts, the certificate it shows
+  // them), then the server's side; the clients check every file the server uses, so a
+  // bad file stops the reload before anything changed.
+  Status s = data_client_->reload_tls();
+  if (s.is_ok()) s = control_client_->reload_tls();
+  if (s.is_ok()) s = server_->reload_tls();
+  if (s.is_ok()) {
     SILO_LOG_INFO("{}: TLS certificate, key and CA reloaded", why);
   } else {
     SILO_LOG_ERROR("{}: TLS files not reloaded, the previous ones stay in use: {}", why, s);

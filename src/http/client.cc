@@ -38,7 +38,9 @@ struct ClientConnection {
   IoDeadline deadline;
   beast::flat_buffer buffer;
   std::string pool_key;
-  // Set for an https endpoint: every byte goes through it (after `socket`: destroyed first).
+  // Set for an https endpoint: every byte goes through `tls` (after `socket` and its
+  // context: destroyed first).
+  std::shared_ptr<asio::ssl::context> tls_context;
   std::unique_ptr<detail::TlsStream> tls;
   detail::SocketStream stream{socket};  // through `tls` once the handshake set it
 };
@@ -88,37 +90,47 @@ struct Acquired {
   bool is_reused = false;
 };
 
+// The client side of TLS from the options: TLS 1.2 and later, certificates verified
+// against the CA file (the system's when none; the host name is checked at connect),
+// the client certificate shown when one is configured.
+Result<std::shared_ptr<asio::ssl::context>> make_tls_context(const ClientOptions& options) {
+  auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  ErrorCode ec;
+  context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                           asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                           asio::ssl::context::no_tlsv1_1,
+                       ec);
+  context->set_verify_mode(asio::ssl::verify_peer, ec);
+  if (options.tls_ca_file.empty()) {
+    context->set_default_verify_paths(ec);
+  } else {
+    context->load_verify_file(options.tls_ca_file, ec);
+  }
+  if (ec) {
+    return Status::failed_precondition("TLS certificate authorities {}: {}",
+                                       options.tls_ca_file.empty() ? "(system)" : options.tls_ca_file, ec.message());
+  }
+  if (!options.tls_cert_file.empty()) {
+    context->use_certificate_chain_file(options.tls_cert_file, ec);
+    if (!ec) context->use_private_key_file(options.tls_key_file, asio::ssl::context::pem, ec);
+    if (ec) {
+      return Status::failed_precondition("TLS client certificate {} (key {}): {}", options.tls_cert_file,
+                                         options.tls_key_file, ec.message());
+    }
+  }
+  return context;
+}
+
 class ClientImpl final : public Client, public std::enable_shared_from_this<ClientImpl> {
  public:
   ClientImpl(asio::any_io_executor executor, ClientOptions options)
-      : executor_(std::move(executor)),
-        options_(options),
-        tls_context_(asio::ssl::context::tls_client) {
-    // Certificates are verified against the CAs, then against the host (at connect).
-    ErrorCode ec;
-    tls_context_.set_options(asio::ssl::context::default_workarounds |
-                                 asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
-                                 asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1,
-                             ec);
-    tls_context_.set_verify_mode(asio::ssl::verify_peer, ec);
-    if (options_.tls_ca_file.empty()) {
-      tls_context_.set_default_verify_paths(ec);
+      : executor_(std::move(executor)), options_(std::move(options)) {
+    Result<std::shared_ptr<asio::ssl::context>> context = make_tls_context(options_);
+    MutexLock lock(tls_mu_);
+    if (context) {
+      tls_context_ = std::move(*context);
     } else {
-      tls_context_.load_verify_file(options_.tls_ca_file, ec);
-    }
-    if (ec) {
-      tls_setup_ = Status::failed_precondition(
-          "TLS certificate authorities {}: {}",
-          options_.tls_ca_file.empty() ? "(system)" : options_.tls_ca_file, ec.message());
-      return;
-    }
-    if (!options_.tls_cert_file.empty()) {
-      tls_context_.use_certificate_chain_file(options_.tls_cert_file, ec);
-      if (!ec) tls_context_.use_private_key_file(options_.tls_key_file, asio::ssl::context::pem, ec);
-      if (ec) {
-        tls_setup_ = Status::failed_precondition("TLS client certificate {} (key {}): {}", options_.tls_cert_file,
-                                                 options_.tls_key_file, ec.message());
-      }
+      tls_setup_ = std::move(context).error();
     }
   }
 
@@ -126,6 +138,13 @@ class ClientImpl final : public Client, public std::enable_shared_from_this<Clie
                                          std::string body, size_t max_body) override;
   Awaitable<Result<std::unique_ptr<Call>>> start(const Endpoint& endpoint, ClientRequest request,
                                                  std::optional<uint64_t> content_length) override;
+  Status reload_tls() override {
+    ASSIGN_OR_RETURN(std::shared_ptr<asio::ssl::context> context, make_tls_context(options_));
+    MutexLock lock(tls_mu_);
+    tls_context_ = std::move(context);
+    tls_setup_ = Status::ok();
+    return Status::ok();
+  }
 
   const ClientOptions& options() const { return options_; }
   // A pooled connection when one is alive and `may_reuse`, else a new one.
@@ -142,10 +161,18 @@ class ClientImpl final : public Client, public std::enable_shared_from_this<Clie
   // The TLS handshake on a connected socket: SNI, certificate chain and host name checked.
   Awaitable<Status> handshake(ClientConnection& connection, const Endpoint& endpoint);
 
+  // What new TLS connections use, or why TLS cannot be used (a bad CA file); replaced
+  // by reload_tls(). Pooled connections keep the context they were made with.
+  std::shared_ptr<asio::ssl::context> tls_context() const {
+    MutexLock lock(tls_mu_);
+    return tls_context_;
+  }
+
   const asio::any_io_executor executor_;
   const ClientOptions options_;
-  asio::ssl::context tls_context_;
-  Status tls_setup_;  // why TLS cannot be used (a bad CA file), else ok
+  mutable Mutex tls_mu_;
+  std::shared_ptr<asio::ssl::context> tls_context_ GUARDED_BY(tls_mu_);
+  Status tls_setup_ GUARDED_BY(tls_mu_);
   Mutex mu_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<ClientConnection>>> idle_
       GUARDED_BY(mu_);
@@ -606,7 +633,10 @@ Awaitable<Result<std::unique_ptr<ClientConnection>>> ClientImpl::connect(const E
   // the call runs (a strand, for server handlers).
   const asio::any_io_executor executor = co_await asio::this_coro::executor;
   const std::string key = pool_key_of(endpoint);
-  if (endpoint.is_tls && !tls_setup_.is_ok()) co_return tls_setup_;
+  if (endpoint.is_tls) {
+    MutexLock lock(tls_mu_);
+    if (!tls_setup_.is_ok()) co_return tls_setup_;
+  }
   ErrorCode ec;
   std::vector<tcp::endpoint> addresses;
   const auto address = asio::ip::make_address(endpoint.host, ec);
@@ -639,7 +669,9 @@ Awaitable<Result<std::unique_ptr<ClientConnection>>> ClientImpl::connect(const E
 }
 
 Awaitable<Status> ClientImpl::handshake(ClientConnection& connection, const Endpoint& endpoint) {
-  connection.tls = std::make_unique<detail::TlsStream>(connection.socket, tls_context_);
+  connection.tls_context = tls_context();
+  if (connection.tls_context == nullptr) co_return Status::failed_precondition("TLS is not set up");
+  connection.tls = std::make_unique<detail::TlsStream>(connection.socket, *connection.tls_context);
   connection.stream = detail::SocketStream(connection.socket, connection.tls.get());
   SSL* ssl = connection.tls->native_handle();
   ErrorCode ec;

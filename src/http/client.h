@@ -96,6 +96,10 @@ class Client {
   virtual Awaitable<Result<std::unique_ptr<Call>>> start(const Endpoint& endpoint,
                                                          ClientRequest request,
                                                          std::optional<uint64_t> content_length) = 0;
+  // Reads the CA, certificate and key files again (a renewed certificate, a new CA):
+  // new connections use them, pooled ones keep theirs. Bad files: an error, and the
+  // previous ones stay in use.
+  virtual Status reload_tls() = 0;
 };
 
 }  // namespace silo::http

@@ -77,10 +77,7 @@ TEST_P(CrashTest, KillTargetDuringConcurrentPutsLosesNothingAcknowledged) {
   // The restarted target may be taking copies or slices back (a rebalance, a repair on
   // read) while this runs: their work files are writes in flight, not leftovers. A leak
   // stays; a write in flight ends.
-  std::vector<std::string> leftovers;
-  const Status quiet = silo::testing::wait_until([&] { return (leftovers = work_files(*cluster)).empty(); },
-                                                  seconds(60), "no work files");
-  EXPECT_TRUE(quiet.is_ok()) << leftovers.size() << " work files left, e.g. " << leftovers.front();
+  EXPECT_OK(wait_for_no_work_files(*cluster, seconds(60)));
   ASSERT_OK_AND_ASSIGN(const auto listed, c.list_all("crash"));
   EXPECT_GE(listed.size(), static_cast<size_t>(writers.acknowledged()));
   // Copies and slices of one object live on several targets: the file counts below are

@@ -6,11 +6,10 @@
 // writes again once objects are deleted.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <map>
+#include <algorithm>
+#include <span>
 #include <thread>
 
-#include "base/mutex.h"
 #include "objects_util.h"
 #include "test_util.h"
 #include "testing/random.h"
@@ -20,14 +19,17 @@ namespace {
 
 constexpr uint64_t kPart = 5 << 20;  // S3's smallest part (all but the last)
 
-struct Upload {
-  uint64_t seed = 0;  // the bytes are Random(seed).bytes(size)
-  size_t size = 0;
-  bool is_acknowledged = false;  // CompleteMultipartUpload answered 200
-  std::string error;
-};
-
-std::string bytes_of(const Upload& u) { return silo::testing::Random(u.seed).bytes(u.size); }
+// A multipart upload of `bytes` in parts of kPart, two at a time, then its completion.
+Status upload(client::Client& c, std::string_view bucket, const std::string& name, const std::string& bytes) {
+  return c
+      .put_multipart(bucket, name, bytes.size(), kPart, 2,
+                     [&](uint64_t offset, std::span<char> out) -> Result<size_t> {
+                       const size_t n = std::min(out.size(), bytes.size() - offset);
+                       std::copy_n(bytes.data() + offset, n, out.data());
+                       return n;
+                     })
+      .status();
+}
 
 struct Layout {
   std::string name;
@@ -52,86 +54,22 @@ TEST_P(MultipartCrashTest, KillTargetWhileUploadsCompleteLosesNothingAcknowledge
                                                           .env = {{"SILO_KEEPALIVE_INTERVAL_MS", "200"},
                                                                   {"SILO_KEEPALIVE_TIMEOUT_MS", "1000"}}}));
   ASSERT_OK(cluster->client().create_bucket("uploads", GetParam().props));
+  LedgerWriters writers(*cluster, "uploads", 3, kPart + 1, 3 * kPart, {}, upload);
+  ASSERT_OK(silo::testing::wait_until([&] { return writers.acknowledged() >= 6; }, seconds(60),
+                                      "6 completed uploads"));
   silo::testing::Random random;
-  struct {
-    Mutex mutex;
-    std::map<std::string, Upload> uploads GUARDED_BY(mutex);
-  } ledger;
-  std::atomic<int> acknowledged{0};
-  std::atomic<int> finished{0};
-  std::atomic<bool> is_stopping{false};
-  std::vector<std::thread> writers;
-  for (int t = 0; t < 3; ++t) {
-    writers.emplace_back([&, t, rng = random.fork()]() mutable {
-      auto c = cluster->new_client({.io_timeout = milliseconds(15000)});
-      if (!c) return;
-      for (int i = 0; !is_stopping; ++i) {
-        Upload u;
-        u.seed = rng.next();
-        u.size = kPart + rng.uniform(1, 2 * kPart);
-        const std::string bytes = bytes_of(u);
-        const std::string name = fmt::format("w{}/upload-{:03}", t, i);
-        auto put = (*c)->put_multipart("uploads", name, u.size, kPart, 2,
-                                       [&](uint64_t offset, std::span<char> out) -> Result<size_t> {
-                                         const size_t n = std::min(out.size(), bytes.size() - offset);
-                                         std::copy_n(bytes.data() + offset, n, out.data());
-                                         return n;
-                                       });
-        u.is_acknowledged = put.has_value();
-        if (!put) u.error = put.error().to_string();
-        acknowledged += u.is_acknowledged;
-        ++finished;
-        MutexLock lock(ledger.mutex);
-        ledger.uploads.emplace(name, std::move(u));
-      }
-    });
-  }
-  const auto join = [&] {
-    is_stopping = true;
-    for (auto& w : writers) w.join();
-    writers.clear();
-  };
-  Status warmed = silo::testing::wait_until([&] { return acknowledged >= 6; }, seconds(60), "6 completed uploads");
-  if (!warmed.is_ok()) join();
-  ASSERT_OK(warmed);
   std::this_thread::sleep_for(milliseconds(random.uniform(0, 400)));  // a random moment
   ASSERT_OK(cluster->kill("t2"));
-  const int finished_at_kill = finished;
-  Status loaded = silo::testing::wait_until([&] { return finished >= finished_at_kill + 6; }, seconds(60),
-                                            "6 more uploads after the kill");
-  join();
+  Status loaded = writers.wait_for_more(6, seconds(60));
+  writers.stop();
   ASSERT_OK(loaded);
   ASSERT_OK(cluster->restart("t2"));
   ASSERT_OK(cluster->wait_for_node_state("t2", "online", seconds(10)));
 
-  std::map<std::string, Upload> uploads;
-  {
-    MutexLock lock(ledger.mutex);
-    uploads = std::move(ledger.uploads);
-  }
-  client::Client& c = cluster->client();
-  size_t failed = 0;
-  for (const auto& [name, u] : uploads) {
-    auto got = c.get("uploads", name);
-    if (u.is_acknowledged) {
-      ASSERT_TRUE(got.has_value()) << "acknowledged upload " << name << " is lost: " << got.error();
-      EXPECT_EQ(difference(bytes_of(u), *got), "") << "acknowledged upload " << name;
-      continue;
-    }
-    ++failed;
-    if (got) {
-      EXPECT_EQ(difference(bytes_of(u), *got), "") << "failed upload " << name << " (" << u.error
-                                                   << ") left a different object";
-    } else {
-      EXPECT_EQ(got.error().code(), Code::kNotFound) << "failed upload " << name << ": " << got.error();
-    }
-  }
-  std::cout << "[faults] multipart " << GetParam().name << ": " << uploads.size() << " uploads, "
-            << acknowledged.load() << " acknowledged, " << failed << " failed around the kill\n";
-  std::vector<std::string> leftovers;
-  const Status quiet = silo::testing::wait_until([&] { return (leftovers = work_files(*cluster)).empty(); },
-                                                  seconds(60), "no work files");
-  EXPECT_TRUE(quiet.is_ok()) << leftovers.size() << " work files left, e.g. " << leftovers.front();
+  const size_t failed = writers.check(cluster->client(), "uploads");
+  std::cout << "[faults] multipart " << GetParam().name << ": " << writers.attempts() << " uploads, "
+            << writers.acknowledged() << " acknowledged, " << failed << " failed around the kill\n";
+  EXPECT_OK(wait_for_no_work_files(*cluster, seconds(60)));
 }
 
 // One target whose one mountpath is a 64 MiB tmpfs, its out-of-space watermark at 100 %

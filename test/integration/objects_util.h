@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -33,9 +34,16 @@ using Objects = std::map<std::string, std::string>;
 // Writers that PUT random objects in the background, for the fault tests, keeping a
 // ledger of every attempt: whether it was acknowledged, and its bytes as a seed
 // (Random(seed).bytes(size)). Each thread writes through the node at urls[i % size]
-// (the cluster's endpoint when empty). stop() joins them; check() reads the ledger back.
+// (the cluster's endpoint when empty), with `write` (a plain PUT unless given). stop()
+// joins them; check() reads the ledger back.
 class LedgerWriters {
  public:
+  using WriteFn = std::function<Status(client::Client& c, std::string_view bucket, const std::string& name,
+                                       const std::string& bytes)>;
+  static Status put(client::Client& c, std::string_view bucket, const std::string& name, const std::string& bytes) {
+    return c.put(bucket, name, bytes).status();
+  }
+
   struct Attempt {
     uint64_t seed = 0;
     size_t size = 0;
@@ -44,11 +52,12 @@ class LedgerWriters {
   };
 
   LedgerWriters(LocalCluster& cluster, std::string bucket, int threads, size_t min_size, size_t max_size,
-                std::vector<std::string> urls = {}) {
+                std::vector<std::string> urls = {}, WriteFn write = put) {
     silo::testing::Random random;
     for (int t = 0; t < threads; ++t) {
       std::string url = urls.empty() ? "" : urls[static_cast<size_t>(t) % urls.size()];
-      threads_.emplace_back([this, &cluster, bucket, t, min_size, max_size, url, rng = random.fork()]() mutable {
+      threads_.emplace_back([this, &cluster, bucket, t, min_size, max_size, url, write,
+                             rng = random.fork()]() mutable {
         auto c = cluster.new_client({.io_timeout = std::chrono::milliseconds(15000)}, url);
         if (!c) return;
         for (int i = 0; !is_stopping_; ++i) {
@@ -56,9 +65,9 @@ class LedgerWriters {
           a.seed = rng.next();
           a.size = rng.uniform(min_size, max_size);
           const std::string name = fmt::format("w{}/obj-{:05}", t, i);
-          auto put = (*c)->put(bucket, name, bytes_of(a));
-          a.is_acknowledged = put.has_value();
-          if (!put) a.error = put.error().to_string();
+          const Status written = write(**c, bucket, name, bytes_of(a));
+          a.is_acknowledged = written.is_ok();
+          if (!written.is_ok()) a.error = written.to_string();
           acknowledged_ += a.is_acknowledged;
           ++finished_;
           MutexLock lock(mutex_);

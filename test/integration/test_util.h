@@ -75,6 +75,16 @@ inline std::vector<std::string> work_files(const LocalCluster& cluster) {
   return out;
 }
 
+// Waits until no target has a work file: writes in flight (a copy coming back to a
+// restarted target, a repair) end, a leaked work file stays.
+inline Status wait_for_no_work_files(const LocalCluster& cluster, std::chrono::seconds timeout) {
+  std::vector<std::string> left;
+  const Status quiet =
+      silo::testing::wait_until([&] { return (left = work_files(cluster)).empty(); }, timeout, "no work files");
+  if (quiet.is_ok()) return quiet;
+  return Status::failed_precondition("{} work files left, e.g. {}", left.size(), left.empty() ? "" : left.front());
+}
+
 // Small real filesystems (tmpfs) in place of a target's mountpaths, unmounted at the end.
 // Mounting needs root; without it the test that uses them is skipped, saying why.
 class SmallMountpaths {

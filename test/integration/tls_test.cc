@@ -113,6 +113,17 @@ TEST(TlsClusterTest, TheCliTrustsTheCaItIsGivenAndSaysWhatIsWrongOtherwise) {
   EXPECT_TRUE(contains(r.err, "--ca-bundle")) << r;
 }
 
+// Sends SIGHUP to every node and waits until each logs that it reloaded its TLS files.
+void sighup_and_wait_for_reload(LocalCluster& cluster) {
+  for (const auto& id : cluster.node_ids()) {
+    ASSERT_OK_AND_ASSIGN(const NodeInfo node, cluster.node(id));
+    ASSERT_EQ(::kill(node.pid, SIGHUP), 0);
+    ASSERT_OK(silo::testing::wait_until(
+        [&] { return read_text(node.log_path).find("SIGHUP: TLS certificate, key and CA reloaded") != std::string::npos; },
+        milliseconds(10000), "the reload in " + node.log_path));
+  }
+}
+
 TEST(TlsClusterTest, SighupReloadsARenewedCertificate) {
   ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 1, .mountpaths = 1, .tls = true}));
   client::Client& c = cluster->client();
@@ -121,13 +132,7 @@ TEST(TlsClusterTest, SighupReloadsARenewedCertificate) {
   // Renew every node's certificate (same CA) and tell the nodes.
   const std::string command = fmt::format("{} {}/tls", SILO_SOURCE_DIR "/deploy/local/tls-certs.sh", cluster->dir());
   shell(command);
-  for (const auto& id : cluster->node_ids()) {
-    ASSERT_OK_AND_ASSIGN(const NodeInfo node, cluster->node(id));
-    ASSERT_EQ(::kill(node.pid, SIGHUP), 0);
-    ASSERT_OK(silo::testing::wait_until(
-        [&] { return read_text(node.log_path).find("SIGHUP: TLS certificate, key and CA reloaded") != std::string::npos; },
-        milliseconds(10000), "the reload in " + node.log_path));
-  }
+  ASSERT_NO_FATAL_FAILURE(sighup_and_wait_for_reload(*cluster));
   // New connections get the renewed certificate; nodes still talk to each other.
   const auto serial = [](const std::string& from) { return shell(from + " | openssl x509 -noout -serial"); };
   ASSERT_OK_AND_ASSIGN(const NodeInfo proxy, cluster->node(cluster->proxy_ids().front()));
@@ -146,6 +151,29 @@ TEST(TlsClusterTest, SighupReloadsARenewedCertificate) {
       [&] { return read_text(proxy.log_path).find("TLS files changed: TLS certificate") != std::string::npos; },
       milliseconds(30000), "the reload of changed files in " + proxy.log_path));
   EXPECT_EQ(serial(fmt::format("openssl s_client -connect 127.0.0.1:{} </dev/null 2>/dev/null", proxy.port)), renewed);
+}
+
+// A new CA and node certificates it signs, then SIGHUP: the nodes' calls to each other
+// (the proxy relaying to the target, keepalives) trust the new CA and show the new
+// certificate, with no restart.
+TEST(TlsClusterTest, SighupMovesCallsBetweenNodesToANewCa) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 1, .mountpaths = 1, .tls = true}));
+  ASSERT_OK(cluster->client().create_bucket("rotated"));
+  ASSERT_OK(cluster->client().put("rotated", "before", "x").status());
+  const std::string tls = cluster->dir() + "/tls";
+  const std::string old_ca = shell(fmt::format("openssl x509 -noout -fingerprint -in {}/ca.pem", tls));
+  shell(fmt::format("rm {0}/ca.pem {0}/ca-key.pem && {1} {0}", tls, SILO_SOURCE_DIR "/deploy/local/tls-certs.sh"));
+  ASSERT_NE(shell(fmt::format("openssl x509 -noout -fingerprint -in {}/ca.pem", tls)), old_ca);
+  ASSERT_NO_FATAL_FAILURE(sighup_and_wait_for_reload(*cluster));
+  // The proxy's pooled connections to the target were made under the old CA: restart the
+  // target so that the proxy must connect anew, trusting what it reloaded.
+  ASSERT_OK(cluster->restart("t1"));
+  ASSERT_OK(cluster->wait_for_node_state("t1", "online", seconds(10)));
+  // A client that trusts only the new CA reaches the proxy, and the proxy the target.
+  ASSERT_OK_AND_ASSIGN(auto fresh, cluster->new_client());
+  ASSERT_OK(fresh->put("rotated", "after", "y").status());
+  ASSERT_OK_AND_ASSIGN(const std::string before, fresh->get("rotated", "before"));
+  EXPECT_EQ(before, "x");
 }
 
 }  // namespace
