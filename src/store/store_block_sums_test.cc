@@ -230,12 +230,21 @@ TEST_F(StoreBlockSumsTest, ARecordWithoutSumsIsVerifiedWholeOnce) {
   EXPECT_NE(bad.message().find("XXH3"), std::string::npos) << bad;
 }
 
-TEST_F(StoreBlockSumsTest, AShortFileIsDataLossNamingTheBlock) {
+TEST_F(StoreBlockSumsTest, AShortFileIsDataLossAtOpenOrNamingTheBlock) {
   const std::string bytes = bytes_of(3 * kBlockSize);
   ASSERT_TRUE(testing::put(*store_, {bucket_, "o"}, bytes));
+  // Cut before the open: the open compares the file's size with the record's.
   ASSERT_EQ(::truncate(object_file().c_str(), static_cast<off_t>(2 * kBlockSize + 10)), 0);
+  const Result<OpenObject> refused = run(store_->open({bucket_, "o"}));
+  EXPECT_EQ(refused.status().code(), Code::kDataLoss) << refused.status();
+  EXPECT_NE(refused.status().message().find("its record says"), std::string::npos) << refused.status();
+
+  // Cut after the open (the descriptor was handed out whole): the block that runs short
+  // is named.
+  ASSERT_TRUE(testing::put(*store_, {bucket_, "o"}, bytes));
   Result<OpenObject> opened = run(store_->open({bucket_, "o"}));
   ASSERT_TRUE(opened) << opened.status();
+  ASSERT_EQ(::truncate(object_file().c_str(), static_cast<off_t>(2 * kBlockSize + 10)), 0);
   BlockVerifier verifier(*opened, ReadCheck::kVerify);
   EXPECT_EQ(verifier.verify(0), Status::ok());
   const Status bad = verifier.verify(2 * kBlockSize);
