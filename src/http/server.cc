@@ -38,7 +38,7 @@ namespace asio = detail::asio;
 namespace beast = detail::beast;
 namespace bhttp = detail::bhttp;
 using detail::SocketStream;
-using detail::TlsStream;
+using detail::TlsSocket;
 using SteadyClock = std::chrono::steady_clock;
 using TlsContext = asio::ssl::context;
 using RequestParser = bhttp::request_parser<bhttp::buffer_body>;
@@ -67,6 +67,9 @@ Result<std::shared_ptr<TlsContext>> make_tls_context(const ServerTls& tls) {
   context->set_options(TlsContext::default_workarounds | TlsContext::no_sslv2 | TlsContext::no_sslv3 |
                            TlsContext::no_tlsv1 | TlsContext::no_tlsv1_1 | TlsContext::single_dh_use,
                        ec);
+  // OpenSSL moves the record layer into the kernel when it can (a socket BIO, the kernel's
+  // tls module, a cipher it supports); TlsSocket::is_ktls_send() tells per connection.
+  SSL_CTX_set_options(context->native_handle(), SSL_OP_ENABLE_KTLS);
   context->use_certificate_chain_file(tls.cert_file, ec);
   if (ec) return Status::failed_precondition("TLS certificate {}: {}", tls.cert_file, ec.message());
   context->use_private_key_file(tls.key_file, TlsContext::pem, ec);
@@ -104,6 +107,9 @@ struct ServerState {
   // What new connections handshake with; null: plain HTTP. Replaced by reload_tls().
   mutable Mutex tls_mu;
   std::shared_ptr<TlsContext> tls_context GUARDED_BY(tls_mu);
+  // Whether the last connection to finish its handshake sends with kernel TLS (-1: none
+  // yet): a change is logged, so the log says which send path TLS takes on this node.
+  std::atomic<int> is_ktls_send{-1};
   mutable Mutex mu;
   std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections GUARDED_BY(mu);
   uint64_t next_connection_id GUARDED_BY(mu) = 0;
@@ -155,6 +161,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Where the request's and response's bytes go: the socket, or TLS over it.
   SocketStream& stream() { return stream_; }
   bool is_tls() const { return tls_context_ != nullptr; }
+  // TLS over the socket once the handshake is done; null for plain HTTP.
+  TlsSocket* tls() { return tls_.get(); }
   IoDeadline& deadline() { return deadline_; }
   beast::flat_buffer& read_buffer() { return buffer_; }
 
@@ -175,7 +183,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<ServerState> server_;
   tcp::socket socket_;
   const std::shared_ptr<TlsContext> tls_context_;  // null: plain HTTP
-  std::unique_ptr<TlsStream> tls_;                 // after socket_: destroyed first
+  std::unique_ptr<TlsSocket> tls_;                 // after socket_: destroyed first
   SocketStream stream_{socket_};
   std::string remote_address_;  // filled by the first request
   IoDeadline deadline_;
@@ -210,7 +218,9 @@ class ServerExchange final : public Exchange, public BodyReader, public Response
   Awaitable<Status> begin(ResponseHead head, std::optional<uint64_t> content_length) override;
   Awaitable<Status> write(std::span<const char> data) override;
   Awaitable<Status> send_file(int fd, uint64_t offset, uint64_t length) override;
-  // send_file() where the bytes cannot go from file to socket in the kernel (TLS).
+  // send_file() over TLS where the kernel encrypts (kTLS): SSL_sendfile.
+  Awaitable<Status> send_file_ktls(int fd, uint64_t offset, uint64_t length);
+  // send_file() over TLS sealed in user space: the bytes come up to be encrypted.
   Awaitable<Status> send_file_copied(int fd, uint64_t offset, uint64_t length);
 
   bool takes_raw_bytes() const override { return !connection_.is_tls(); }
@@ -461,6 +471,9 @@ Awaitable<Status> ServerExchange::send_file(int fd, uint64_t offset, uint64_t le
     co_return Status::invalid_argument("response body longer than the {} bytes announced",
                                        *response_length_);
   }
+  // One co_await per branch: GCC 12 destroys the wrong temporary of a conditional
+  // operator over two awaitables (docs/adr/0003).
+  if (connection_.is_tls() && connection_.tls()->is_ktls_send()) co_return co_await send_file_ktls(fd, offset, length);
   if (connection_.is_tls()) co_return co_await send_file_copied(fd, offset, length);
   CO_RETURN_IF_ERROR(co_await flush_head(/*more=*/true));
   tcp::socket& socket = connection_.socket();
@@ -500,9 +513,28 @@ Awaitable<Status> ServerExchange::send_file(int fd, uint64_t offset, uint64_t le
   co_return Status::ok();
 }
 
+Awaitable<Status> ServerExchange::send_file_ktls(int fd, uint64_t offset, uint64_t length) {
+  CO_RETURN_IF_ERROR(co_await flush_head(/*more=*/true));  // a record of its own, as plain TLS
+  while (length > 0) {
+    constexpr uint64_t kMaxPerCall = 1ULL << 30;
+    ErrorCode ec;
+    size_t n = 0;
+    {
+      ArmedDeadline armed(connection_.deadline(), connection_.limits().body_idle_timeout);
+      n = co_await connection_.tls()->async_sendfile(fd, static_cast<off_t>(offset),
+                                                     static_cast<size_t>(std::min(length, kMaxPerCall)), redirect(ec));
+    }
+    if (ec) co_return fail_response(io_status(ec, connection_.deadline().has_expired(), "sending file"));
+    if (n == 0) co_return fail_response(Status::data_loss("file ended {} bytes early", length));
+    offset += n;
+    length -= n;
+    response_written_ += n;
+  }
+  co_return Status::ok();
+}
+
 Awaitable<Status> ServerExchange::send_file_copied(int fd, uint64_t offset, uint64_t length) {
-  // TLS encrypts in user space, so the file's bytes come up to be sealed (Asio's TLS
-  // engine writes through a memory BIO: kernel TLS and SSL_sendfile cannot apply).
+  // Without kernel TLS the file's bytes come up to user space to be sealed.
   if (length == 0) co_return Status::ok();  // a held head goes out at finish()
   // The held head goes in front of the first bytes, in the same TLS record when it fits.
   constexpr size_t kChunk = 256 * 1024;
@@ -627,15 +659,30 @@ Awaitable<void> Connection::serve() {
 }
 
 Awaitable<bool> Connection::handshake() {
-  tls_ = std::make_unique<TlsStream>(socket_, *tls_context_);
+  Result<std::unique_ptr<TlsSocket>> tls = TlsSocket::create(socket_, tls_context_->native_handle());
+  if (!tls) {
+    SILO_LOG_WARN("http: {}", tls.status().message());
+    close();
+    co_return false;
+  }
+  tls_ = std::move(tls).value();
   stream_ = SocketStream(socket_, tls_.get());
   ErrorCode ec;
   {
     // Counts as waiting for a head: a client that stalls here gives way at the limit.
     ArmedDeadline armed(deadline_, limits().header_timeout);
-    co_await tls_->async_handshake(asio::ssl::stream_base::server, redirect(ec));
+    co_await tls_->async_handshake(redirect(ec));
   }
-  if (!ec) co_return true;
+  if (!ec) {
+    const int is_ktls_send = tls_->is_ktls_send() ? 1 : 0;
+    if (server_->is_ktls_send.exchange(is_ktls_send) != is_ktls_send) {
+      SILO_LOG_INFO("http: TLS connections send {}", is_ktls_send == 1
+                                                         ? "with kernel TLS (files by SSL_sendfile)"
+                                                         : "sealed in user space (no kernel TLS: the kernel's tls "
+                                                           "module is not loaded, or it lacks the cipher)");
+    }
+    co_return true;
+  }
   // A plain-HTTP client, an untrusted client certificate, a scanner: its own problem.
   SILO_LOG_DEBUG("http: TLS handshake failed: {}", deadline_.has_expired() ? "timed out" : ec.message());
   close();

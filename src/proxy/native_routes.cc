@@ -228,7 +228,11 @@ void Proxy::add_bucket_routes(std::vector<Route>& routes) {
     add(std::nullopt, root, refusal("/v1/buckets is not supported (use GET)"));
   }
   constexpr std::string_view kBucket = "/v1/buckets/{bucket}";
-  add_checked(Method::kGet, kBucket, "s3:ListBucket", call_named(this, &Proxy::list_objects));
+  routes.push_back({Method::kGet, kBucket,
+                    bucket_endpoint("s3:ListBucket", [this](http::Exchange& exchange, const Caller& caller,
+                                                            const std::string& name) {
+                      return list_objects(exchange, caller, name);
+                    })});
   add_checked(Method::kHead, kBucket, "s3:ListBucket", call_named(this, &Proxy::head_bucket));
   // Any user may create a bucket; it owns it then.
   routes.push_back({Method::kPut, kBucket,

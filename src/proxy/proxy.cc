@@ -134,10 +134,11 @@ http::Awaitable<Status> Proxy::set_props(http::Exchange& exchange, const std::st
   co_return Status::ok();
 }
 
-http::Awaitable<std::optional<wire::Bucket>> Proxy::find_or_adopt(const std::string& name) {
+http::Awaitable<std::optional<wire::Bucket>> Proxy::find_or_adopt(const std::string& name,
+                                                                  const access::Subject& subject) {
   auto bucket = maps_.find_bucket(name);
   const std::string provider = live_config()->cache.first_access;
-  if (bucket || provider.empty() || !s3::validate_bucket_name(name).is_ok()) co_return bucket;
+  if (bucket || provider.empty() || !subject.is_admin || !s3::validate_bucket_name(name).is_ok()) co_return bucket;
   wire::BucketProps props;
   props.mutable_backend()->set_provider(provider);
   props.mutable_backend()->set_bucket(name);
@@ -380,10 +381,10 @@ http::Awaitable<Result<wire::ListPage>> Proxy::backend_page(const wire::Bucket& 
   co_return page;
 }
 
-http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const std::string& name) {
+http::Awaitable<Status> Proxy::list_objects(http::Exchange& exchange, const Caller& caller, const std::string& name) {
   list_requests_.add();
   const http::RequestHead& request = exchange.request();
-  const auto bucket = co_await find_or_adopt(name);
+  const auto bucket = co_await find_or_adopt(name, caller.subject);
   if (!bucket) co_return Status::not_found("bucket {} does not exist", name);
   size_t limit = kDefaultListLimit;
   if (auto text = request.query_param("limit")) {
@@ -416,7 +417,7 @@ http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string
   object_requests_.add();
   const http::RequestHead& request = exchange.request();
   Status s = s3::validate_object_name(name);
-  const auto bucket = co_await find_or_adopt(bucket_name);
+  const auto bucket = co_await find_or_adopt(bucket_name, subject);
   if (s.is_ok() && !bucket) s = Status::not_found("bucket {} does not exist", bucket_name);
   if (s.is_ok()) {
     access::Request wanted;

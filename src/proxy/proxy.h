@@ -212,14 +212,16 @@ class Proxy {
   // target is down or fails (the others' evictions stand).
   http::Awaitable<Result<uint64_t>> evict_everywhere(const wire::Bucket& bucket, const wire::EvictRequest& request);
   http::Awaitable<Status> set_props(http::Exchange& exchange, const std::string& name);
-  // The bucket `name`; when Silo has none and cluster.cache.first_access names a provider,
-  // the backend bucket of that name, made a remote bucket here and now when it exists
-  // (on the primary, or asked of it). nullopt: no such bucket.
-  http::Awaitable<std::optional<wire::Bucket>> find_or_adopt(const std::string& name);
+  // The bucket `name`; when Silo has none, cluster.cache.first_access names a provider and
+  // `subject` is an admin, the backend bucket of that name, made a remote bucket here and
+  // now when it exists (on the primary, or asked of it). Only admins adopt: the cluster's
+  // backend keys are theirs, and the new bucket has no owner. nullopt: no such bucket.
+  http::Awaitable<std::optional<wire::Bucket>> find_or_adopt(const std::string& name,
+                                                             const access::Subject& subject);
   // Whether the remote bucket `props` name exists and its keys reach it (kInvalidArgument
   // naming the backend and its answer; kUnavailable when it can not be reached).
   http::Awaitable<Status> check_backend(const wire::BackendProps& props);
-  http::Awaitable<Status> list_objects(http::Exchange& exchange, const std::string& name);
+  http::Awaitable<Status> list_objects(http::Exchange& exchange, const Caller& caller, const std::string& name);
   // OPTIONS on a bucket or object (s3_cors.cc): the bucket's CORS rules answer it.
   http::Awaitable<Status> s3_preflight(http::Exchange& exchange, const s3api::S3Request& request,
                                        const wire::Bucket& bucket);

@@ -129,7 +129,7 @@ http::Awaitable<void> Proxy::handle_s3(http::Exchange& exchange, const s3api::S3
   Status s;
   std::optional<wire::Bucket> bucket;
   if (!request.route.bucket.empty() && op != s3::Op::kCreateBucket) {
-    bucket = co_await find_or_adopt(request.route.bucket);
+    bucket = co_await find_or_adopt(request.route.bucket, request.subject);
     if (!bucket) s = no_such_bucket(request.route.bucket);
   }
   // A bucket that does not exist is NoSuchBucket for anyone, as on AWS.

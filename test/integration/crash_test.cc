@@ -57,13 +57,7 @@ TEST_P(CrashTest, KillTargetDuringConcurrentPutsLosesNothingAcknowledged) {
                                             "24 acknowledged PUTs");
   ASSERT_OK(warmed);
 
-  ASSERT_OK(cluster->kill("t2"));
-  // Keep the load on while the dead target is noticed and its PUTs fail.
-  Status loaded = writers.wait_for_more(24, seconds(20));
-  writers.stop();
-  ASSERT_OK(loaded);
-  ASSERT_OK(cluster->restart("t2"));
-  ASSERT_OK(cluster->wait_for_node_state("t2", "online", seconds(10)));
+  ASSERT_OK(kill_under_writers_and_restart(*cluster, writers, "t2", 24, seconds(20)));
 
   client::Client& c = cluster->client();
   const size_t failed = writers.check(c, "crash");

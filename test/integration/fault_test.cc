@@ -59,12 +59,7 @@ TEST_P(MultipartCrashTest, KillTargetWhileUploadsCompleteLosesNothingAcknowledge
                                       "6 completed uploads"));
   silo::testing::Random random;
   std::this_thread::sleep_for(milliseconds(random.uniform(0, 400)));  // a random moment
-  ASSERT_OK(cluster->kill("t2"));
-  Status loaded = writers.wait_for_more(6, seconds(60));
-  writers.stop();
-  ASSERT_OK(loaded);
-  ASSERT_OK(cluster->restart("t2"));
-  ASSERT_OK(cluster->wait_for_node_state("t2", "online", seconds(10)));
+  ASSERT_OK(kill_under_writers_and_restart(*cluster, writers, "t2", 6, seconds(60)));
 
   const size_t failed = writers.check(cluster->client(), "uploads");
   std::cout << "[faults] multipart " << GetParam().name << ": " << writers.attempts() << " uploads, "

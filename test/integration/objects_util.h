@@ -137,6 +137,19 @@ class LedgerWriters {
   std::vector<std::thread> threads_;
 };
 
+// The kill tests' middle: kills `target` under the writers' load, keeps the load on until
+// `more` further writes finished (the kill is noticed and hits writes in flight), stops the
+// writers, restarts the target and waits until it is online again.
+inline Status kill_under_writers_and_restart(LocalCluster& cluster, LedgerWriters& writers, std::string_view target,
+                                             int more, std::chrono::seconds timeout) {
+  RETURN_IF_ERROR(cluster.kill(target));
+  const Status loaded = writers.wait_for_more(more, timeout);
+  writers.stop();
+  RETURN_IF_ERROR(loaded);
+  RETURN_IF_ERROR(cluster.restart(target));
+  return cluster.wait_for_node_state(target, "online", std::chrono::seconds(10));
+}
+
 // `count` objects of 1 B .. 48 KiB, a few of 3 MiB, written by 4 threads.
 inline Objects put_objects(LocalCluster& cluster, int count, std::string_view prefix = "obj",
                            std::string_view bucket = kBucket) {

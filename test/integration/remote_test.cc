@@ -492,6 +492,19 @@ TEST_F(RemoteTest, ABackendBucketIsUsableByNameOnFirstAccess) {
       {{"SILO_CACHE_JSON", fmt::format(R"({{"first_access": "s3", "s3": {{"endpoint": "{}", "access_key": "{}", "secret_key": "{}"}}}})",
                                        moto_->url(), MotoServer::kAccessKey, MotoServer::kSecretKey)}}));
   client::Client& c = cluster_->client();
+  // Only admins adopt (the backend keys are the cluster's): a user's requests naming the
+  // bucket answer NoSuchBucket and make nothing.
+  ASSERT_OK_AND_ASSIGN(auto added, c.request(http::Method::kPut, "/v1/users/reader", R"({"secret_key":"reader-secret-1"})"));
+  ASSERT_EQ(added.status, 200) << added.body;
+  client::ClientOptions reader_keys;
+  reader_keys.access_key = "reader";
+  reader_keys.secret_key = "reader-secret-1";
+  ASSERT_OK_AND_ASSIGN(auto reader, cluster_->new_client(reader_keys));
+  EXPECT_EQ(reader->get("origin", "a/b").status().code(), Code::kNotFound);
+  ASSERT_OK_AND_ASSIGN(const auto listed_by_reader, reader->request(http::Method::kGet, "/v1/buckets/origin"));
+  EXPECT_EQ(listed_by_reader.status, 404) << listed_by_reader.body;
+  ASSERT_OK_AND_ASSIGN(const auto buckets, c.request(http::Method::kGet, "/v1/buckets"));
+  EXPECT_EQ(buckets.body.find(R"("name":"origin")"), std::string::npos) << buckets.body;
   // "origin" was never created in Silo: the first request finds it at the backend.
   ASSERT_OK_AND_ASSIGN(const std::string got, c.get("origin", "a/b"));
   EXPECT_TRUE(got == bytes);

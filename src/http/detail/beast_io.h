@@ -23,6 +23,7 @@
 
 #include "base/mutex.h"
 #include "base/text.h"
+#include "http/detail/tls_socket.h"
 #include "http/message.h"
 
 namespace silo::http::detail {
@@ -41,47 +42,55 @@ inline auto redirect(ErrorCode& ec) { return asio::redirect_error(asio::use_awai
 
 using TlsStream = asio::ssl::stream<tcp::socket&>;
 
-// A connection's bytes: the socket itself, or TLS over it. An Asio AsyncReadStream and
-// AsyncWriteStream, so Beast and asio::async_write work through it either way and the
-// code above it has one path. Copyable; refers to streams its owner keeps.
+// A connection's bytes: the socket itself, or TLS over it (Asio's engine on the client
+// side, TlsSocket on the server's). An Asio AsyncReadStream and AsyncWriteStream, so Beast
+// and asio::async_write work through it either way and the code above it has one path.
+// Copyable; refers to streams its owner keeps.
 class SocketStream {
  public:
   using executor_type = tcp::socket::executor_type;
 
-  explicit SocketStream(tcp::socket& socket, TlsStream* tls = nullptr) : socket_(&socket), tls_(tls) {}
+  explicit SocketStream(tcp::socket& socket) : socket_(&socket) {}
+  SocketStream(tcp::socket& socket, TlsStream* tls) : socket_(&socket), tls_(tls) {}
+  SocketStream(tcp::socket& socket, TlsSocket* tls) : socket_(&socket), tls_socket_(tls) {}
 
   executor_type get_executor() { return socket_->get_executor(); }
-  bool is_tls() const { return tls_ != nullptr; }
+  bool is_tls() const { return tls_ != nullptr || tls_socket_ != nullptr; }
 
   template <typename MutableBuffers, typename Token>
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
     return asio::async_initiate<Token, void(ErrorCode, size_t)>(
-        [](auto handler, tcp::socket* socket, TlsStream* tls, const MutableBuffers& to) {
-          if (tls != nullptr) {
-            tls->async_read_some(to, std::move(handler));
+        [](auto handler, SocketStream stream, const MutableBuffers& to) {
+          if (stream.tls_ != nullptr) {
+            stream.tls_->async_read_some(to, std::move(handler));
+          } else if (stream.tls_socket_ != nullptr) {
+            stream.tls_socket_->async_read_some(to, std::move(handler));
           } else {
-            socket->async_read_some(to, std::move(handler));
+            stream.socket_->async_read_some(to, std::move(handler));
           }
         },
-        token, socket_, tls_, buffers);
+        token, *this, buffers);
   }
 
   template <typename ConstBuffers, typename Token>
   auto async_write_some(const ConstBuffers& buffers, Token&& token) {
     return asio::async_initiate<Token, void(ErrorCode, size_t)>(
-        [](auto handler, tcp::socket* socket, TlsStream* tls, const ConstBuffers& from) {
-          if (tls != nullptr) {
-            tls->async_write_some(from, std::move(handler));
+        [](auto handler, SocketStream stream, const ConstBuffers& from) {
+          if (stream.tls_ != nullptr) {
+            stream.tls_->async_write_some(from, std::move(handler));
+          } else if (stream.tls_socket_ != nullptr) {
+            stream.tls_socket_->async_write_some(from, std::move(handler));
           } else {
-            socket->async_write_some(from, std::move(handler));
+            stream.socket_->async_write_some(from, std::move(handler));
           }
         },
-        token, socket_, tls_, buffers);
+        token, *this, buffers);
   }
 
  private:
   tcp::socket* socket_;
-  TlsStream* tls_;
+  TlsStream* tls_ = nullptr;
+  TlsSocket* tls_socket_ = nullptr;
 };
 
 // Cancels the pending operations of one socket when an operation makes no progress
