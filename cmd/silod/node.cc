@@ -117,7 +117,7 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
   node->data_client_ = http::Client::create(node->io_.get_executor(), data);
   http::ClientOptions control = data;
   control.connect_timeout = std::chrono::milliseconds(1000);
-  control.io_timeout = std::chrono::milliseconds(5000);
+  control.io_timeout = cluster::kControlCallTimeout;
   node->control_client_ = http::Client::create(node->io_.get_executor(), control);
   // Backends get their own client: nothing of the cluster's signing goes out to them.
   node->backends_ = std::make_shared<backend::BackendPool>(

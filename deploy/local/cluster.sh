@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # A Silo cluster of P proxies and T targets on 127.0.0.1 (CONTRACT.md "Local cluster").
 #
-#   cluster.sh up [--proxies P] [--targets T] [--mountpaths M] [--dir DIR] [--base-port PORT] [--ha] [--tls]
+#   cluster.sh up [--proxies P] [--targets T] [--mountpaths M] [--dir DIR] [--base-port PORT] [--ha] [--tls] [--netns]
 #   cluster.sh status [--dir DIR] [--json]
 #   cluster.sh down [--dir DIR]
 #   cluster.sh add --role proxy|target [--mountpaths M] [--dir DIR] [--no-join]
 #   cluster.sh stop NODE_ID|etcd [--dir DIR]
 #   cluster.sh restart NODE_ID|etcd [--dir DIR]
+#   cluster.sh cut NODE_ID --from ID,...|etcd|all [--dir DIR]    (--netns clusters)
+#   cluster.sh heal NODE_ID [--dir DIR]
 #
 # Each node lives in DIR/nodes/<id>/: config.json, silod.log, pid, state/ and, on targets,
 # mp1..mpM (one directory per mountpath). --base-port 0 lets the kernel pick every port;
@@ -20,6 +22,11 @@
 # the nodes it calls, which check it against the CA (config.json node.tls); clients trust
 # DIR/tls/ca.pem (SILO_CA_BUNDLE, AWS_CA_BUNDLE). add and restart keep it (DIR/tls/enabled).
 # SILO_TLS_REQUIRE_CLIENT_CERT=true makes the nodes ask every client for a certificate.
+# --netns (root; SILO_NETNS=1 does the same) runs each node in a network namespace of its
+# own, on a bridge silobrX with the subnet 10.200.X.0/24 (X free at up): the host (etcd,
+# clients) is 10.200.X.1, proxy pN 10.200.X.(10+N), target tN 10.200.X.(100+N). cut drops,
+# with nftables inside NODE_ID's namespace, what it exchanges with the nodes named (or
+# etcd, or all of them); heal lifts it. down removes the namespaces; restart remakes them.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,14 +35,15 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 while read -r variable; do unset "$variable"; done < <(compgen -e | grep '^SILOD_' || true)
 repo=$(cd "$here/../.." && pwd)
 dir=${SILO_CLUSTER_DIR:-/tmp/silo-cluster}
-proxies=1 targets=3 mountpaths=2 base_port=8080 ha=0 tls=0 json=0 role="" node_id="" join=1
+proxies=1 targets=3 mountpaths=2 base_port=8080 ha=0 tls=0 json=0 role="" node_id="" join=1 from=""
+netns=${SILO_NETNS:-0}
 ready_timeout=${SILO_READY_TIMEOUT:-60}
 cache_json=${SILO_CACHE_JSON:-"{}"}  # cluster.cache: remote buckets' defaults, watermarks
 access_key=${SILO_ACCESS_KEY:-silo-admin}
 secret_key=${SILO_SECRET_KEY:-silo-secret-key}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 cmd=${1:-}; [ -n "$cmd" ] || usage 2; shift
 while [ $# -gt 0 ]; do
@@ -48,6 +56,8 @@ while [ $# -gt 0 ]; do
     --role) role=$2; shift 2;;
     --ha) ha=1; shift;;
     --tls) tls=1; shift;;
+    --netns) netns=1; shift;;
+    --from) from=$2; shift 2;;
     --no-join) join=0; shift;;
     --json) json=1; shift;;
     -h|--help) usage 0;;
@@ -62,6 +72,10 @@ for v in proxies targets mountpaths base_port; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} must be a non-negative integer, not '${!v}'"
 done
 [ "$tls" = 0 ] || [ "$cmd" = up ] || die "--tls goes with up (add and restart keep what up chose)"
+if [ "$netns" = 1 ] && [ "$cmd" = up ]; then
+  [ "$(id -u)" = 0 ] || die "--netns needs root (network namespaces, a bridge, nftables)"
+  [ "$tls" = 0 ] || die "--netns and --tls do not go together (the certificate names 127.0.0.1 only)"
+fi
 
 silod_bin() {
   if [ -n "${SILO_BIN_DIR:-}" ]; then
@@ -92,6 +106,9 @@ runs_with() { pid_alive "$1" && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | gr
 is_alive() { runs_with "$(node_pid "$1")" "$(node_dir "$1")/config.json"; }
 node_port() { sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$(node_dir "$1")/config.json"; }
 primary_url() { cat "$dir/primary_url"; }
+# The address a node serves on (and is reached at): 127.0.0.1, or its namespace's.
+node_host() { cat "$(node_dir "$1")/host" 2>/dev/null || echo 127.0.0.1; }
+node_url() { echo "$(scheme)://$(node_host "$1"):$(node_port "$1")"; }
 is_ha() { [ -f "$dir/etcd/port" ]; }
 is_tls() { [ -f "$dir/tls/enabled" ]; }
 scheme() { if is_tls; then echo https; else echo http; fi; }
@@ -106,18 +123,83 @@ etcd_alive() { runs_with "$(etcd_pid)" "$dir/etcd/data"; }
 live_proxy_url() {
   local id
   for id in $(node_ids); do
-    if [ "$(node_role "$id")" = proxy ] && is_alive "$id"; then echo "$(scheme)://127.0.0.1:$(node_port "$id")"; return; fi
+    if [ "$(node_role "$id")" = proxy ] && is_alive "$id"; then node_url "$id"; return; fi
   done
   primary_url
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
+# --netns: DIR/netns/subnet holds X. A node's namespace is siloX-ID, its veth pair svX-ID
+# (on the bridge) and eth0 (inside).
+is_netns() { [ -f "$dir/netns/subnet" ]; }
+subnet() { cat "$dir/netns/subnet"; }
+host_address() { echo "10.200.$(subnet).1"; }
+node_ns() { echo "silo$(subnet)-$1"; }
+pick_subnet() {  # claims a free 10.200.X.0/24 by creating its bridge (atomic: one wins)
+  local x
+  for x in $(seq 1 250); do
+    # A namespace removed by an earlier down may still be going away, its veth with it.
+    ip -o link show | grep -q " sv$x-" && continue
+    if ip link add "silobr$x" type bridge 2>/dev/null; then
+      mkdir -p "$dir/netns"; echo "$x" >"$dir/netns/subnet"; return 0
+    fi
+  done
+  die "no free 10.200.X.0/24 for --netns (250 bridges silobrX exist)"
+}
+bridge_up() {  # the bridge and the host's address on it, made again after down
+  local br="silobr$(subnet)"
+  ip link show "$br" >/dev/null 2>&1 || ip link add "$br" type bridge || die "cannot make bridge $br"
+  # A fixed address: by default a bridge takes the lowest of its ports' and changes it as
+  # ports come, which leaves the host's address stale in the nodes' ARP caches.
+  ip link set "$br" address "02:00:0a:c8:$(printf %02x "$(subnet)"):01"
+  ip addr replace "$(host_address)/24" dev "$br"
+  ip link set "$br" up
+}
+node_net_up() {  # id: its namespace, veth and address (made again after down)
+  local id=$1 ns veth; ns=$(node_ns "$1"); veth="sv$(subnet)-$id"
+  ip netns list | grep -qw "^$ns" && return 0
+  ip netns add "$ns" || die "cannot make network namespace $ns"
+  ip link del "$veth" 2>/dev/null || true  # left by a namespace still going away
+  ip link add "$veth" type veth peer name eth0 netns "$ns" || die "cannot make veth $veth"
+  ip link set "$veth" master "silobr$(subnet)" up
+  ip netns exec "$ns" ip link set lo up
+  ip netns exec "$ns" ip addr add "$(node_host "$id")/24" dev eth0
+  ip netns exec "$ns" ip link set eth0 up
+}
+net_down() {  # removes the namespaces and the bridge (the subnet stays claimed in DIR)
+  local id
+  for id in $(node_ids); do ip netns del "$(node_ns "$id")" 2>/dev/null || true; done
+  ip link del "silobr$(subnet)" 2>/dev/null || true
+}
+cut_node() {  # id peers: drops what id exchanges with peers (ids, etcd, all), inside its namespace
+  local id=$1 ns peer peers rules=""; ns=$(node_ns "$1")
+  peers=${2//,/ }
+  [ "$peers" = all ] && peers="$(node_ids | grep -vx "$id" | tr '\n' ' ') $(is_ha && echo etcd)"
+  for peer in $peers; do
+    if [ "$peer" = etcd ]; then
+      is_ha || die "the cluster in $dir runs no etcd"
+      rules+="add rule inet silo_cut out ip daddr $(host_address) tcp dport $(cat "$dir/etcd/port") drop"$'\n'
+    else
+      [ -d "$(node_dir "$peer")" ] && [ "$peer" != "$id" ] || die "cut: no other node $peer in $dir"
+      rules+="add rule inet silo_cut out ip daddr $(node_host "$peer") drop"$'\n'
+      rules+="add rule inet silo_cut in ip saddr $(node_host "$peer") drop"$'\n'
+    fi
+  done
+  ip netns exec "$ns" nft -f - <<NFT || die "nft refused the rules for $id"
+add table inet silo_cut
+add chain inet silo_cut out { type filter hook output priority 0; }
+add chain inet silo_cut in { type filter hook input priority 0; }
+$rules
+NFT
+}
+
 start_etcd() {  # starts (or restarts) the cluster's etcd; waits until it answers
   local port peer urls i
   port=$(cat "$dir/etcd/port"); peer=$(cat "$dir/etcd/peer_port")
   command -v etcd >/dev/null || die "--ha needs etcd (Debian package etcd-server; tools/setup.sh installs it)"
   urls=""; for i in $(seq 1 9); do urls+="${urls:+,}http://127.0.0.$i:$port"; done
+  if is_netns; then bridge_up; urls+=",http://$(host_address):$port"; fi
   setsid etcd --name silo --data-dir "$dir/etcd/data" --listen-client-urls "$urls" \
     --advertise-client-urls "http://127.0.0.1:$port" --listen-peer-urls "http://127.0.0.1:$peer" \
     --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "silo=http://127.0.0.1:$peer" \
@@ -144,7 +226,8 @@ meta_store_json() {  # id: the cluster.meta_store section of a node's config
   is_ha || return 0
   local id=$1 n addr=1
   if [[ $id =~ ^p([0-9]+)$ ]]; then n=${BASH_REMATCH[1]}; [ "$n" -le 8 ] && addr=$((n + 1)); fi
-  echo "\"meta_store\": {\"kind\": \"etcd\", \"etcd_endpoints\": [\"http://127.0.0.$addr:$(cat "$dir/etcd/port")\"], \"primary_lease_s\": ${SILO_PRIMARY_LEASE_S:-3}},"
+  local host="127.0.0.$addr"; if is_netns; then host=$(host_address); fi
+  echo "\"meta_store\": {\"kind\": \"etcd\", \"etcd_endpoints\": [\"http://$host:$(cat "$dir/etcd/port")\"], \"primary_lease_s\": ${SILO_PRIMARY_LEASE_S:-3}},"
 }
 
 tls_json() {  # the node.tls section of a node's config: every node serves DIR/tls/node.pem
@@ -163,7 +246,7 @@ write_config() {  # id role port mountpath-count primary-url
   "node": {
     "id": "$id",
     "role": "$r",
-    "host": "127.0.0.1",
+    "host": "$(node_host "$id")",
     "port": $port,
     "data_dir": "$nd/state",
     $( [ "$r" = target ] && echo "\"mountpaths\": [$mps]," )
@@ -189,7 +272,10 @@ JSON
 launch() {  # id: start the node in the background; returns at once
   local id=$1 nd; nd=$(node_dir "$id")
   rm -f "$nd/ready.json"
-  SILO_ACCESS_KEY=$access_key SILO_SECRET_KEY=$secret_key setsid "$(silod_bin)" --config "$nd/config.json" >>"$nd/silod.log" 2>&1 </dev/null &
+  local in_ns=()
+  if is_netns; then bridge_up; node_net_up "$id"; in_ns=(ip netns exec "$(node_ns "$id")"); fi
+  # ip netns exec execs silod: $! is the node's pid either way.
+  SILO_ACCESS_KEY=$access_key SILO_SECRET_KEY=$secret_key setsid "${in_ns[@]}" "$(silod_bin)" --config "$nd/config.json" >>"$nd/silod.log" 2>&1 </dev/null &
   echo $! >"$nd/pid"
 }
 
@@ -231,6 +317,10 @@ add_node() {  # role mountpaths port [primary] -> prints the new id
   id=$prefix$n
   mkdir -p "$(node_dir "$id")"
   echo "$r" >"$(node_dir "$id")/role"
+  if is_netns; then
+    local n=${id#?}; [ "$n" -le 89 ] || die "--netns numbers at most 89 proxies and 149 targets"
+    echo "10.200.$(subnet).$([ "$r" = proxy ] && echo $((10 + n)) || echo $((100 + n)))" >"$(node_dir "$id")/host"
+  fi
   local primary=""; [ -f "$dir/primary_url" ] && primary=$(primary_url)
   [ "${4-x}" = "" ] && primary=""  # --no-join: the node waits for an admin to add it
   write_config "$id" "$r" "$port" "$m" "$primary"
@@ -263,6 +353,8 @@ case "$cmd" in
     silod_bin >/dev/null
     # What a cluster removed from DIR/nodes left (a CA in DIR/tls is reused).
     rm -f "$dir/primary_url" "$dir/tls/enabled"
+    rm -rf "$dir/netns"
+    if [ "$netns" = 1 ]; then pick_subnet; bridge_up; fi
     if [ "$tls" = 1 ]; then
       "$here/tls-certs.sh" "$dir/tls" || die "cannot make the certificates in $dir/tls"
       touch "$dir/tls/enabled"
@@ -276,7 +368,7 @@ case "$cmd" in
     k=0
     first=$(add_node proxy 0 "$(port_of $k)"); k=$((k + 1))
     launch "$first"; wait_ready "$first"
-    echo "$(scheme)://127.0.0.1:$(node_port "$first")" >"$dir/primary_url"
+    node_url "$first" >"$dir/primary_url"
     started=()
     for i in $(seq 2 "$proxies"); do id=$(add_node proxy 0 "$(port_of $k)"); k=$((k + 1)); launch "$id"; started+=("$id"); done
     for i in $(seq 1 "$targets"); do id=$(add_node target "$mountpaths" "$(port_of $k)"); k=$((k + 1)); launch "$id"; started+=("$id"); done
@@ -293,12 +385,12 @@ case "$cmd" in
       id=$(add_node "$role" "$mountpaths" "$(free_port)" "")
       launch "$id"
       deadline=$((SECONDS + ready_timeout))
-      until [ "$(node_curl -s -o /dev/null -w '%{http_code}' "$(scheme)://127.0.0.1:$(node_port "$id")/v1/health")" != 000 ]; do
+      until [ "$(node_curl -s -o /dev/null -w '%{http_code}' "$(node_url "$id")/v1/health")" != 000 ]; do
         pid_alive "$(node_pid "$id")" || { tail -n 20 "$(node_dir "$id")/silod.log" >&2; die "node $id exited"; }
         [ $SECONDS -lt $deadline ] || die "node $id not listening after ${ready_timeout}s"
         sleep 0.1
       done
-      echo "node $id ($role) waits to be added: POST /v1/cluster/nodes {\"url\": \"$(scheme)://127.0.0.1:$(node_port "$id")\"}"
+      echo "node $id ($role) waits to be added: POST /v1/cluster/nodes {\"url\": \"$(node_url "$id")\"}"
       exit 0
     fi
     id=$(add_node "$role" "$mountpaths" 0)
@@ -332,8 +424,8 @@ case "$cmd" in
         alive=false; is_alive "$id" && alive=true
         mps=""; if [ "$r" = target ]; then for m in "$nd"/mp*; do mps+="${mps:+,}\"$m\""; done; fi
         pid=$(node_pid "$id"); [ -n "$pid" ] || pid=null
-        printf '%s{"id":"%s","role":"%s","pid":%s,"port":%s,"alive":%s,"url":"%s://127.0.0.1:%s","log":"%s","state_dir":"%s","mountpaths":[%s]}' \
-          "$sep" "$id" "$r" "$pid" "$(node_port "$id")" "$alive" "$(scheme)" "$(node_port "$id")" "$nd/silod.log" "$nd/state" "$mps"
+        printf '%s{"id":"%s","role":"%s","pid":%s,"port":%s,"alive":%s,"url":"%s","log":"%s","state_dir":"%s","mountpaths":[%s]}' \
+          "$sep" "$id" "$r" "$pid" "$(node_port "$id")" "$alive" "$(node_url "$id")" "$nd/silod.log" "$nd/state" "$mps"
         sep=","
       done
       printf ']'
@@ -355,6 +447,9 @@ case "$cmd" in
     ;;
   down)
     [ -d "$dir/nodes" ] || { echo "no cluster in $dir"; exit 0; }
+    # Partitions healed first: the nodes' last packets (FINs) reach their peers, so no
+    # socket lingers retransmitting and holding a namespace after it is removed.
+    if is_netns; then for id in $(node_ids); do ip netns exec "$(node_ns "$id")" nft delete table inet silo_cut 2>/dev/null || true; done; fi
     pids=()
     for id in $(node_ids); do if is_alive "$id"; then pid=$(node_pid "$id"); kill -TERM "$pid" 2>/dev/null || true; pids+=("$pid"); fi; done
     for _ in $(seq 1 200); do
@@ -363,7 +458,20 @@ case "$cmd" in
     done
     for pid in "${pids[@]}"; do if pid_alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi; done
     if is_ha; then stop_etcd; fi
+    if is_netns; then net_down; fi
     echo "cluster in $dir stopped (data kept; remove $dir to delete it)"
     ;;
-  *) die "unknown command '$cmd' (up|status|down|add|stop|restart)";;
+  cut|heal)
+    is_netns || die "$cmd needs a cluster started with --netns"
+    [ -n "$node_id" ] && [ -d "$(node_dir "$node_id")" ] || die "$cmd needs the id of a node in $dir"
+    ip netns exec "$(node_ns "$node_id")" nft delete table inet silo_cut 2>/dev/null || true
+    if [ "$cmd" = cut ]; then
+      [ -n "$from" ] || die "cut needs --from ID,...|etcd|all"
+      cut_node "$node_id" "$from"
+      echo "node $node_id cut off from $from"
+    else
+      echo "node $node_id healed"
+    fi
+    ;;
+  *) die "unknown command '$cmd' (up|status|down|add|stop|restart|cut|heal)";;
 esac

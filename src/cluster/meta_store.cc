@@ -90,7 +90,7 @@ http::Awaitable<void> EtcdMetaStore::run(Hooks hooks) {
       co_await renew();
     } else {
       co_await follow();
-      if (!stopping_ && primary_id().empty()) co_await campaign();
+      if (!stopping_ && primary_id().empty() && ticks_now() >= no_campaign_before_.load()) co_await campaign();
     }
     co_await async::pause(timer_, period);
   }
@@ -184,6 +184,17 @@ http::Awaitable<void> EtcdMetaStore::renew() {
                                  s.is_ok() ? "late" : s.message()));
   }
 }
+
+bool EtcdMetaStore::give_up(std::string_view why, std::chrono::milliseconds hold_off) {
+  if (!is_leader_) return false;
+  no_campaign_before_ = ticks_now() + std::chrono::duration_cast<Clock::duration>(hold_off).count();
+  step_down(why);
+  // Revoked now, not when the lease ends: the others take over within one poll.
+  boost::asio::co_spawn(executor_, revoke(lease_.load()), boost::asio::detached);
+  return true;
+}
+
+http::Awaitable<void> EtcdMetaStore::revoke(int64_t lease) { std::ignore = co_await etcd_.revoke(lease); }
 
 void EtcdMetaStore::step_down(std::string_view why) {
   if (!is_leader_.exchange(false)) return;

@@ -29,6 +29,10 @@ class MetaStore {
   virtual bool is_authoritative() const = 0;
   // Versions come from the store (etcd revisions), not from counting up here.
   virtual bool has_external_versions() const = 0;
+  // The primary hears from none of the other nodes, so it is likely cut off itself: gives
+  // the role up so that a proxy that reaches them takes over, and campaigns again only
+  // after `hold_off`. false where no other proxy can take over (local) or not primary.
+  virtual bool give_up(std::string_view why, std::chrono::milliseconds hold_off) = 0;
 };
 
 // `local`: the first proxy is the primary for good; versions count up by one.
@@ -37,6 +41,7 @@ class LocalMetaStore final : public MetaStore {
   Status commit(wire::NodeMap* nodes, wire::BucketMap* buckets) override;
   bool is_authoritative() const override { return true; }
   bool has_external_versions() const override { return false; }
+  bool give_up(std::string_view, std::chrono::milliseconds) override { return false; }
 };
 
 // `etcd`: proxies campaign for primary with a lease on <prefix>/primary; the maps live in
@@ -69,6 +74,7 @@ class EtcdMetaStore final : public MetaStore {
   Status commit(wire::NodeMap* nodes, wire::BucketMap* buckets) override;
   bool is_authoritative() const override;
   bool has_external_versions() const override { return true; }
+  bool give_up(std::string_view why, std::chrono::milliseconds hold_off) override;
   // The primary's id as etcd says (empty when none or not known yet).
   std::string primary_id() const;
 
@@ -79,6 +85,7 @@ class EtcdMetaStore final : public MetaStore {
   // hooks_.elected(); resigns when it fails. Runs beside run().
   http::Awaitable<void> take_role();
   void step_down(std::string_view why);
+  http::Awaitable<void> revoke(int64_t lease);
   std::chrono::steady_clock::duration authority() const;
   http::Awaitable<std::optional<Result<EtcdTxnResult>>> txn_for_future(std::vector<EtcdCompare> compares,
                                                                        std::vector<EtcdPut> puts);  // how long a renewal keeps us primary
@@ -97,6 +104,7 @@ class EtcdMetaStore final : public MetaStore {
   std::atomic<int64_t> lease_{0};
   std::atomic<int64_t> leadership_revision_{0};  // create revision of our primary key
   std::atomic<int64_t> renewed_at_{0};           // steady clock ticks when the last renewal was sent
+  std::atomic<int64_t> no_campaign_before_{0};   // steady clock ticks; set by give_up()
   mutable Mutex mutex_;
   std::string primary_id_ GUARDED_BY(mutex_);
   std::unique_ptr<boost::asio::steady_timer> timer_;

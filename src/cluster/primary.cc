@@ -61,9 +61,11 @@ void Primary::deactivate() { is_active_ = false; }
 http::Awaitable<Status> Primary::start() {
   is_active_ = true;
   {
-    // Every node already in the map gets a full timeout to check in before it is marked down.
+    // Every node already in the map gets a full timeout to check in before it is marked
+    // down, counted from when it can have given up on the previous primary: its keepalive
+    // to a primary that became unreachable fails only after kControlCallTimeout.
     MutexLock lock(seen_mutex_);
-    for (const auto& n : maps_.node_map()->nodes()) last_seen_[n.id()] = clock_.now();
+    for (const auto& n : maps_.node_map()->nodes()) last_seen_[n.id()] = clock_.now() + kControlCallTimeout;
   }
   const int64_t now = clock_.unix_nanos();
   const Status s = co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
@@ -96,15 +98,39 @@ http::Awaitable<void> Primary::watch_keepalives() {
     if (stopping_) break;
     if (!is_active()) continue;
     std::vector<std::string> silent;
+    size_t others = 0;
+    std::chrono::steady_clock::duration quiet{};  // since the last keepalive from any other online node
     {
       MutexLock lock(seen_mutex_);
       const auto now = clock_.now();
+      std::optional<Clock::TimePoint> newest;
       for (const auto& n : maps_.node_map()->nodes()) {
         if (n.id() == self_.id() || n.state() != wire::NODE_STATE_ONLINE) continue;
+        ++others;
         auto [it, inserted] = last_seen_.try_emplace(n.id(), now);
+        if (!newest || it->second > *newest) newest = it->second;
         if (!inserted && now - it->second > cluster_.keepalive_timeout) silent.push_back(n.id());
       }
+      if (newest) quiet = now - *newest;
     }
+    // Every node sends a keepalive each interval, so silence from all of two or more means
+    // this node is cut off far more likely than that they all failed at once. Marking them
+    // down would stop the data path everywhere (the others install the map from etcd), so
+    // none is; with etcd the role goes to a proxy that reaches them.
+    if (others >= 2 && quiet > 2 * cluster_.keepalive_interval) {
+      const auto quiet_ms = std::chrono::duration_cast<std::chrono::milliseconds>(quiet).count();
+      if (!std::exchange(hears_nobody_, true)) {
+        SILO_LOG_WARN("heard from none of the {} other nodes for {} ms: this node may be cut off; marking none down",
+                      others, quiet_ms);
+      }
+      if (quiet > cluster_.keepalive_timeout &&
+          meta_.give_up(fmt::format("heard from none of the {} other nodes for {} ms", others, quiet_ms),
+                        3 * cluster_.meta_store.primary_lease)) {
+        hears_nobody_ = false;
+      }
+      continue;
+    }
+    hears_nobody_ = false;
     if (silent.empty()) continue;
     const Status s = co_await mutate([&](wire::NodeMap& nodes, wire::BucketMap&, Changed& changed) {
       for (const auto& id : silent) {

@@ -5,6 +5,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <unordered_map>
@@ -51,7 +52,9 @@ class Primary {
   // Whether this node acts as the primary now: started, not deactivated, and the meta
   // store still grants it the role (an etcd lease renewed in time).
   bool is_active() const { return is_active_ && meta_.is_authoritative(); }
-  // Marks nodes down when their keepalives stop. Runs until stop().
+  // Marks nodes down when their keepalives stop; a primary that hears from none of two or
+  // more nodes marks none down and gives the role up where another proxy can take it
+  // (MetaStore::give_up). Runs until stop().
   http::Awaitable<void> watch_keepalives();
   void stop();
 
@@ -161,6 +164,7 @@ class Primary {
   Mutex mutation_mutex_;  // held on the state disk thread only, never across co_await
   Mutex seen_mutex_;
   std::unordered_map<std::string, Clock::TimePoint> last_seen_ GUARDED_BY(seen_mutex_);
+  bool hears_nobody_ = false;  // watch_keepalives() only: logs the start of a silence once
   std::atomic<bool> stopping_{false};
   std::unique_ptr<boost::asio::steady_timer> timer_;
   std::unique_ptr<boost::asio::steady_timer> rebalance_timer_;
@@ -206,6 +210,10 @@ http::Awaitable<Status> install_maps(ClusterMaps& maps, async::DiskExecutor& sta
                                      const wire::NodeMap* node_map, const wire::BucketMap* bucket_map);
 
 inline constexpr const char* kKeepalivePath = "/v1/internal/keepalive";
+// How long a control-plane call (keepalive, push) may make no progress before it fails
+// (the node's control client). A node can be stuck this long on a primary that became
+// unreachable before it tries the next one, so a new primary waits as much longer for it.
+inline constexpr std::chrono::milliseconds kControlCallTimeout{5000};
 // On a keepalive's 409 from a proxy that is not the primary: the primary's URL as that
 // proxy knows it (a node that joins through any proxy finds the primary; HA).
 inline constexpr const char* kPrimaryUrlHeader = "X-Silo-Primary-Url";

@@ -126,6 +126,7 @@ Result<std::unique_ptr<LocalCluster>> LocalCluster::start(ClusterOptions options
                                    "--mountpaths", std::to_string(o.mountpaths), "--base-port", "0"};
   if (o.ha) args.push_back("--ha");
   if (o.tls) args.push_back("--tls");
+  if (o.netns) args.push_back("--netns");
   Status up = cluster->script(std::move(args), kUpTimeout);
   if (!up.is_ok()) {
     cluster->dir_.keep();  // the test has not failed yet, but its logs are needed
@@ -194,7 +195,8 @@ Result<NodeInfo> LocalCluster::node(std::string_view id) const {
   info.role = trim(role);
   ASSIGN_OR_RETURN(const std::string config, read_file(info.dir + "/config.json"));
   info.port = to_number<uint16_t>(json_field(config, "port"));
-  info.url = fmt::format("{}://127.0.0.1:{}", options_.tls ? "https" : "http", info.port);
+  const Result<std::string> host = read_file(info.dir + "/host");  // netns clusters
+  info.url = fmt::format("{}://{}:{}", options_.tls ? "https" : "http", host ? trim(*host) : "127.0.0.1", info.port);
   if (auto pid = read_file(info.dir + "/pid")) info.pid = to_number<pid_t>(trim(*pid));
   if (auto ready = read_file(info.dir + "/ready.json")) {
     // ready.json is the node's own word while it runs; config.json holds the pinned port.
@@ -255,6 +257,14 @@ Status LocalCluster::launch(std::string_view id) {
   if (code != 0) return Status::internal("starting node {}: exit {}", id, code);
   return Status::ok();
 }
+
+Status LocalCluster::cut(std::string_view id, const std::vector<std::string>& peers) {
+  std::string from;
+  for (const auto& peer : peers) from += (from.empty() ? "" : ",") + peer;
+  return script({"cut", std::string(id), "--from", from}, kNodeTimeout);
+}
+
+Status LocalCluster::heal(std::string_view id) { return script({"heal", std::string(id)}, kNodeTimeout); }
 
 Result<uint16_t> LocalCluster::etcd_port() const {
   ASSIGN_OR_RETURN(const std::string text, read_file(dir() + "/etcd/port"));

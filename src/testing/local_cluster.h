@@ -40,6 +40,9 @@ struct ClusterOptions {
   // `cluster.sh up --tls`: every node serves HTTPS only with a certificate of the
   // cluster's CA (DIR/tls/ca.pem, which the cluster's clients trust).
   bool tls = false;
+  // `cluster.sh up --netns` (root): every node in a network namespace of its own on a
+  // bridge, reached at 10.200.X.N; cut() and heal() partition it.
+  bool netns = false;
 };
 
 // One node as its files under <dir>/nodes/<id>/ describe it right now.
@@ -110,6 +113,11 @@ class LocalCluster {
   Status down();
   // down(), then restarts every node, the primary first.
   Status restart_all();
+
+  // netns clusters: `cluster.sh cut ID --from PEERS` drops, inside node `id`'s namespace,
+  // what it exchanges with `peers` (node ids, "etcd", or "all"); heal() lifts that.
+  Status cut(std::string_view id, const std::vector<std::string>& peers);
+  Status heal(std::string_view id);
 
   // Polls the primary's node map until node `id` has `state` ("online", "down").
   Status wait_for_node_state(std::string_view id, std::string_view state, std::chrono::milliseconds timeout);

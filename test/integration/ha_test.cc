@@ -2,9 +2,12 @@
 // killed primary is replaced within seconds, data traffic goes on through the surviving
 // proxies, the old primary rejoins as an ordinary proxy, and a proxy cut off from etcd
 // (an nftables rule on its etcd address) stops acting as primary; never two at once.
+// Partitions between nodes run each node in a network namespace of its own (cluster.sh
+// --netns) and cut links with nftables inside them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -59,6 +62,48 @@ void put_and_check(client::Client& writer, client::Client& reader, std::string_v
     ASSERT_OK_AND_ASSIGN(const std::string got, reader.get(bucket, name));
     EXPECT_EQ(difference(bytes, got), "") << name;
   }
+}
+
+// 3 proxies and 3 targets, each in a network namespace of its own, keepalives every 200 ms
+// (a node is down after 2 s of silence).
+ClusterOptions netns_options() {
+  ClusterOptions options = ha_options(3, 3);
+  options.netns = true;
+  options.env.emplace_back("SILO_KEEPALIVE_INTERVAL_MS", "200");
+  options.env.emplace_back("SILO_KEEPALIVE_TIMEOUT_MS", "2000");
+  return options;
+}
+
+// The proxies that say they act as primary right now.
+std::vector<std::string> acting_primaries(const LocalCluster& cluster) {
+  std::vector<std::string> acting;
+  for (const auto& id : cluster.proxy_ids()) {
+    auto node = cluster.node(id);
+    if (node && acts_as_primary(node->url)) acting.push_back(id);
+  }
+  return acting;
+}
+
+// Polls until a proxy other than `old` acts as primary, failing the test if two ever act
+// at once; that proxy's id ("" after `timeout`). `each_poll` runs with every poll.
+std::string wait_for_takeover(const LocalCluster& cluster, std::string_view old, std::chrono::seconds timeout,
+                              const std::function<void()>& each_poll = [] {}) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    const std::vector<std::string> acting = acting_primaries(cluster);
+    EXPECT_LE(acting.size(), 1u) << "two proxies act as primary at once: " << fmt::format("{}", fmt::join(acting, ", "));
+    each_poll();
+    if (acting.size() == 1 && acting[0] != old) return acting[0];
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return "";
+}
+
+// The state of node `id` in the node map `seen_by` holds ("" when it cannot say).
+std::string state_seen_by(client::Client& seen_by, std::string_view id) {
+  auto map = seen_by.node_map();
+  if (!map || map->find(id) == nullptr) return "";
+  return map->find(id)->state;
 }
 
 // An nftables table that drops what this host sends to one address and port; removed
@@ -207,6 +252,88 @@ TEST(HaTest, ProxyCutOffFromEtcdStopsActingAsPrimary) {
   writers.stop();
   const size_t failed = writers.check(*p2, "steady");
   std::cout << "[ha] " << writers.attempts() << " PUTs through p1 and p3 across the partition, "
+            << writers.acknowledged() << " acknowledged, " << failed << " failed\n";
+}
+
+// The primary cut off from every other node but not from etcd keeps its lease and hears
+// no keepalives. Marking every node down would stop the data path everywhere (the other
+// proxies install its maps from etcd): it marks none down and hands the role to a proxy
+// that reaches them. Writers through the other proxies lose nothing.
+TEST(HaTest, APrimaryCutOffFromEveryNodeButEtcdMarksNoneDownAndHandsOver) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(netns_options()));
+  ASSERT_EQ(acting_primaries(*cluster), std::vector<std::string>{"p1"});
+  ASSERT_OK_AND_ASSIGN(auto p2, cluster->client_of("p2"));
+  ASSERT_OK(p2->create_bucket("steady"));
+  LedgerWriters writers(*cluster, "steady", 2, 1, 256 * 1024, urls_of(*cluster, {"p2", "p3"}));
+  ASSERT_OK(writers.wait_for_more(10, seconds(20)));
+
+  ASSERT_OK(cluster->cut("p1", {"p2", "p3", "t1", "t2", "t3"}));
+  const auto cut_at = std::chrono::steady_clock::now();
+  const std::string next = wait_for_takeover(*cluster, "p1", seconds(20));
+  ASSERT_FALSE(next.empty()) << "p1 kept the role while hearing from no node";
+  std::cout << "[ha] " << next << " took over "
+            << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - cut_at).count()
+            << " ms after p1 was cut off from every node\n";
+  // p1 marked none down (it said so in its log); the new primary cannot reach p1 and marks
+  // it down; data goes on.
+  ASSERT_OK_AND_ASSIGN(const NodeInfo p1_node, cluster->node("p1"));
+  ASSERT_OK_AND_ASSIGN(const std::string p1_log, silo::testing::read_file(p1_node.log_path));
+  EXPECT_NE(p1_log.find("marking none down"), std::string::npos);
+  EXPECT_EQ(p1_log.find("marking it down"), std::string::npos) << "the cut-off primary marked nodes down";
+  ASSERT_OK(silo::testing::wait_until([&] { return state_seen_by(*p2, "p1") == "down"; }, seconds(20),
+                                      "p1 marked down by the new primary"));
+  ASSERT_OK(writers.wait_for_more(10, seconds(20)));
+  ASSERT_OK(silo::testing::wait_until([&] { return p2->create_bucket("during").is_ok(); }, seconds(10),
+                                      "a bucket create through p2"));
+
+  // Healed: p1 follows the new primary as an ordinary proxy.
+  ASSERT_OK(cluster->heal("p1"));
+  ASSERT_OK(silo::testing::wait_until(
+      [&] {
+        for (const auto& id : cluster->node_ids()) {
+          if (state_seen_by(*p2, id) != "online") return false;
+        }
+        return true;
+      },
+      seconds(15), "every node online again"));
+  EXPECT_EQ(acting_primaries(*cluster), std::vector<std::string>{next});
+  writers.stop();
+  const size_t failed = writers.check(*p2, "steady");
+  std::cout << "[ha] " << writers.attempts() << " PUTs through p2 and p3 across the partition, "
+            << writers.acknowledged() << " acknowledged, " << failed << " failed\n";
+}
+
+// {p1 (the primary), t1} | {p2, p3, t2, t3, etcd}: the minority side loses etcd and p1
+// stops acting; the majority elects another primary, which marks p1 and t1 down. Never two
+// primaries; every write acknowledged through p2 and p3 reads back after the heal.
+TEST(HaTest, AMinorityPartitionWithThePrimaryLosesNoAcknowledgedWrite) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(netns_options()));
+  ASSERT_OK_AND_ASSIGN(auto p2, cluster->client_of("p2"));
+  ASSERT_OK(p2->create_bucket("split"));
+  LedgerWriters writers(*cluster, "split", 2, 1, 256 * 1024, urls_of(*cluster, {"p2", "p3"}));
+  ASSERT_OK(writers.wait_for_more(10, seconds(20)));
+
+  ASSERT_OK(cluster->cut("p1", {"p2", "p3", "t2", "t3", "etcd"}));
+  ASSERT_OK(cluster->cut("t1", {"p2", "p3", "t2", "t3"}));
+  const std::string next = wait_for_takeover(*cluster, "p1", seconds(20));
+  ASSERT_FALSE(next.empty()) << "no proxy of the majority took over";
+  ASSERT_OK(silo::testing::wait_until(
+      [&] { return state_seen_by(*p2, "p1") == "down" && state_seen_by(*p2, "t1") == "down"; }, seconds(20),
+      "p1 and t1 marked down by the majority's primary"));
+  ASSERT_OK(writers.wait_for_more(10, seconds(20)));
+
+  ASSERT_OK(cluster->heal("p1"));
+  ASSERT_OK(cluster->heal("t1"));
+  ASSERT_OK(silo::testing::wait_until(
+      [&] { return state_seen_by(*p2, "p1") == "online" && state_seen_by(*p2, "t1") == "online"; }, seconds(15),
+      "p1 and t1 online again"));
+  EXPECT_EQ(acting_primaries(*cluster), std::vector<std::string>{next});
+  ASSERT_OK(writers.wait_for_more(10, seconds(20)));
+  writers.stop();
+  const size_t failed = writers.check(*p2, "split");
+  std::cout << "[ha] " << writers.attempts() << " PUTs through the majority across the partition, "
             << writers.acknowledged() << " acknowledged, " << failed << " failed\n";
 }
 
