@@ -106,6 +106,15 @@ std::string state_seen_by(client::Client& seen_by, std::string_view id) {
   return map->find(id)->state;
 }
 
+// Stops the writers, reads back every acknowledged PUT through `reader` and prints the
+// ledger's counts.
+void stop_and_check(LedgerWriters& writers, client::Client& reader, std::string_view bucket, std::string_view through) {
+  writers.stop();
+  const size_t failed = writers.check(reader, bucket);
+  std::cout << "[ha] " << writers.attempts() << " PUTs through " << through << " across the partition, "
+            << writers.acknowledged() << " acknowledged, " << failed << " failed\n";
+}
+
 // An nftables table that drops what this host sends to one address and port; removed
 // when destroyed.
 class Partition {
@@ -249,10 +258,7 @@ TEST(HaTest, ProxyCutOffFromEtcdStopsActingAsPrimary) {
       },
       seconds(15), "every node on the same node map version"));
   ASSERT_OK(writers.wait_for_more(10, seconds(20)));
-  writers.stop();
-  const size_t failed = writers.check(*p2, "steady");
-  std::cout << "[ha] " << writers.attempts() << " PUTs through p1 and p3 across the partition, "
-            << writers.acknowledged() << " acknowledged, " << failed << " failed\n";
+  stop_and_check(writers, *p2, "steady", "p1 and p3");
 }
 
 // The primary cut off from every other node but not from etcd keeps its lease and hears
@@ -298,10 +304,7 @@ TEST(HaTest, APrimaryCutOffFromEveryNodeButEtcdMarksNoneDownAndHandsOver) {
       },
       seconds(15), "every node online again"));
   EXPECT_EQ(acting_primaries(*cluster), std::vector<std::string>{next});
-  writers.stop();
-  const size_t failed = writers.check(*p2, "steady");
-  std::cout << "[ha] " << writers.attempts() << " PUTs through p2 and p3 across the partition, "
-            << writers.acknowledged() << " acknowledged, " << failed << " failed\n";
+  stop_and_check(writers, *p2, "steady", "p2 and p3");
 }
 
 // {p1 (the primary), t1} | {p2, p3, t2, t3, etcd}: the minority side loses etcd and p1
@@ -331,10 +334,7 @@ TEST(HaTest, AMinorityPartitionWithThePrimaryLosesNoAcknowledgedWrite) {
       "p1 and t1 online again"));
   EXPECT_EQ(acting_primaries(*cluster), std::vector<std::string>{next});
   ASSERT_OK(writers.wait_for_more(10, seconds(20)));
-  writers.stop();
-  const size_t failed = writers.check(*p2, "split");
-  std::cout << "[ha] " << writers.attempts() << " PUTs through the majority across the partition, "
-            << writers.acknowledged() << " acknowledged, " << failed << " failed\n";
+  stop_and_check(writers, *p2, "split", "the majority");
 }
 
 }  // namespace

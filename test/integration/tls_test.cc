@@ -5,7 +5,9 @@
 // it is not; SIGHUP, or the files changing, reloads a renewed certificate without a restart.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 
@@ -27,14 +29,17 @@ std::string read_text(const std::string& path) {
 // Runs `sh -c command`; its output (stdout and stderr), "" on failure (a test failure).
 // Not std::system: silo::testing's reaper thread takes the exit status first.
 std::string shell(const std::string& command) {
-  const std::string out = ::testing::TempDir() + "/shell.out";
-  std::remove(out.c_str());
+  // A file of this process's own: the suites run in parallel (a shared name mixed them up).
+  static std::atomic<int> calls = 0;
+  const std::string out = fmt::format("{}/silo-shell-{}-{}.out", ::testing::TempDir(), ::getpid(), calls++);
   silo::testing::CommandOptions options;
   options.output_path = out;
   const auto code = silo::testing::run_command({"sh", "-c", command}, options);
   EXPECT_TRUE(code.has_value() && *code == 0) << command << ": " << (code ? std::to_string(*code) : code.status().to_string())
                                               << "\n" << read_text(out);
-  return code.has_value() && *code == 0 ? read_text(out) : "";
+  const std::string text = code.has_value() && *code == 0 ? read_text(out) : "";
+  std::remove(out.c_str());
+  return text;
 }
 
 TEST(TlsClusterTest, ObjectsCrossEveryHopOverHttpsIntact) {

@@ -71,26 +71,14 @@ class TlsSocket {
 
   template <typename MutableBuffers, typename Token>
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
-    const boost::asio::mutable_buffer to = first_nonempty<boost::asio::mutable_buffer>(buffers);
-    return run([this, to](size_t& bytes, boost::system::error_code& ec) {
-      if (to.size() == 0) return Next::kDone;
-      ERR_clear_error();
-      const int result = SSL_read_ex(ssl_, to.data(), to.size(), &bytes);
-      return result == 1 ? Next::kDone : failed(result, errno, ec);
-    }, std::forward<Token>(token));
+    return run_some(first_nonempty<boost::asio::mutable_buffer>(buffers), &SSL_read_ex, std::forward<Token>(token));
   }
 
   // Seals the first non-empty buffer (as asio::ssl::stream does): callers that want a
   // head and a body in one record put them in one buffer.
   template <typename ConstBuffers, typename Token>
   auto async_write_some(const ConstBuffers& buffers, Token&& token) {
-    const boost::asio::const_buffer from = first_nonempty<boost::asio::const_buffer>(buffers);
-    return run([this, from](size_t& bytes, boost::system::error_code& ec) {
-      if (from.size() == 0) return Next::kDone;
-      ERR_clear_error();
-      const int result = SSL_write_ex(ssl_, from.data(), from.size(), &bytes);
-      return result == 1 ? Next::kDone : failed(result, errno, ec);
-    }, std::forward<Token>(token));
+    return run_some(first_nonempty<boost::asio::const_buffer>(buffers), &SSL_write_ex, std::forward<Token>(token));
   }
 
   // Sends up to `size` bytes of `fd` from `offset`, encrypted by the kernel; completes with
@@ -153,6 +141,18 @@ class TlsSocket {
     }
     ERR_clear_error();
     return Next::kDone;
+  }
+
+  // Reads or writes `buffer` with `call` (SSL_read_ex or SSL_write_ex); an empty one is
+  // done at once with 0 bytes.
+  template <typename Buffer, typename Call, typename Token>
+  auto run_some(Buffer buffer, Call call, Token&& token) {
+    return run([this, buffer, call](size_t& bytes, boost::system::error_code& ec) {
+      if (buffer.size() == 0) return Next::kDone;
+      ERR_clear_error();
+      const int result = call(ssl_, buffer.data(), buffer.size(), &bytes);
+      return result == 1 ? Next::kDone : failed(result, errno, ec);
+    }, std::forward<Token>(token));
   }
 
   // Runs `attempt` (one OpenSSL call that fills the bytes done and an error) until it is
