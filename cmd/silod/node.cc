@@ -135,7 +135,9 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
   server_options.tls = http::ServerTls{.cert_file = nc.tls.cert_file,
                                        .key_file = nc.tls.key_file,
                                        .ca_file = nc.tls.ca_file,
-                                       .require_client_cert = nc.tls.require_client_cert};
+                                       .require_client_cert = nc.tls.require_client_cert,
+                                       // Kubernetes' probes show no certificate.
+                                       .paths_without_cert = {"/v1/health"}};
   Node* self = node.get();
   // Every answer names the node map this node serves under: a smart client that sees a
   // newer one than it routes by refreshes its map (docs/python.md, CONTRACT.md).

@@ -83,7 +83,9 @@ Result<std::shared_ptr<TlsContext>> make_tls_context(const ServerTls& tls) {
     }
     context->load_verify_file(tls.ca_file, ec);
     if (ec) return Status::failed_precondition("TLS CA file {}: {}", tls.ca_file, ec.message());
-    context->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert, ec);
+    // A certificate shown is checked in the handshake; none shown is refused per request
+    // (serve_one), so that probes may reach paths_without_cert.
+    context->set_verify_mode(asio::ssl::verify_peer, ec);
   }
   return context;
 }
@@ -189,6 +191,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   IoDeadline deadline_;
   beast::flat_buffer buffer_;
   const uint64_t id_;
+  bool has_client_cert_ = false;  // TLS: the client showed a certificate the CA signed
   bool is_idle_ = false;  // waiting for a request: stop() may close it
   bool is_closed_ = false;
   std::atomic<int64_t> waiting_since_{SteadyClock::now().time_since_epoch().count()};
@@ -674,6 +677,7 @@ Awaitable<bool> Connection::handshake() {
     co_await tls_->async_handshake(redirect(ec));
   }
   if (!ec) {
+    has_client_cert_ = SSL_get0_peer_certificate(tls_->native_handle()) != nullptr;
     const int is_ktls_send = tls_->is_ktls_send() ? 1 : 0;
     if (server_->is_ktls_send.exchange(is_ktls_send) != is_ktls_send) {
       SILO_LOG_INFO("http: TLS connections send {}", is_ktls_send == 1
@@ -730,6 +734,15 @@ Awaitable<bool> Connection::serve_one(RequestParser& parser) {
     co_return false;
   }
   RequestHead head = std::move(parsed).value();
+  const ServerTls& tls = server_->options.tls;
+  if (tls_ && tls.require_client_cert && !has_client_cert_ &&
+      std::find(tls.paths_without_cert.begin(), tls.paths_without_cert.end(), head.path) ==
+          tls.paths_without_cert.end()) {
+    co_await reply_error(403, "Forbidden",
+                         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code><Message>"
+                         "This node requires a client certificate (mutual TLS)</Message></Error>");
+    co_return false;
+  }
   if (remote_address_.empty()) {  // once per connection: getpeername(2) per request showed in profiles
     ErrorCode ec;
     const tcp::endpoint remote = socket_.remote_endpoint(ec);

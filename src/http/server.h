@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "http/message.h"
 
@@ -72,7 +73,12 @@ struct ServerTls {
   std::string key_file;
   // The CAs client certificates must chain to; read only when require_client_cert.
   std::string ca_file;
-  bool require_client_cert = false;  // mutual TLS: the handshake fails without one
+  // Mutual TLS: only a client that shows a certificate the CA file signed is served. A
+  // certificate it did not sign fails the handshake; a client that shows none reaches only
+  // `paths_without_cert` (a node's /v1/health, for probes that show none: kubelet's), and
+  // anything else answers 403 and closes.
+  bool require_client_cert = false;
+  std::vector<std::string> paths_without_cert = {};
   bool is_enabled() const { return !cert_file.empty(); }
 };
 

@@ -43,7 +43,11 @@ class TlsFiles {
   std::string cert() const { return dir_ + "/node.pem"; }
   std::string key() const { return dir_ + "/node-key.pem"; }
   ServerTls server(bool require_client_cert = false) const {
-    return ServerTls{.cert_file = cert(), .key_file = key(), .ca_file = ca(), .require_client_cert = require_client_cert};
+    return ServerTls{.cert_file = cert(),
+                     .key_file = key(),
+                     .ca_file = ca(),
+                     .require_client_cert = require_client_cert,
+                     .paths_without_cert = {}};
   }
 
  private:
@@ -141,9 +145,21 @@ TEST_F(TlsTest, PlainHttpToATlsPortGetsNoAnswerAndHarmsNoOne) {
 }
 
 TEST_F(TlsTest, MutualTlsWantsACertificateTheCaSigned) {
-  start(echo_path_handler(), {}, {}, files_.server(/*require_client_cert=*/true));
+  std::atomic<int> calls = 0;
+  ServerTls tls = files_.server(/*require_client_cert=*/true);
+  tls.paths_without_cert = {"/health"};
+  start(echo_path_handler(&calls), {}, {}, tls);
+  // Without a certificate: the open path only; anything else is 403 and never handled.
   trust(files_.ca());
-  EXPECT_FALSE(call(request(Method::kGet, "/anonymous")));
+  Result<ClientResponse> anonymous = call(request(Method::kGet, "/anonymous"));
+  ASSERT_TRUE(anonymous) << anonymous.status();
+  EXPECT_EQ(anonymous->status, 403);
+  EXPECT_NE(anonymous->body.find("client certificate"), std::string::npos) << anonymous->body;
+  EXPECT_EQ(calls, 0);
+  Result<ClientResponse> probe = call(request(Method::kGet, "/health"));
+  ASSERT_TRUE(probe) << probe.status();
+  EXPECT_EQ(probe->body, "/health");
+  EXPECT_EQ(calls, 1);
   TlsFiles stranger;  // a certificate from another CA
   trust(files_.ca(), stranger.cert(), stranger.key());
   EXPECT_FALSE(call(request(Method::kGet, "/stranger")));

@@ -129,6 +129,25 @@ void sighup_and_wait_for_reload(LocalCluster& cluster) {
   }
 }
 
+// Mutual TLS: a client without a certificate gets the health answer (Kubernetes' probes
+// show none) and 403 for anything else; one with a certificate of the cluster's CA is served.
+TEST(TlsClusterTest, MutualTlsServesHealthWithoutACertificateAndNothingElse) {
+  ClusterOptions options = tls_options();
+  options.targets = 1;
+  options.env.emplace_back("SILO_TLS_REQUIRE_CLIENT_CERT", "true");
+  ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start(options));
+  const std::string curl =
+      fmt::format("curl -s -o /dev/null -w '%{{http_code}}' --cacert {} {}", cluster->ca_file(), cluster->endpoint());
+  EXPECT_EQ(shell(curl + "/v1/health"), "200");
+  EXPECT_EQ(shell(curl + "/v1/buckets"), "403");
+  client::ClientOptions with_cert;
+  with_cert.client_cert = cluster->dir() + "/tls/node.pem";
+  with_cert.client_key = cluster->dir() + "/tls/node-key.pem";
+  ASSERT_OK_AND_ASSIGN(auto member, cluster->new_client(with_cert));
+  ASSERT_OK(member->create_bucket("mtls"));
+  ASSERT_OK(member->put("mtls", "o", "x").status());
+}
+
 TEST(TlsClusterTest, SighupReloadsARenewedCertificate) {
   ASSERT_OK_AND_ASSIGN(auto cluster, LocalCluster::start({.proxies = 1, .targets = 1, .mountpaths = 1, .tls = true}));
   client::Client& c = cluster->client();
