@@ -137,10 +137,10 @@ subnet() { cat "$dir/netns/subnet"; }
 host_address() { echo "10.200.$(subnet).1"; }
 node_ns() { echo "silo$(subnet)-$1"; }
 pick_subnet() {  # claims a free 10.200.X.0/24 by creating its bridge (atomic: one wins)
-  local x
+  local x links; links=$(ip -o link show)
   for x in $(seq 1 250); do
     # A namespace removed by an earlier down may still be going away, its veth with it.
-    ip -o link show | grep -q " sv$x-" && continue
+    [[ $links == *" sv$x-"* ]] && continue
     if ip link add "silobr$x" type bridge 2>/dev/null; then
       mkdir -p "$dir/netns"; echo "$x" >"$dir/netns/subnet"; return 0
     fi
@@ -158,7 +158,7 @@ bridge_up() {  # the bridge and the host's address on it, made again after down
 }
 node_net_up() {  # id: its namespace, veth and address (made again after down)
   local id=$1 ns veth; ns=$(node_ns "$1"); veth="sv$(subnet)-$id"
-  ip netns list | grep -qw "^$ns" && return 0
+  [ -e "/run/netns/$ns" ] && return 0
   ip netns add "$ns" || die "cannot make network namespace $ns"
   ip link del "$veth" 2>/dev/null || true  # left by a namespace still going away
   ip link add "$veth" type veth peer name eth0 netns "$ns" || die "cannot make veth $veth"
