@@ -29,6 +29,8 @@ for tool in curl sha256sum openssl; do
 done
 
 dir=$(mktemp -d /tmp/silo-bench-rss-XXXXXX)
+# The bench's own cluster and its own keys, whatever the caller's shell exported.
+export SILO_ACCESS_KEY=silo-admin SILO_SECRET_KEY=silo-secret-key
 cluster() { "$repo/deploy/local/cluster.sh" "$@" --dir "$dir"; }
 sampler_pid=""
 cleanup() {
@@ -60,7 +62,7 @@ sampler_pid=$!
 stream() { openssl enc -aes-128-ctr -nosalt -pass pass:silo-bench -pbkdf2 </dev/zero 2>/dev/null | head -c "$size" || true; }
 
 # Every request is signed with the cluster's admin keys (UNSIGNED-PAYLOAD: the body streams).
-auth=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "${SILO_ACCESS_KEY:-silo-admin}:${SILO_SECRET_KEY:-silo-secret-key}"
+auth=(--aws-sigv4 "aws:amz:us-east-1:s3" --user "$SILO_ACCESS_KEY:$SILO_SECRET_KEY"
       -H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
 curl -fsS "${auth[@]}" -X PUT "$endpoint/v1/buckets/bench" -o /dev/null
 url="$endpoint/v1/objects/bench/big-object"

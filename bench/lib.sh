@@ -77,13 +77,14 @@ bench_binaries() {
 bench_cluster() {
   local up_log="$work/cluster-up.log" targets=$1 mountpaths=$2
   shift 2
+  # The bench's own cluster and its own keys, whatever the caller's shell exported.
+  export SILO_ACCESS_KEY=silo-admin SILO_SECRET_KEY=silo-secret-key
   SILO_BIN_DIR=$silod_dir "$bench_repo/deploy/local/cluster.sh" up --dir "$work/cluster" --base-port "$base_port" \
     --targets "$targets" --mountpaths "$mountpaths" "$@" >"$up_log" 2>&1 ||
     { cat "$up_log" >&2; bench_die "the cluster did not start"; }
   if [ -f "$work/cluster/tls/ca.pem" ]; then
     export SILO_CA_BUNDLE="$work/cluster/tls/ca.pem" CURL_CA_BUNDLE="$work/cluster/tls/ca.pem"
   fi
-  export SILO_ACCESS_KEY=${SILO_ACCESS_KEY:-silo-admin} SILO_SECRET_KEY=${SILO_SECRET_KEY:-silo-secret-key}
   local status; status=$("$bench_repo/deploy/local/cluster.sh" status --dir "$work/cluster" --json)
   SILO_ENDPOINT=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["endpoint"])' <<<"$status")
   export SILO_ENDPOINT

@@ -31,8 +31,10 @@ except ImportError:
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "deploy" / "local" / "cluster.sh"
-ACCESS_KEY = os.environ.get("SILO_ACCESS_KEY", "silo-admin")
-SECRET_KEY = os.environ.get("SILO_SECRET_KEY", "silo-secret-key")
+# The cluster's admin keys are the test's own, never the caller's: a shell that exported
+# other SILO_ACCESS_KEY / SILO_SECRET_KEY values (the README walkthrough) must not change it.
+ACCESS_KEY = "silo-admin"
+SECRET_KEY = "silo-secret-key"
 MiB = 1024 * 1024
 TLS = os.environ.get("SILO_CLIENTS_TLS") == "1"
 

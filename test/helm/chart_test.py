@@ -471,8 +471,10 @@ def find_silod():
 
 def start_silod(silod, args, tmp):
     log = open(os.path.join(tmp, "silod.log"), "w")
+    # Not the caller's SILO_* settings (a shell that exported other keys): the rendered file's.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SILO_", "SILOD_"))}
     proc = subprocess.Popen([silod, *args, "--host=127.0.0.1", "--port=0", f"--data-dir={tmp}/data",
-                             f"--ready-file={tmp}/ready.json"], stdout=log, stderr=subprocess.STDOUT)
+                             f"--ready-file={tmp}/ready.json"], stdout=log, stderr=subprocess.STDOUT, env=env)
     return proc
 
 

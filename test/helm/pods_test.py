@@ -237,6 +237,18 @@ def scenario(args, helm, workdir):
             # proxy holds the role: proxy 0, stopped, hands the role over.
             proxy0 = cluster.sets[f"{RELEASE}-proxy"][0]
             proxy0.stop()
+            # Started again before another proxy has taken the role, proxy 0 may win the
+            # election again: wait for the handover first.
+            deadline = time.time() + 30
+            while True:
+                try:
+                    primary = json.loads(silo_cli(cluster, "--json", "cluster", "show").stdout)["primary"]
+                except (RuntimeError, ValueError, KeyError):
+                    primary = ""
+                if primary and primary != f"{RELEASE}-proxy-0":
+                    break
+                assert time.time() < deadline, "no other proxy took the primary role from proxy 0"
+                time.sleep(0.5)
             proxy0.start()
             cluster.wait_ready([proxy0])
             wait_for_map(cluster, silo_pods)
