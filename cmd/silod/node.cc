@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/cpus.h"
 #include "base/log.h"
 #include "batch/owner_fetcher.h"
 #include "batch/owner_reads.h"
@@ -817,7 +818,9 @@ int Node::run() {
   if (server_->is_tls()) asio::co_spawn(io_, watch_tls_files(), asio::detached);
   asio::co_spawn(io_, start(), asio::detached);
   std::vector<std::thread> threads;
-  for (uint32_t i = 1; i < config_.node.io_threads; ++i) threads.emplace_back([this] { io_.run(); });
+  const uint32_t io_threads = config_.node.io_threads != 0 ? config_.node.io_threads : cpus::usable();
+  SILO_LOG_INFO("{} network threads", io_threads);
+  for (uint32_t i = 1; i < io_threads; ++i) threads.emplace_back([this] { io_.run(); });
   io_.run();
   for (auto& t : threads) t.join();
   return exit_code_;

@@ -16,6 +16,8 @@ std::string xxh128_hex(std::string_view data) {
   return fmt::format("{:016x}{:016x}", h.high64, h.low64);
 }
 
+uint64_t xxh3(std::span<const char> data) { return XXH3_64bits(data.data(), data.size()); }
+
 Xxh3Stream::Xxh3Stream() : state_(XXH3_createState()) {
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
 }

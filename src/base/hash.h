@@ -15,6 +15,9 @@ uint64_t xxh64(std::string_view data, uint64_t seed = 0);
 // XXH3 128-bit as 32 lowercase hex digits (object file names on disk).
 std::string xxh128_hex(std::string_view data);
 
+// XXH3-64 of `data` in one call: Xxh3Stream's digest of the same bytes.
+uint64_t xxh3(std::span<const char> data);
+
 // Streaming XXH3-64, the integrity checksum of object bytes.
 class Xxh3Stream {
  public:

@@ -367,7 +367,7 @@ Status finalize(Config& config) {
   if (!is_target(n.role) && !n.mountpaths.empty()) {
     return Status::invalid_argument("config: node.mountpaths is set but role '{}' stores no objects", role_name(n.role));
   }
-  if (n.io_threads == 0 || n.io_threads > 256) return Status::invalid_argument("config: node.io_threads must be 1..256");
+  if (n.io_threads > 256) return Status::invalid_argument("config: node.io_threads must be 0 (one per CPU) or 1..256");
   if (n.disk_threads_per_mountpath == 0 || n.disk_threads_per_mountpath > 256) {
     return Status::invalid_argument("config: node.disk_threads_per_mountpath must be 1..256");
   }

@@ -141,7 +141,7 @@ struct NodeConfig {
   std::string primary_url;
   std::string log_level = "info";
   std::string ready_file;   // written with {"port","pid"} once the node serves
-  uint32_t io_threads = 2;
+  uint32_t io_threads = 0;  // network threads; 0: one per usable CPU (base/cpus.h)
   uint32_t disk_threads_per_mountpath = 4;
   TlsConfig tls;
 };

@@ -169,7 +169,7 @@ http::Awaitable<Status> Replication::verify_read(const store::OpenObject& object
 
 http::Awaitable<Status> Replication::verify_block(store::BlockVerifier& verifier, const store::OpenObject& object,
                                                   uint64_t offset) {
-  Status checked = co_await reader_.run([&verifier, offset] { return verifier.verify(offset); });
+  Status checked = co_await store::verify_block(verifier, reader_, offset);
   if (checked.is_ok()) co_return checked;
   corrupt_found_.add();
   const wire::ObjectRecord& record = object.record();

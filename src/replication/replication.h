@@ -167,7 +167,7 @@ class Replication {
   http::Awaitable<Status> drop_copy(http::Exchange& exchange, const ObjectRef& object);
   // repair_later()'s work: a corrupt copy (still `generation`, still broken) pulled again.
   http::Awaitable<Status> repair_copy(ObjectRef object, uint64_t generation);
-  // Checks the block of `object` that holds `offset` on reader_; a failure is counted and
+  // Checks the block of `object` that holds `offset` (on reader_ unless cached); a failure is counted and
   // logged as a corrupt copy here.
   http::Awaitable<Status> verify_block(store::BlockVerifier& verifier, const store::OpenObject& object,
                                        uint64_t offset);

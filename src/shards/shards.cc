@@ -149,7 +149,7 @@ Result<const wire::ArchiveMember*> Shards::find(const MemberIndex& index, std::s
 http::Awaitable<Status> Shards::verify_block(store::BlockVerifier& verifier, const store::OpenObject& opened,
                                              uint64_t offset) {
   if (verifier.verified_bytes(offset, 1) > 0) co_return Status::ok();
-  Status checked = co_await reader_.run([&verifier, offset] { return verifier.verify(offset); });
+  Status checked = co_await store::verify_block(verifier, reader_, offset);
   if (checked.is_ok()) co_return checked;
   co_return found_corrupt(opened, checked);
 }

@@ -1,16 +1,30 @@
 #include "store/block_sums.h"
 
 #include <fmt/format.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 namespace silo::store {
 namespace {
 
 uint64_t blocks_of(uint64_t size, uint64_t block_size) { return (size + block_size - 1) / block_size; }
+
+// `length` bytes of a buffer this thread keeps for block reads (no allocation, no zeroing
+// per read). Valid until the thread's next call.
+std::span<char> block_buffer(uint64_t length) {
+  thread_local std::unique_ptr<char[]> buffer;
+  thread_local uint64_t capacity = 0;
+  if (capacity < length) {
+    buffer.reset(new char[length]);
+    capacity = length;
+  }
+  return {buffer.get(), static_cast<size_t>(length)};
+}
 
 }  // namespace
 
@@ -119,29 +133,55 @@ Status BlockVerifier::verify(uint64_t offset) {
     verified_end_ = record.size();
     return Status::ok();
   }
-  const uint64_t block_size = record.block_size();
-  const uint64_t index = offset / block_size;
-  const uint64_t begin = index * block_size;
-  const uint64_t length = std::min(block_size, record.size() - begin);
-  if (buffer_.size() < length) buffer_.resize(static_cast<size_t>(std::min(block_size, record.size())));
-  const Status read = read_fully(object_.fd(), buffer_.data(), length, begin);
-  ++blocks_hashed_;
-  bytes_hashed_ += length;
+  const uint64_t index = offset / record.block_size();
+  const uint64_t begin = index * record.block_size();
+  const std::span<char> block = block_buffer(std::min(record.block_size(), record.size() - begin));
+  const Status read = read_fully(object_.fd(), block.data(), block.size(), begin);
   if (!read.is_ok()) return corrupt(fmt::format("block {}: {}", index, read.to_string()));
-  hash::Xxh3Stream xxh3;
-  xxh3.update(std::span<const char>(buffer_.data(), static_cast<size_t>(length)));
-  const uint64_t expected = record.block_xxh3(static_cast<int>(index));
-  if (xxh3.digest() != expected) {
-    return corrupt(fmt::format("block {} at {}: XXH3 {} instead of {}", index, begin, hash::u64_hex(xxh3.digest()),
+  return check_block(index, begin, block);
+}
+
+std::optional<Status> BlockVerifier::verify_cached(uint64_t offset) {
+  const wire::ObjectRecord& record = object_.record();
+  if (check_ == ReadCheck::kNone || verified_bytes(offset, 1) > 0) return Status::ok();
+  if (!has_blocks_) return std::nullopt;
+  const uint64_t index = offset / record.block_size();
+  const uint64_t begin = index * record.block_size();
+  const std::span<char> block = block_buffer(std::min(record.block_size(), record.size() - begin));
+  for (size_t done = 0; done < block.size();) {
+    iovec into{block.data() + done, block.size() - done};
+    const ssize_t n = ::preadv2(object_.fd(), &into, 1, static_cast<off_t>(begin + done), RWF_NOWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    // EAGAIN: not cached; EOPNOTSUPP: a file system without it; an error or a short file:
+    // verify() on a disk executor reads again and reports it.
+    if (n <= 0) return std::nullopt;
+    done += static_cast<size_t>(n);
+  }
+  return check_block(index, begin, block);
+}
+
+Status BlockVerifier::check_block(uint64_t index, uint64_t begin, std::span<const char> bytes) {
+  ++blocks_hashed_;
+  bytes_hashed_ += bytes.size();
+  const uint64_t actual = hash::xxh3(bytes);
+  const uint64_t expected = object_.record().block_xxh3(static_cast<int>(index));
+  if (actual != expected) {
+    return corrupt(fmt::format("block {} at {}: XXH3 {} instead of {}", index, begin, hash::u64_hex(actual),
                                hash::u64_hex(expected)));
   }
+  const uint64_t end = begin + bytes.size();
   if (begin == verified_end_ && verified_end_ > verified_begin_) {
-    verified_end_ = begin + length;  // extends the run
+    verified_end_ = end;  // extends the run
   } else {
     verified_begin_ = begin;
-    verified_end_ = begin + length;
+    verified_end_ = end;
   }
   return Status::ok();
+}
+
+Awaitable<Status> verify_block(BlockVerifier& verifier, async::DiskExecutor& disk, uint64_t offset) {
+  if (std::optional<Status> now = verifier.verify_cached(offset)) co_return std::move(*now);
+  co_return co_await disk.run([&verifier, offset] { return verifier.verify(offset); });
 }
 
 }  // namespace silo::store

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "async/disk_executor.h"
 #include "base/hash.h"
 #include "base/result.h"
 #include "store/store.h"
@@ -64,7 +65,7 @@ enum class ReadCheck { kNone, kVerify };
 
 // The checks of one read of an opened object (a GET, a member read, a tar of members, a
 // copy sent to a peer): which of its bytes are verified by now. Each block a read touches
-// is hashed from the file (pread into one reused block buffer, normally from the page
+// is hashed from the file (pread into a block buffer of the calling thread, normally from the page
 // cache) and compared with its sum right before the caller sends its bytes, so a corrupt
 // block is never sent and nothing is read twice. A record without block sums (written
 // before them, a slice) is checked whole at the first verify(), as before. The verified
@@ -86,21 +87,31 @@ class BlockVerifier {
   // Blocking: call on a disk executor.
   // Requires: offset < the record's size.
   Status verify(uint64_t offset);
+  // verify() without blocking, on any thread: nullopt when that would wait for the disk
+  // (a byte of the block is not in the page cache: preadv2 RWF_NOWAIT) or hash more than
+  // one block (a record without block sums).
+  std::optional<Status> verify_cached(uint64_t offset);
   // Blocks hashed so far (and bytes), for tests and metrics.
   uint64_t blocks_hashed() const { return blocks_hashed_; }
   uint64_t bytes_hashed() const { return bytes_hashed_; }
 
  private:
   Status corrupt(const std::string& why) const;
+  // Compares the bytes just read of block `index` (from `begin`) with its sum and extends
+  // the verified span.
+  Status check_block(uint64_t index, uint64_t begin, std::span<const char> bytes);
 
   const OpenObject& object_;
   ReadCheck check_;
   bool has_blocks_;
   uint64_t verified_begin_ = 0;  // [begin, end) of the file: verified
   uint64_t verified_end_ = 0;
-  std::vector<char> buffer_;  // one block, allocated at the first verify()
   uint64_t blocks_hashed_ = 0;
   uint64_t bytes_hashed_ = 0;
 };
+
+// Verifies the block of `verifier`'s object that holds `offset`: on this thread when it is
+// in the page cache (a warm read costs no thread hand-off, docs/adr/0024), else on `disk`.
+Awaitable<Status> verify_block(BlockVerifier& verifier, async::DiskExecutor& disk, uint64_t offset);
 
 }  // namespace silo::store

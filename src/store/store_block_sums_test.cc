@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -207,6 +208,44 @@ TEST_F(StoreBlockSumsTest, AVerifierHashesOnlyTheBlocksARangeTouches) {
   EXPECT_EQ(unchecked.verified_bytes(2 * kBlockSize, 10), 10u);
   EXPECT_EQ(unchecked.verify(2 * kBlockSize), Status::ok());
   EXPECT_EQ(unchecked.bytes_hashed(), 0u);
+}
+
+TEST_F(StoreBlockSumsTest, AVerifierChecksACachedBlockOnTheCallersThreadAndLeavesTheRestToTheDisk) {
+  const std::string bytes = bytes_of(3 * kBlockSize + 10);
+  const ObjectRef object{bucket_, "o"};
+  ASSERT_TRUE(testing::put(*store_, object, bytes));
+  flip_byte(2 * kBlockSize + 3);  // block 2; the file's pages stay in the page cache
+  Result<OpenObject> opened = run(store_->open(object));
+  ASSERT_TRUE(opened) << opened.status();
+
+  BlockVerifier verifier(*opened, ReadCheck::kVerify);
+  const std::optional<Status> first = verifier.verify_cached(5);
+  ASSERT_TRUE(first.has_value()) << "a block just written is in the page cache";
+  EXPECT_EQ(*first, Status::ok());
+  EXPECT_EQ(verifier.verified_bytes(5, 100), 100u);
+  const std::optional<Status> bad = verifier.verify_cached(2 * kBlockSize);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->code(), Code::kDataLoss) << *bad;
+  EXPECT_NE(bad->message().find("block 2"), std::string::npos) << *bad;
+  EXPECT_EQ(verifier.verified_bytes(2 * kBlockSize, 1), 0u) << "a corrupt block is never verified";
+
+  // Out of the page cache, the block is left to verify() on a disk executor.
+  ASSERT_EQ(::fdatasync(opened->fd()), 0);
+  ASSERT_EQ(::posix_fadvise(opened->fd(), 0, 0, POSIX_FADV_DONTNEED), 0);
+  EXPECT_FALSE(verifier.verify_cached(3 * kBlockSize).has_value());
+  EXPECT_EQ(verifier.verify(3 * kBlockSize), Status::ok());
+  EXPECT_EQ(verifier.verified_bytes(3 * kBlockSize, 10), 10u);
+
+  // So is a record without block sums (the whole file would be hashed).
+  wire::ObjectRecord old = opened->record();
+  set_block_sums(old, 0, {});
+  const OpenObject legacy(::dup(opened->fd()), old);
+  BlockVerifier whole(legacy, ReadCheck::kVerify);
+  EXPECT_FALSE(whole.verify_cached(0).has_value());
+  BlockVerifier unchecked(legacy, ReadCheck::kNone);
+  const std::optional<Status> none = unchecked.verify_cached(0);
+  ASSERT_TRUE(none.has_value()) << "nothing to check, nothing to wait for";
+  EXPECT_EQ(*none, Status::ok());
 }
 
 TEST_F(StoreBlockSumsTest, ARecordWithoutSumsIsVerifiedWholeOnce) {
