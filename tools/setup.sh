@@ -13,11 +13,11 @@ build_packages=(
 )
 # Tools the tests and bench scripts drive (integration tests use curl and python3; the
 # client tests drive s3cmd, rclone and an s3fs-fuse mount; the bench scripts' smoke runs
-# drive nginx and wrk; the HA tests run etcd; partition tests use nftables and network
+# drive nginx, wrk and fio; the HA tests run etcd; partition tests use nftables and network
 # namespaces; the CLI tests source the bash and zsh completions; the archive tests write
 # tgz, tar.lz4 and zip shards with lz4 and zip; aws-cli and boto3 come with
 # the machine image's python3).
-test_packages=(procps zsh s3cmd rclone s3fs fuse3 nginx wrk etcd-server etcd-client nftables iproute2 lz4 zip)
+test_packages=(procps zsh s3cmd rclone s3fs fuse3 nginx wrk fio etcd-server etcd-client nftables iproute2 lz4 zip)
 # The container image and its test (deploy/container/, test/container/): buildah builds it
 # from scratch, podman runs it; runc because crun 1.8 refuses this kernel's hybrid cgroups.
 test_packages+=(buildah podman runc uidmap fuse-overlayfs slirp4netns containernetworking-plugins ca-certificates)
