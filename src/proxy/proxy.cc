@@ -436,7 +436,7 @@ http::Awaitable<void> Proxy::handle_object(http::Exchange& exchange, std::string
   }
   const std::vector<wire::NodeInfo> order = route_for(*bucket, name, request.method);
   const wire::NodeInfo& first = order.front();
-  if (first.id() == options_.self.id() && options_.local_target) {
+  if (options_.local_target && detail::answers_here(order, options_.self.id(), request.method)) {
     co_await options_.local_target(exchange, std::move(bucket_name), std::move(name));
     co_return;
   }

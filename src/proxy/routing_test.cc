@@ -59,6 +59,20 @@ TEST(TargetOrderTest, DownHoldersComeLastInRankOrder) {
   EXPECT_EQ(ids(target_order(holders({"t1!"}), http::Method::kGet, 3)), (Ids{"t1"}));
 }
 
+TEST(AnswersHereTest, AHolderAnswersReadsItselfAndOnlyTheOwnerWrites) {
+  const auto order = target_order(holders({"t1", "t2", "t3!"}), http::Method::kGet, 1);  // t2, t1, t3
+  EXPECT_TRUE(answers_here(order, "t2", http::Method::kGet)) << "first";
+  EXPECT_TRUE(answers_here(order, "t1", http::Method::kGet)) << "a holder that is up, though not its turn";
+  EXPECT_TRUE(answers_here(order, "t1", http::Method::kHead));
+  EXPECT_FALSE(answers_here(order, "t3", http::Method::kGet)) << "a holder marked down relays";
+  EXPECT_FALSE(answers_here(order, "t4", http::Method::kGet)) << "not a holder";
+  const auto writes = target_order(holders({"t1", "t2", "t3"}), http::Method::kPut, 1);
+  EXPECT_TRUE(answers_here(writes, "t1", http::Method::kPut)) << "the owner";
+  EXPECT_FALSE(answers_here(writes, "t2", http::Method::kPut)) << "another holder never takes a write";
+  EXPECT_FALSE(answers_here(writes, "t2", http::Method::kDelete));
+  EXPECT_FALSE(answers_here({}, "t1", http::Method::kGet));
+}
+
 TEST(AccessStepTest, CallerIsCheckedBeforeAnyRelay) {
   const Access admins_on_primary{.admins_only = "only admins", .runs_on = RunsOn::kPrimary};
   EXPECT_EQ(access_step(admins_on_primary, /*is_admin=*/false, /*is_primary=*/false),

@@ -22,6 +22,15 @@ std::vector<wire::NodeInfo> target_order(std::vector<wire::NodeInfo> holders, ht
   return holders;
 }
 
+bool answers_here(const std::vector<wire::NodeInfo>& order, std::string_view self, http::Method method) {
+  if (order.empty()) return false;
+  if (order.front().id() == self) return true;
+  if (!is_read(method)) return false;
+  return std::any_of(order.begin(), order.end(), [self](const wire::NodeInfo& n) {
+    return n.id() == self && n.state() != wire::NODE_STATE_DOWN;
+  });
+}
+
 AccessStep access_step(const Access& access, bool is_admin, bool is_primary) {
   if (!access.admins_only.empty() && !is_admin) return AccessStep::kDeny;
   if (access.runs_on == RunsOn::kPrimary && !is_primary) return AccessStep::kRelay;

@@ -20,6 +20,12 @@ namespace silo::proxy::detail {
 // `turn` per read, so reads spread over the copies), then to those that are down.
 std::vector<wire::NodeInfo> target_order(std::vector<wire::NodeInfo> holders, http::Method method,
                                          uint64_t turn);
+// Whether the node `self` (with a target of its own) answers a request routed to `order`
+// (target_order's) itself: when it is first, and for a read when it is any holder that
+// is up (any holder may answer a read: relaying it to another over loopback only adds a
+// hop; a GET of a 2+1 coded object reached through a holder's S3 port went two times in
+// three to another holder).
+bool answers_here(const std::vector<wire::NodeInfo>& order, std::string_view self, http::Method method);
 
 bool is_read(http::Method method);
 
