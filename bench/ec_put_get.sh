@@ -5,7 +5,7 @@
 # ISA-L 2+1 and 4+2 encode rate per core (silo_ec_bench) and dd's fdatasync rate.
 # A coded PUT writes 1.5x the bytes (over three disks that share one here) and moves 2/3
 # of them over loopback before the ack; a coded GET reads k slices, k-1 of them over
-# loopback, through user space (no sendfile). Options: see bench/lib.sh.
+# loopback, and sends the cells by sendfile and splice (docs/adr/0024). Options: see bench/lib.sh.
 source "$(dirname "$0")/lib.sh"
 bench_start "$@"
 

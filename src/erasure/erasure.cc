@@ -51,6 +51,13 @@ void forget_own(std::vector<std::optional<wire::NodeInfo>>& where, uint32_t i,
   if (i < where.size() && where[i] && where[i]->id() == self) where[i].reset();
 }
 
+// Reads the next `n` bytes of `call`'s body into `scratch` (grown to fit) and drops them.
+http::Awaitable<Status> skip_body(http::Call& call, std::vector<char>& scratch, uint64_t n) {
+  if (n == 0) co_return Status::ok();
+  if (scratch.size() < n) scratch.resize(static_cast<size_t>(n));
+  co_return co_await replication::read_exact(call.body(), std::span<char>(scratch.data(), static_cast<size_t>(n)));
+}
+
 }  // namespace
 
 Erasure::Erasure(replication::Peers& peers, store::Store& store, std::shared_ptr<http::Client> client,
@@ -460,6 +467,10 @@ http::Awaitable<Status> Erasure::read_slices(http::Exchange* exchange, const Obj
   CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources, std::move(opened));
   if (is_degraded) degraded_reads_.add();
   CO_RETURN_IF_ERROR(co_await begin());
+  // Every data slice at hand: its cells go out as they are, without passing through here.
+  if (exchange != nullptr && !is_degraded) {
+    co_return co_await send_cells(exchange->response(), sources, layout, offset, length);
+  }
   std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(first)));
   for (uint64_t s = first; s <= last; ++s) {
     const uint64_t cell_length = layout.cell_length(s);
@@ -480,6 +491,40 @@ http::Awaitable<Status> Erasure::read_slices(http::Exchange* exchange, const Obj
     if (!map.where[i]) unreadable.push_back(i);
   }
   if (!unreadable.empty()) co_await start_rebuild(object, std::move(unreadable));
+  co_return Status::ok();
+}
+
+http::Awaitable<Status> Erasure::send_cells(http::ResponseWriter& out, std::vector<SliceSource>& sources,
+                                            const ec::Layout& layout, uint64_t offset, uint64_t length) {
+  std::vector<SliceSource*> data(sources.size(), nullptr);
+  for (SliceSource& source : sources) {
+    if (source.index >= data.size()) co_return Status::internal("data slice {} of {} read", source.index, data.size());
+    data[source.index] = &source;
+  }
+  const uint64_t first = layout.stripe_of(offset), last = layout.stripe_of(offset + length - 1);
+  // A peer's body holds every cell of the stripes read, padding included: what the
+  // answer does not take is read into `skipped` and dropped, so its next cell comes next.
+  std::vector<char> skipped;
+  for (uint64_t s = first; s <= last; ++s) {
+    const uint64_t cell_length = layout.cell_length(s);
+    for (uint32_t j = 0; j < data.size(); ++j) {
+      SliceSource* source = data[j];
+      if (source == nullptr) co_return Status::internal("data slice {} is not among the sources", j);
+      const uint64_t cell_start = layout.object_offset(s) + j * cell_length;
+      const uint64_t cell_end = cell_start + layout.data_in_cell(s, j);
+      const uint64_t from = std::max(cell_start, offset), to = std::min(cell_end, offset + length);
+      const uint64_t taken = from < to ? to - from : 0;
+      const uint64_t before = from < to ? from - cell_start : cell_length;
+      if (!source->call) {
+        // This target's slice (checked whole before the answer began): sendfile.
+        if (taken > 0) CO_RETURN_IF_ERROR(co_await out.send_file(source->fd, layout.slice_offset(s) + before, taken));
+        continue;
+      }
+      CO_RETURN_IF_ERROR(co_await skip_body(*source->call, skipped, before));
+      if (taken > 0) CO_RETURN_IF_ERROR(co_await source->call->relay_body_part(out, taken));
+      CO_RETURN_IF_ERROR(co_await skip_body(*source->call, skipped, cell_length - before - taken));
+    }
+  }
   co_return Status::ok();
 }
 

@@ -21,7 +21,14 @@
 #include "stats/registry.h"
 #include "store/store.h"
 
+namespace silo::ec {
+struct Layout;
+}  // namespace silo::ec
+
 namespace silo::erasure {
+namespace detail {
+struct SliceSource;
+}  // namespace detail
 
 // Lives as long as the node; its coroutines run on the node's io_context, its reads and
 // coding of object files on its own disk executor.
@@ -116,6 +123,11 @@ class Erasure {
   http::Awaitable<Status> read_slices(http::Exchange* exchange, const ObjectRef& object,
                                       store::OpenObject& mine, uint64_t offset, uint64_t length,
                                       const std::function<http::Awaitable<Status>()>& begin, const Sink& sink);
+  // A read with every data slice at hand, answered without coding: the cells of
+  // [offset, offset + length) in object order, this target's by sendfile, the peers' by
+  // splice from their bodies (Call::relay_body_part); nothing passes through a buffer here.
+  http::Awaitable<Status> send_cells(http::ResponseWriter& out, std::vector<detail::SliceSource>& sources,
+                                     const ec::Layout& layout, uint64_t offset, uint64_t length);
   http::Awaitable<Status> rebuild_slices_status(ObjectRef object, std::vector<uint32_t> unreadable);
   // Waits for every other target to confirm its slice (fsynced), then commits the ones
   // here; a receiver that kept its own piece must hold this very slice. kAborted when

@@ -207,11 +207,12 @@ class ClientCall final : public Call, public BodyReader {
   Awaitable<Result<size_t>> read(std::span<char> buffer) override;
   bool is_done() const override { return is_body_done_; }
   Awaitable<Status> relay_body(ResponseWriter& out) override;
+  Awaitable<Status> relay_body_part(ResponseWriter& out, uint64_t length) override;
 
  private:
   // The body has ended: the connection goes back to the pool if it can carry more.
   void body_ended();
-  Awaitable<Status> copy_body(ResponseWriter& out);
+  Awaitable<Status> copy_body(ResponseWriter& out, std::optional<uint64_t> length);
   Awaitable<Status> splice_body(detail::RawResponseSink& sink, uint64_t length);
   Awaitable<ErrorCode> send_head();
   // The response whose head read_head() parsed; its body is read next.
@@ -429,19 +430,29 @@ void ClientCall::body_ended() {
 Awaitable<Status> ClientCall::relay_body(ResponseWriter& out) {
   if (!is_finished_ || !body_stream_)
     co_return Status::failed_precondition("relay_body() before finish()");
+  const std::optional<uint64_t> remaining = body_stream_->remaining();
+  if (!remaining || is_body_done_) co_return co_await copy_body(out, std::nullopt);
+  co_return co_await relay_body_part(out, *remaining);
+}
+
+Awaitable<Status> ClientCall::relay_body_part(ResponseWriter& out, uint64_t length) {
+  if (!is_finished_ || !body_stream_)
+    co_return Status::failed_precondition("relay_body_part() before finish()");
   if (has_failed_) co_return Status::unavailable("the call failed earlier");
+  const std::optional<uint64_t> remaining = body_stream_->remaining();
+  if (remaining && *remaining < length) {
+    co_return Status::failed_precondition("relaying {} body bytes of {} left", length, *remaining);
+  }
   // Below this a pipe's set-up costs more than the copy it saves.
   constexpr uint64_t kMinSpliceBytes = 256 * 1024;
   auto* sink = dynamic_cast<detail::RawResponseSink*>(&out);
-  const std::optional<uint64_t> remaining = body_stream_->remaining();
   // TLS bytes are ciphertext: they go through user space to be decrypted.
-  if (sink == nullptr || !sink->takes_raw_bytes() || is_body_done_ || !remaining ||
-      *remaining < kMinSpliceBytes || connection_->tls) {
-    co_return co_await copy_body(out);
+  if (sink == nullptr || !sink->takes_raw_bytes() || is_body_done_ || !remaining || length < kMinSpliceBytes ||
+      connection_->tls) {
+    co_return co_await copy_body(out, length);
   }
   // Body bytes that arrived with the head go first, through user space.
-  const size_t buffered =
-      static_cast<size_t>(std::min<uint64_t>(connection_->buffer.size(), *remaining));
+  const size_t buffered = static_cast<size_t>(std::min<uint64_t>(connection_->buffer.size(), length));
   if (buffered > 0) {
     const auto data = connection_->buffer.data();  // contiguous: a flat_buffer
     const Status written = co_await out.write({static_cast<const char*>(data.data()), buffered});
@@ -452,23 +463,35 @@ Awaitable<Status> ClientCall::relay_body(ResponseWriter& out) {
     connection_->buffer.consume(buffered);
     body_stream_->skip(buffered);
   }
-  const uint64_t rest = *remaining - buffered;
+  const uint64_t rest = length - buffered;
   if (rest > 0) CO_RETURN_IF_ERROR(co_await splice_body(*sink, rest));
-  body_ended();
+  if (*remaining == length) body_ended();
   co_return Status::ok();
 }
 
-Awaitable<Status> ClientCall::copy_body(ResponseWriter& out) {
+Awaitable<Status> ClientCall::copy_body(ResponseWriter& out, std::optional<uint64_t> length) {
   // Sized to the body (at least 1 byte, so that the read that ends it runs) and not
   // zero-filled: a zeroed 256 KiB per small GET was 18 % of a proxy's CPU.
   const size_t capacity = static_cast<size_t>(
-      std::clamp<uint64_t>(body_stream_->remaining().value_or(256 * 1024), 1, 256 * 1024));
+      std::clamp<uint64_t>(length.value_or(body_stream_->remaining().value_or(256 * 1024)), 1, 256 * 1024));
   std::unique_ptr<char[]> buffer(new char[capacity]);
-  for (;;) {
-    CO_ASSIGN_OR_RETURN(const size_t n, co_await read({buffer.get(), capacity}));
-    if (n == 0) co_return Status::ok();
+  for (uint64_t left = length.value_or(UINT64_MAX); left > 0;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(capacity, left));
+    CO_ASSIGN_OR_RETURN(const size_t n, co_await read({buffer.get(), want}));
+    if (n == 0) {
+      if (!length) co_return Status::ok();
+      has_failed_ = true;
+      co_return Status::unavailable("relaying body: upstream ended with {} bytes missing", left);
+    }
     CO_RETURN_IF_ERROR(co_await out.write({buffer.get(), n}));
+    if (length) left -= n;
   }
+  // A part that ends the body: the read that sees its end returns the connection.
+  if (length && body_stream_->remaining() == uint64_t{0} && !is_body_done_) {
+    char end = 0;
+    CO_RETURN_IF_ERROR((co_await read({&end, 1})).status());
+  }
+  co_return Status::ok();
 }
 
 // upstream socket -> pipe -> response socket, both hops in the kernel. Either socket may

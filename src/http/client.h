@@ -60,6 +60,10 @@ class Call {
   // a buffer. Errors: the upstream's (kUnavailable, kDeadlineExceeded) or the client's;
   // either way the response is cut short and its connection closes.
   virtual Awaitable<Status> relay_body(ResponseWriter& out) = 0;
+  // relay_body() for the next `length` bytes of the body only, for a caller that
+  // interleaves parts of several bodies into one response (a coded GET's cells). The
+  // body must have that many bytes left (kFailedPrecondition otherwise).
+  virtual Awaitable<Status> relay_body_part(ResponseWriter& out, uint64_t length) = 0;
 };
 
 struct ClientOptions {

@@ -244,15 +244,27 @@ inline Handler echo_path_handler(std::atomic<int>* calls = nullptr) {
 inline Handler relaying_handler(std::shared_ptr<Client>* client, Endpoint* self) {
   return [client, self](Exchange& exchange) -> Awaitable<void> {
     const std::string path = exchange.request().path;
-    if (path.rfind("/relay/", 0) == 0) {
-      auto call = co_await (*client)->start(*self, request(Method::kGet, path.substr(6)), uint64_t{0});
+    // /relay/...: relay_body(); /parts/...: relay_body_part() in pieces of 7 B, 300,000 B
+    // (spliced), 1 B and the rest.
+    const bool is_parts = path.rfind("/parts/", 0) == 0;
+    if (path.rfind("/relay/", 0) == 0 || is_parts) {
+      auto call = co_await (*client)->start(*self, request(Method::kGet, path.substr(path.find('/', 1))), uint64_t{0});
       if (!call) co_return;
       auto head = co_await (*call)->finish();
       if (!head) co_return;
       ResponseHead out;
       out.status = head->status;
       if (!(co_await exchange.response().begin(std::move(out), head->content_length)).is_ok()) co_return;
-      std::ignore = co_await (*call)->relay_body(exchange.response());
+      if (!is_parts) {
+        std::ignore = co_await (*call)->relay_body(exchange.response());
+        co_return;
+      }
+      uint64_t left = head->content_length.value_or(0);
+      for (const uint64_t piece : {uint64_t{7}, uint64_t{300000}, uint64_t{1}, UINT64_MAX}) {
+        const uint64_t n = std::min(piece, left);
+        if (!(co_await (*call)->relay_body_part(exchange.response(), n)).is_ok()) co_return;
+        left -= n;
+      }
       co_return;
     }
     const bool is_cut = path.rfind("/cut/", 0) == 0;
