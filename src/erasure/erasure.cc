@@ -467,22 +467,23 @@ http::Awaitable<Status> Erasure::read_slices(http::Exchange* exchange, const Obj
   CO_ASSIGN_OR_RETURN(std::vector<SliceSource> sources, std::move(opened));
   if (is_degraded) degraded_reads_.add();
   CO_RETURN_IF_ERROR(co_await begin());
-  // Every data slice at hand: its cells go out as they are, without passing through here.
   if (exchange != nullptr && !is_degraded) {
-    co_return co_await send_cells(exchange->response(), sources, layout, offset, length);
-  }
-  std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(first)));
-  for (uint64_t s = first; s <= last; ++s) {
-    const uint64_t cell_length = layout.cell_length(s);
-    CO_RETURN_IF_ERROR(co_await read_stripe(reader_, sources, cells, cell_length, rs, is_degraded));
-    for (uint32_t j = 0; j < k; ++j) {
-      const uint64_t cell_start = layout.object_offset(s) + j * cell_length;
-      const uint64_t cell_end = cell_start + layout.data_in_cell(s, j);
-      const uint64_t from = std::max(cell_start, offset), to = std::min(cell_end, offset + length);
-      if (from >= to) continue;
-      const std::span<const char> bytes(
-          reinterpret_cast<const char*>(cells[j].data()) + (from - cell_start), to - from);
-      CO_RETURN_IF_ERROR(co_await sink(bytes));
+    // Every data slice at hand: its cells go out as they are, without passing through here.
+    CO_RETURN_IF_ERROR(co_await send_cells(exchange->response(), sources, layout, offset, length));
+  } else {
+    std::vector<std::vector<uint8_t>> cells(n, std::vector<uint8_t>(layout.cell_length(first)));
+    for (uint64_t s = first; s <= last; ++s) {
+      const uint64_t cell_length = layout.cell_length(s);
+      CO_RETURN_IF_ERROR(co_await read_stripe(reader_, sources, cells, cell_length, rs, is_degraded));
+      for (uint32_t j = 0; j < k; ++j) {
+        const uint64_t cell_start = layout.object_offset(s) + j * cell_length;
+        const uint64_t cell_end = cell_start + layout.data_in_cell(s, j);
+        const uint64_t from = std::max(cell_start, offset), to = std::min(cell_end, offset + length);
+        if (from >= to) continue;
+        const std::span<const char> bytes(
+            reinterpret_cast<const char*>(cells[j].data()) + (from - cell_start), to - from);
+        CO_RETURN_IF_ERROR(co_await sink(bytes));
+      }
     }
   }
   // Slices that were missing or corrupt: rebuilt in the background.
