@@ -214,6 +214,8 @@ class ClientCall final : public Call, public BodyReader {
   void body_ended();
   Awaitable<Status> copy_body(ResponseWriter& out, std::optional<uint64_t> length);
   Awaitable<Status> splice_body(detail::RawResponseSink& sink, uint64_t length);
+  // relay_body_part()'s splice: body bytes already buffered first, through `out`.
+  Awaitable<Status> splice_part(detail::RawResponseSink& sink, ResponseWriter& out, uint64_t length);
   Awaitable<ErrorCode> send_head();
   // The response whose head read_head() parsed; its body is read next.
   ClientResponse response_of_head();
@@ -449,8 +451,16 @@ Awaitable<Status> ClientCall::relay_body_part(ResponseWriter& out, uint64_t leng
   // TLS bytes are ciphertext: they go through user space to be decrypted.
   if (sink == nullptr || !sink->takes_raw_bytes() || is_body_done_ || !remaining || length < kMinSpliceBytes ||
       connection_->tls) {
-    co_return co_await copy_body(out, length);
+    CO_RETURN_IF_ERROR(co_await copy_body(out, length));
+  } else {
+    CO_RETURN_IF_ERROR(co_await splice_part(*sink, out, length));
   }
+  // A part that ends the body hands the connection back now.
+  if (remaining && *remaining == length && !is_body_done_) body_ended();
+  co_return Status::ok();
+}
+
+Awaitable<Status> ClientCall::splice_part(detail::RawResponseSink& sink, ResponseWriter& out, uint64_t length) {
   // Body bytes that arrived with the head go first, through user space.
   const size_t buffered = static_cast<size_t>(std::min<uint64_t>(connection_->buffer.size(), length));
   if (buffered > 0) {
@@ -464,13 +474,12 @@ Awaitable<Status> ClientCall::relay_body_part(ResponseWriter& out, uint64_t leng
     body_stream_->skip(buffered);
   }
   const uint64_t rest = length - buffered;
-  if (rest > 0) CO_RETURN_IF_ERROR(co_await splice_body(*sink, rest));
-  if (*remaining == length) body_ended();
+  if (rest > 0) CO_RETURN_IF_ERROR(co_await splice_body(sink, rest));
   co_return Status::ok();
 }
 
 Awaitable<Status> ClientCall::copy_body(ResponseWriter& out, std::optional<uint64_t> length) {
-  // Sized to the body (at least 1 byte, so that the read that ends it runs) and not
+  // Sized to the body (at least 1 byte: a body of unknown length ends with a read of 0) and not
   // zero-filled: a zeroed 256 KiB per small GET was 18 % of a proxy's CPU.
   const size_t capacity = static_cast<size_t>(
       std::clamp<uint64_t>(length.value_or(body_stream_->remaining().value_or(256 * 1024)), 1, 256 * 1024));
@@ -485,11 +494,6 @@ Awaitable<Status> ClientCall::copy_body(ResponseWriter& out, std::optional<uint6
     }
     CO_RETURN_IF_ERROR(co_await out.write({buffer.get(), n}));
     if (length) left -= n;
-  }
-  // A part that ends the body: the read that sees its end returns the connection.
-  if (length && body_stream_->remaining() == uint64_t{0} && !is_body_done_) {
-    char end = 0;
-    CO_RETURN_IF_ERROR((co_await read({&end, 1})).status());
   }
   co_return Status::ok();
 }

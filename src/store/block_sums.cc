@@ -26,6 +26,20 @@ std::span<char> block_buffer(uint64_t length) {
   return {buffer.get(), static_cast<size_t>(length)};
 }
 
+// Fills `into` from `fd` at `offset` only from the page cache (preadv2 RWF_NOWAIT): false
+// when a byte is not cached (EAGAIN), the file system cannot say (EOPNOTSUPP), or the read
+// fails or ends early (a blocking read then reports it).
+bool read_cached(int fd, std::span<char> into, uint64_t offset) {
+  for (size_t done = 0; done < into.size();) {
+    iovec piece{into.data() + done, into.size() - done};
+    const ssize_t n = ::preadv2(fd, &piece, 1, static_cast<off_t>(offset + done), RWF_NOWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 }  // namespace
 
 Status read_fully(int fd, char* into, uint64_t length, uint64_t offset) {
@@ -133,43 +147,35 @@ Status BlockVerifier::verify(uint64_t offset) {
     verified_end_ = record.size();
     return Status::ok();
   }
-  const uint64_t index = offset / record.block_size();
-  const uint64_t begin = index * record.block_size();
-  const std::span<char> block = block_buffer(std::min(record.block_size(), record.size() - begin));
-  const Status read = read_fully(object_.fd(), block.data(), block.size(), begin);
-  if (!read.is_ok()) return corrupt(fmt::format("block {}: {}", index, read.to_string()));
-  return check_block(index, begin, block);
+  return *check_block(offset, /*may_wait=*/true);
 }
 
 std::optional<Status> BlockVerifier::verify_cached(uint64_t offset) {
-  const wire::ObjectRecord& record = object_.record();
   if (check_ == ReadCheck::kNone || verified_bytes(offset, 1) > 0) return Status::ok();
   if (!has_blocks_) return std::nullopt;
+  return check_block(offset, /*may_wait=*/false);
+}
+
+std::optional<Status> BlockVerifier::check_block(uint64_t offset, bool may_wait) {
+  const wire::ObjectRecord& record = object_.record();
   const uint64_t index = offset / record.block_size();
   const uint64_t begin = index * record.block_size();
   const std::span<char> block = block_buffer(std::min(record.block_size(), record.size() - begin));
-  for (size_t done = 0; done < block.size();) {
-    iovec into{block.data() + done, block.size() - done};
-    const ssize_t n = ::preadv2(object_.fd(), &into, 1, static_cast<off_t>(begin + done), RWF_NOWAIT);
-    if (n < 0 && errno == EINTR) continue;
-    // EAGAIN: not cached; EOPNOTSUPP: a file system without it; an error or a short file:
-    // verify() on a disk executor reads again and reports it.
-    if (n <= 0) return std::nullopt;
-    done += static_cast<size_t>(n);
+  if (may_wait) {
+    const Status read = read_fully(object_.fd(), block.data(), block.size(), begin);
+    if (!read.is_ok()) return corrupt(fmt::format("block {}: {}", index, read.to_string()));
+  } else if (!read_cached(object_.fd(), block, begin)) {
+    return std::nullopt;
   }
-  return check_block(index, begin, block);
-}
-
-Status BlockVerifier::check_block(uint64_t index, uint64_t begin, std::span<const char> bytes) {
   ++blocks_hashed_;
-  bytes_hashed_ += bytes.size();
-  const uint64_t actual = hash::xxh3(bytes);
-  const uint64_t expected = object_.record().block_xxh3(static_cast<int>(index));
+  bytes_hashed_ += block.size();
+  const uint64_t actual = hash::xxh3(block);
+  const uint64_t expected = record.block_xxh3(static_cast<int>(index));
   if (actual != expected) {
     return corrupt(fmt::format("block {} at {}: XXH3 {} instead of {}", index, begin, hash::u64_hex(actual),
                                hash::u64_hex(expected)));
   }
-  const uint64_t end = begin + bytes.size();
+  const uint64_t end = begin + block.size();
   if (begin == verified_end_ && verified_end_ > verified_begin_) {
     verified_end_ = end;  // extends the run
   } else {

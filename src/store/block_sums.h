@@ -97,9 +97,10 @@ class BlockVerifier {
 
  private:
   Status corrupt(const std::string& why) const;
-  // Compares the bytes just read of block `index` (from `begin`) with its sum and extends
-  // the verified span.
-  Status check_block(uint64_t index, uint64_t begin, std::span<const char> bytes);
+  // Reads the block holding `offset` (waiting for the disk, or only from the page cache:
+  // nullopt when it is not all there), compares it with its sum and extends the verified
+  // span.
+  std::optional<Status> check_block(uint64_t offset, bool may_wait);
 
   const OpenObject& object_;
   ReadCheck check_;
