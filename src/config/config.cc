@@ -102,6 +102,7 @@ Status read_node(const json& j, NodeConfig& n) {
   r.field("ready_file", n.ready_file);
   r.field("io_threads", n.io_threads);
   r.field("disk_threads_per_mountpath", n.disk_threads_per_mountpath);
+  r.field("open_files", n.open_files);
   r.known("tls");
   if (const auto it = j.find("tls"); it != j.end()) {
     if (!it->is_object()) return Status::invalid_argument("config: node.tls must be an object");
@@ -284,6 +285,7 @@ std::string to_json(const Config& config) {
                   {"ready_file", n.ready_file},
                   {"io_threads", n.io_threads},
                   {"disk_threads_per_mountpath", n.disk_threads_per_mountpath},
+                  {"open_files", n.open_files},
                   {"tls",
                    {{"cert_file", n.tls.cert_file},
                     {"key_file", n.tls.key_file},
@@ -371,6 +373,7 @@ Status finalize(Config& config) {
   if (n.disk_threads_per_mountpath == 0 || n.disk_threads_per_mountpath > 256) {
     return Status::invalid_argument("config: node.disk_threads_per_mountpath must be 1..256");
   }
+  if (n.open_files > (1u << 20)) return Status::invalid_argument("config: node.open_files must be 0..1048576");
   return check_cluster(config.cluster);
 }
 

@@ -145,6 +145,10 @@ struct NodeConfig {
   // Blocking file work per mountpath: enough for the disk to have many fsyncs in flight
   // (small durable PUTs: 4 threads gave a third of what 16 do, bench/small_put.sh).
   uint32_t disk_threads_per_mountpath = 16;
+  // Files of hot objects a target keeps open with their records (a warm GET then needs no
+  // metadata lookup and no open, docs/adr/0025); 0 keeps none. At most half the open-file
+  // limit (RLIMIT_NOFILE, raised to its hard limit at start).
+  uint32_t open_files = 16384;
   TlsConfig tls;
 };
 

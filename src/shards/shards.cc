@@ -146,6 +146,25 @@ Result<const wire::ArchiveMember*> Shards::find(const MemberIndex& index, std::s
   return member;
 }
 
+http::Awaitable<Status> Shards::check_member(const store::OpenObject& opened, const wire::ArchiveMember& member) {
+  const auto check = [&opened, &member](bool may_wait) -> std::optional<Status> {
+    const std::span<char> bytes = store::thread_scratch(member.size());
+    if (may_wait) {
+      const Status read = store::read_fully(opened.fd(), bytes.data(), bytes.size(), member.offset());
+      if (!read.is_ok()) {
+        return Status::data_loss("member {} of {} cannot be read whole: {}", member.name(), opened.record().name(),
+                                 read.message());
+      }
+    } else if (!store::read_cached(opened.fd(), bytes, member.offset())) {
+      return std::nullopt;
+    }
+    return check_member_sum(member, bytes, opened.record().name());
+  };
+  // A warm member costs no thread hand-off (as a warm block, docs/adr/0024).
+  if (std::optional<Status> now = check(/*may_wait=*/false)) co_return std::move(*now);
+  co_return co_await reader_.run([&check] { return *check(/*may_wait=*/true); });
+}
+
 http::Awaitable<Status> Shards::verify_block(store::BlockVerifier& verifier, const store::OpenObject& opened,
                                              uint64_t offset) {
   if (verifier.verified_bytes(offset, 1) > 0) co_return Status::ok();
@@ -192,18 +211,7 @@ http::Awaitable<Status> Shards::send_member(http::Exchange& exchange, http::Resp
   if (check == store::ReadCheck::kVerify && sends_bytes && length > 0 && checks_by_member_sum(member)) {
     // The member's own bytes, hashed whole before the head, then sent from the page cache.
     const int fd = opened.fd();
-    const wire::ArchiveMember* whole = &member;
-    const Status summed = co_await reader_.run([fd, whole, &opened]() -> Status {
-      thread_local std::vector<char> buffer;  // a reader thread's, reused: no allocation per read
-      if (buffer.size() < whole->size()) buffer.resize(whole->size());
-      const std::span<char> bytes(buffer.data(), whole->size());
-      const Status read = store::read_fully(fd, bytes.data(), bytes.size(), whole->offset());
-      if (!read.is_ok()) {
-        return Status::data_loss("member {} of {} cannot be read whole: {}", whole->name(), opened.record().name(),
-                                 read.message());
-      }
-      return check_member_sum(*whole, bytes, opened.record().name());
-    });
+    const Status summed = co_await check_member(opened, member);
     if (!summed.is_ok()) co_return found_corrupt(opened, summed);
     CO_RETURN_IF_ERROR(co_await exchange.response().begin(std::move(head), length));
     CO_RETURN_IF_ERROR(co_await exchange.response().send_file(fd, start, length));

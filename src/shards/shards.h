@@ -77,6 +77,9 @@ class Shards {
   // DataLoss) naming the member of `object_name` when they differ.
   static Status check_member_sum(const wire::ArchiveMember& member, std::span<const char> bytes,
                                  std::string_view object_name);
+  // Reads `member` of `opened` whole and checks it with check_member_sum(): on this thread
+  // when all of it is in the page cache (preadv2 RWF_NOWAIT), else on a reader thread.
+  http::Awaitable<Status> check_member(const store::OpenObject& opened, const wire::ArchiveMember& member);
   // Sends `head` (Content-Type and length set here) and, when `sends_bytes` (a GET, not a
   // HEAD), `length` bytes of `member` from `offset` within it, by sendfile from the shard.
   // With kVerify a small member with a sum (checks_by_member_sum) is read and checked

@@ -14,9 +14,9 @@ namespace {
 
 uint64_t blocks_of(uint64_t size, uint64_t block_size) { return (size + block_size - 1) / block_size; }
 
-// `length` bytes of a buffer this thread keeps for block reads (no allocation, no zeroing
-// per read). Valid until the thread's next call.
-std::span<char> block_buffer(uint64_t length) {
+}  // namespace
+
+std::span<char> thread_scratch(uint64_t length) {
   thread_local std::unique_ptr<char[]> buffer;
   thread_local uint64_t capacity = 0;
   if (capacity < length) {
@@ -26,9 +26,6 @@ std::span<char> block_buffer(uint64_t length) {
   return {buffer.get(), static_cast<size_t>(length)};
 }
 
-// Fills `into` from `fd` at `offset` only from the page cache (preadv2 RWF_NOWAIT): false
-// when a byte is not cached (EAGAIN), the file system cannot say (EOPNOTSUPP), or the read
-// fails or ends early (a blocking read then reports it).
 bool read_cached(int fd, std::span<char> into, uint64_t offset) {
   for (size_t done = 0; done < into.size();) {
     iovec piece{into.data() + done, into.size() - done};
@@ -39,8 +36,6 @@ bool read_cached(int fd, std::span<char> into, uint64_t offset) {
   }
   return true;
 }
-
-}  // namespace
 
 Status read_fully(int fd, char* into, uint64_t length, uint64_t offset) {
   uint64_t done = 0;
@@ -160,7 +155,7 @@ std::optional<Status> BlockVerifier::check_block(uint64_t offset, bool may_wait)
   const wire::ObjectRecord& record = object_.record();
   const uint64_t index = offset / record.block_size();
   const uint64_t begin = index * record.block_size();
-  const std::span<char> block = block_buffer(std::min(record.block_size(), record.size() - begin));
+  const std::span<char> block = thread_scratch(std::min(record.block_size(), record.size() - begin));
   if (may_wait) {
     const Status read = read_fully(object_.fd(), block.data(), block.size(), begin);
     if (!read.is_ok()) return corrupt(fmt::format("block {}: {}", index, read.to_string()));

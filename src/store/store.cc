@@ -31,12 +31,19 @@
 
 namespace silo::store {
 
-OpenObject::~OpenObject() {
-  if (fd_ >= 0) ::close(fd_);
+OpenFile::~OpenFile() {
+  if (fd >= 0) ::close(fd);
 }
 
-OpenObject::OpenObject(OpenObject&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), record_(std::move(other.record_)) {}
+Result<bool> OpenFile::is_current(std::string_view path_for_errors) const {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Status::from_errno(errno, fmt::format("fstat {}", path_for_errors));
+  if (static_cast<uint64_t>(st.st_size) != record.size()) {
+    return Status::data_loss("object {}: its file {} has {} bytes, its record says {}; the object is lost here",
+                             record.name(), path_for_errors, st.st_size, record.size());
+  }
+  return st.st_nlink > 0;
+}
 
 Result<std::unique_ptr<Store>> Store::open(StoreOptions options) {
   if (options.mountpaths.empty()) return Status::invalid_argument("store has no mountpaths");
@@ -61,7 +68,7 @@ Result<std::unique_ptr<Store>> Store::open(StoreOptions options) {
     }
     ids.push_back(*id);
   }
-  const detail::MetaDbResources resources = detail::MetaDbResources::create();
+  const detail::MetaDbResources resources = detail::MetaDbResources::create(options.open_files, options.mountpaths.size());
   std::vector<std::unique_ptr<detail::Mountpath>> mountpaths;
   for (size_t i = 0; i < options.mountpaths.size(); ++i) {
     ASSIGN_OR_RETURN(auto mountpath,
@@ -323,23 +330,38 @@ namespace {
 // The file of a record that reconciliation kept as lost, or one torn since, has another
 // size than its record: DataLoss before a byte is sent (one fstat of an open file).
 Result<OpenObject> checked_open_object(int fd, const std::string& path, wire::ObjectRecord record) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    Status status = Status::from_errno(errno, fmt::format("fstat {}", path));
-    ::close(fd);
-    return status;
-  }
-  if (static_cast<uint64_t>(st.st_size) != record.size()) {
-    ::close(fd);
-    return Status::data_loss("object {}: its file {} has {} bytes, its record says {}; the object is lost here",
-                             record.name(), path, st.st_size, record.size());
-  }
-  return OpenObject(fd, std::move(record));
+  OpenObject opened(fd, std::move(record));
+  // Opened under the object's lock: what the record named when it was read, even if a
+  // file system operation outside the store unlinked it since.
+  RETURN_IF_ERROR(opened.file()->is_current(path).status());
+  return opened;
 }
 
 }  // namespace
 
+std::optional<OpenObject> StoreImpl::find_kept(const ObjectRef& object, size_t owner, KeptLookup& lookup) {
+  Mountpath& mountpath = *mountpaths_[owner];
+  if (!mountpath.is_readable()) return std::nullopt;
+  detail::OpenFiles& files = mountpath.meta().open_files();
+  lookup.key = detail::object_key(object.bucket_id, object.name);
+  if (std::shared_ptr<const OpenFile> file = files.find(lookup.key)) {
+    const Result<bool> is_current = file->is_current();
+    if (is_current && *is_current) return OpenObject(std::move(file));
+    files.invalidate(lookup.key);  // replaced, unlinked or torn under its record: look again
+  }
+  lookup.epoch = files.epoch(lookup.key);
+  return std::nullopt;
+}
+
+void StoreImpl::keep(size_t owner, size_t found, const KeptLookup& lookup, const OpenObject& opened) {
+  // Only the owner's: a record there hides any copy another mountpath still has.
+  if (found != owner || lookup.key.empty()) return;
+  mountpaths_[owner]->meta().open_files().insert(lookup.key, lookup.epoch, opened.file());
+}
+
 Result<OpenObject> StoreImpl::open_blocking(const ObjectRef& object, size_t owner) {
+  KeptLookup lookup;
+  if (std::optional<OpenObject> kept = find_kept(object, owner, lookup)) return std::move(*kept);
   const auto lock = locks_.lock(object);
   ASSIGN_OR_RETURN(Found found, find_record(object, owner));
   const std::string path = mountpaths_[found.index]->object_file_path(object.bucket_id, object.name,
@@ -352,10 +374,14 @@ Result<OpenObject> StoreImpl::open_blocking(const ObjectRef& object, size_t owne
     }
     return Status::from_errno(errno, fmt::format("open {}", path));
   }
-  return checked_open_object(fd, path, std::move(found.record));
+  Result<OpenObject> opened = checked_open_object(fd, path, std::move(found.record));
+  if (opened) keep(owner, found.index, lookup, *opened);
+  return opened;
 }
 
 std::optional<Result<OpenObject>> StoreImpl::try_open_cached(const ObjectRef& object, size_t owner) {
+  KeptLookup lookup;
+  if (std::optional<OpenObject> kept = find_kept(object, owner, lookup)) return Result<OpenObject>(std::move(*kept));
   // openat2(2) with RESOLVE_CACHED (Linux 5.12) fails with EAGAIN instead of reading
   // directories from disk; ENOSYS on older kernels turns the fast path off.
   static std::atomic<bool> is_unsupported{false};
@@ -375,7 +401,9 @@ std::optional<Result<OpenObject>> StoreImpl::try_open_cached(const ObjectRef& ob
     if (errno == ENOSYS || errno == EINVAL) is_unsupported.store(true, std::memory_order_relaxed);
     return std::nullopt;  // EAGAIN (not cached), or let the blocking path report the error
   }
-  return checked_open_object(fd, path, std::move((*found)->record));
+  Result<OpenObject> opened = checked_open_object(fd, path, std::move((*found)->record));
+  if (opened) keep(owner, (*found)->index, lookup, *opened);
+  return opened;
 }
 
 Awaitable<Result<OpenObject>> StoreImpl::open(const ObjectRef& object) {

@@ -92,21 +92,39 @@ class ObjectWriter {
   virtual Awaitable<void> discard() = 0;
 };
 
+// An object's file opened for reading, with the record it was opened under. Closes the fd
+// when the last holder lets go. Shared: a target keeps its hot objects' files open
+// (detail::OpenFiles) and every read of one holds it.
+struct OpenFile {
+  OpenFile(int file, wire::ObjectRecord opened_under) : fd(file), record(std::move(opened_under)) {}
+  ~OpenFile();
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+  // Whether the file is still what the record names (one fstat): kDataLoss when its size
+  // is not the record's; false when it was unlinked (replaced or removed: open the object
+  // again).
+  Result<bool> is_current(std::string_view path_for_errors = {}) const;
+
+  const int fd;
+  const wire::ObjectRecord record;
+};
+
 // An object opened for reading: the fd stays valid (and its bytes unchanged) even if the
-// object is overwritten or deleted meanwhile. Closes the fd when destroyed.
+// object is overwritten or deleted meanwhile.
 class OpenObject {
  public:
-  OpenObject(int fd, wire::ObjectRecord record) : fd_(fd), record_(std::move(record)) {}
-  ~OpenObject();
-  OpenObject(OpenObject&& other) noexcept;
+  OpenObject(int fd, wire::ObjectRecord record)
+      : file_(std::make_shared<const OpenFile>(fd, std::move(record))) {}
+  explicit OpenObject(std::shared_ptr<const OpenFile> file) : file_(std::move(file)) {}
+  OpenObject(OpenObject&& other) noexcept = default;
   OpenObject& operator=(OpenObject&&) = delete;
   OpenObject(const OpenObject&) = delete;
-  int fd() const { return fd_; }
-  const wire::ObjectRecord& record() const { return record_; }
+  int fd() const { return file_->fd; }
+  const wire::ObjectRecord& record() const { return file_->record; }
+  const std::shared_ptr<const OpenFile>& file() const { return file_; }
 
  private:
-  int fd_;
-  wire::ObjectRecord record_;
+  std::shared_ptr<const OpenFile> file_;
 };
 
 struct ListOptions {
@@ -154,6 +172,10 @@ inline constexpr size_t kMaxMountpaths = 128;
 struct StoreOptions {
   std::vector<std::string> mountpaths;  // directories, created if missing
   size_t threads_per_mountpath = 4;
+  // Files of hot objects kept open with their records, all mountpaths together
+  // (detail::OpenFiles): a warm GET then needs no metadata lookup and no open. Each holds
+  // an fd; 0 keeps none.
+  size_t open_files = 4096;
   // complete_upload refuses a part below this size unless it is the last (S3: 5 MiB).
   uint64_t min_part_size = uint64_t{5} << 20;
   // Every change to object, part and work files goes through it (file_system.h); tests
@@ -228,6 +250,14 @@ void add_member_sums(int fd, const wire::ObjectRecord& record, wire::ArchiveInde
 // Reads exactly `length` bytes at `offset` of `fd` into `into`. kDataLoss when the file
 // ends first, the errno's code otherwise. Blocking: call on a disk executor.
 Status read_fully(int fd, char* into, uint64_t length, uint64_t offset);
+// Fills `into` from `fd` at `offset` only from the page cache (preadv2 RWF_NOWAIT), so on
+// any thread: false when a byte is not cached (EAGAIN), the file system cannot say
+// (EOPNOTSUPP), or the read fails or ends early (a blocking read then reports it).
+bool read_cached(int fd, std::span<char> into, uint64_t offset);
+// `length` bytes of a buffer this thread keeps for reads that are checked and dropped (no
+// allocation, no zeroing per read). Valid until the thread's next call: fill and use it
+// without suspending in between.
+std::span<char> thread_scratch(uint64_t length);
 // An archive::ReadAt of the open file `fd` (pread; blocking: call on a disk executor).
 archive::ReadAt pread_of(int fd);
 

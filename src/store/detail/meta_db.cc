@@ -13,6 +13,8 @@ namespace silo::store::detail {
 namespace {
 
 constexpr size_t kBlockCacheBytes = 32u << 20;
+// The records of the open files a target keeps (OpenFiles), all mountpaths together.
+constexpr size_t kOpenFilesRecordBytes = 16u << 20;
 // Two 16 MiB memtables per mountpath would already pass the budget on a many-drive target;
 // the shared manager flushes early when all mountpaths together hold this much.
 constexpr size_t kAllWriteBuffersBytes = 64u << 20;
@@ -50,8 +52,11 @@ void put_big_endian(std::string& out, uint64_t value) {
 
 }  // namespace
 
-MetaDbResources MetaDbResources::create() {
+MetaDbResources MetaDbResources::create(size_t open_files, size_t mountpaths) {
   MetaDbResources resources;
+  mountpaths = std::max<size_t>(mountpaths, 1);
+  resources.open_files = open_files / mountpaths;
+  resources.open_files_bytes = kOpenFilesRecordBytes / mountpaths;
   resources.block_cache = rocksdb::NewLRUCache(kBlockCacheBytes);
   resources.write_buffers = std::make_shared<rocksdb::WriteBufferManager>(kAllWriteBuffersBytes);
   return resources;
@@ -215,6 +220,7 @@ Result<std::unique_ptr<MetaDb>> MetaDb::open(const std::string& dir,
   }
 
   std::unique_ptr<MetaDb> meta(new MetaDb());
+  meta->open_files_ = std::make_unique<OpenFiles>(resources.open_files, resources.open_files_bytes);
   rocksdb::DB* db = nullptr;
   const rocksdb::Status rs = rocksdb::DB::Open(options, dir, families, &meta->handles_, &db);
   if (!rs.ok()) return from_rocksdb(rs, fmt::format("open metadata DB {}", dir));
@@ -288,8 +294,13 @@ Status MetaDb::put(BucketId bucket, const wire::ObjectRecord& record, Durability
       RETURN_IF_ERROR(from_rocksdb(batch.Delete(uploads_, part), "batch delete"));
     }
   }
-  return from_rocksdb(db_->Write(options, &batch),
-                      fmt::format("write metadata of {}/{}", bucket, record.name()));
+  // Dropped before the write (no hit returns the old record once it may be replaced) and
+  // after (a reader that read the old one meanwhile drops its fill).
+  open_files_->invalidate(key);
+  const Status written = from_rocksdb(db_->Write(options, &batch),
+                                      fmt::format("write metadata of {}/{}", bucket, record.name()));
+  open_files_->invalidate(key);
+  return written;
 }
 
 Result<std::string> MetaDb::get_index(BucketId bucket, std::string_view name) const {
@@ -319,7 +330,10 @@ Status MetaDb::remove_keys(const std::vector<std::string>& keys, Durability dura
   }
   rocksdb::WriteOptions options;
   options.sync = durability == Durability::kFsync;
-  return from_rocksdb(db_->Write(options, &batch), "delete metadata records");
+  for (const std::string& key : keys) open_files_->invalidate(key);  // as put() does
+  const Status written = from_rocksdb(db_->Write(options, &batch), "delete metadata records");
+  for (const std::string& key : keys) open_files_->invalidate(key);
+  return written;
 }
 
 Status MetaDb::remove_bucket(BucketId bucket) {
@@ -340,8 +354,10 @@ Status MetaDb::remove_bucket(BucketId bucket) {
   }
   rocksdb::WriteOptions options;
   options.sync = true;
-  return from_rocksdb(db_->Write(options, &batch),
-                      fmt::format("delete metadata of bucket {}", bucket));
+  open_files_->invalidate_prefix(begin);  // as put() does
+  const Status written = from_rocksdb(db_->Write(options, &batch), fmt::format("delete metadata of bucket {}", bucket));
+  open_files_->invalidate_prefix(begin);
+  return written;
 }
 
 uint64_t MetaDb::estimate_object_count() const {

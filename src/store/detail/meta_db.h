@@ -10,6 +10,7 @@
 
 #include "base/result.h"
 #include "base/strong_id.h"
+#include "store/detail/open_files.h"
 #include "store/store.h"
 #include "wire/codec.h"
 
@@ -20,7 +21,12 @@ namespace silo::store::detail {
 struct MetaDbResources {
   std::shared_ptr<rocksdb::Cache> block_cache;
   std::shared_ptr<rocksdb::WriteBufferManager> write_buffers;
-  static MetaDbResources create();
+  // Each MetaDb's OpenFiles: at most this many open files, about this many bytes of
+  // records.
+  size_t open_files = 0;
+  size_t open_files_bytes = 0;
+  // `open_files` files kept open in all (StoreOptions::open_files), shared by `mountpaths`.
+  static MetaDbResources create(size_t open_files, size_t mountpaths);
 };
 
 // Key in the `objects` column family: 8-byte big-endian bucket id + object name bytes, so
@@ -143,6 +149,10 @@ class MetaDb {
   // Makes every write so far durable (also those written with kPageCache).
   Status sync();
 
+  // The open files of hot objects, under their object_key(). Every write of a record
+  // above drops its entry (OpenFiles' invariant).
+  OpenFiles& open_files() { return *open_files_; }
+
  private:
   MetaDb() = default;
   std::optional<Result<wire::ObjectRecord>> get_with(const rocksdb::ReadOptions& options, BucketId bucket,
@@ -152,6 +162,7 @@ class MetaDb {
   rocksdb::ColumnFamilyHandle* objects_ = nullptr;
   rocksdb::ColumnFamilyHandle* uploads_ = nullptr;
   rocksdb::ColumnFamilyHandle* indexes_ = nullptr;
+  std::unique_ptr<OpenFiles> open_files_;
 };
 
 // Maps a RocksDB error to our codes: kDataLoss (corruption), kResourceExhausted (no

@@ -212,11 +212,22 @@ class StoreImpl final : public Store {
   // find_record(), or with `from_memory` the same from RocksDB's memory only: nullopt
   // when the answer needs the disk.
   std::optional<Result<Found>> find_record_in(const ObjectRef& object, size_t owner, bool from_memory);
+  // How to keep the file a lookup opens (OpenFiles::insert).
+  struct KeptLookup {
+    std::string key;     // empty: not to be kept
+    uint64_t epoch = 0;
+  };
+  // The owner mountpath's kept open file of `object` (OpenFiles) while it is still what
+  // the record names; else nullopt, with `lookup` filled for keep().
+  std::optional<OpenObject> find_kept(const ObjectRef& object, size_t owner, KeptLookup& lookup);
+  // Keeps `opened`, found on mountpath `found`, when that is the owner.
+  void keep(size_t owner, size_t found, const KeptLookup& lookup, const OpenObject& opened);
+  // Kept, else looked up and opened (waiting for the disk), then kept.
   Result<OpenObject> open_blocking(const ObjectRef& object, size_t owner);
   Result<std::string> index_blocking(const ObjectRef& object, size_t owner);
-  // open() without touching the disk: the object lock if free, its record from RocksDB's
-  // memory, its file by openat2(RESOLVE_CACHED). nullopt when any step would block; the
-  // caller then goes through the disk executor.
+  // open() without touching the disk: a kept file, else the object lock if free, its
+  // record from RocksDB's memory, its file by openat2(RESOLVE_CACHED), then kept. nullopt
+  // when any step would block; the caller then goes through the disk executor.
   std::optional<Result<OpenObject>> try_open_cached(const ObjectRef& object, size_t owner);
   // With `if_generation`, only when the visible record has that generation.
   Status remove_blocking(const ObjectRef& object, size_t owner, std::optional<uint64_t> if_generation);
