@@ -79,8 +79,8 @@ TEST_F(ServerTest, LargeResponseIsStreamed) {
 
 TEST_F(ServerTest, RelayBodyMovesSmallAndLargeBodiesIntact) {
   start(relaying_handler(&client_, &endpoint_));
-  // 100 B and 200 KiB go through a buffer; the others through splice(2), in pieces
-  // that do not line up with the pipe's size.
+  // 100 B goes through a buffer; the others through splice(2), in pieces that do not
+  // line up with the pipe's size, one after the other through the pipe the thread keeps.
   for (const uint64_t size : {uint64_t{100}, uint64_t{200 << 10}, uint64_t{(5 << 20) + 7}, uint64_t{kBig + 3}}) {
     Result<ClientResponse> response = call(request(Method::kGet, fmt::format("/relay/data/{}", size)));
     ASSERT_TRUE(response) << response.status();
@@ -108,6 +108,10 @@ TEST_F(ServerTest, RelayBodyPartMovesABodyInPiecesOfAnySize) {
   Result<ClientResponse> after = call(request(Method::kGet, "/relay/data/1000"));
   ASSERT_TRUE(after) << after.status();
   EXPECT_EQ(after->body.size(), 1000u);
+  // Spliced again: the pipe the cut left bytes in was dropped, not kept for this one.
+  Result<ClientResponse> spliced = call(request(Method::kGet, "/relay/data/300000"));
+  ASSERT_TRUE(spliced) << spliced.status();
+  EXPECT_EQ(digest_of(spliced->body), digest_of_range(0, 300000));
 }
 
 TEST_F(ServerTest, RelayBodyCutUpstreamCutsTheResponse) {
@@ -118,6 +122,10 @@ TEST_F(ServerTest, RelayBodyCutUpstreamCutsTheResponse) {
   Result<ClientResponse> after = call(request(Method::kGet, "/relay/data/1000"));
   ASSERT_TRUE(after) << after.status();
   EXPECT_EQ(after->body.size(), 1000u);
+  // Spliced again: the pipe the cut left bytes in was dropped, not kept for this one.
+  Result<ClientResponse> spliced = call(request(Method::kGet, "/relay/data/300000"));
+  ASSERT_TRUE(spliced) << spliced.status();
+  EXPECT_EQ(digest_of(spliced->body), digest_of_range(0, 300000));
 }
 
 TEST_F(ServerTest, ChunkedRequestAndResponse) {
