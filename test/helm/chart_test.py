@@ -309,6 +309,7 @@ def check_config(case, objects, values):
     tls = values["tls"]
     want_tls = {"require_client_cert": tls["requireClientCert"]} if tls["enabled"] else None
     check(config["node"].get("tls") == want_tls, f"[{case}] node.tls {config['node'].get('tls')}, want {want_tls}")
+    check(config["node"].get("open_files") == values["config"]["openFiles"], f"[{case}] node.open_files")
     if values["ha"]["enabled"]:
         meta = cluster.get("meta_store", {})
         etcd = values["ha"]["etcd"]
@@ -427,6 +428,8 @@ BAD_VALUES = [
     (["--set", "targets.mountpaths=two"], "/targets/mountpaths"),
     (["--set", "config.ioThreads=-1"], "/config/ioThreads"),
     (["--set", "config.ioThreads=257"], "/config/ioThreads"),
+    (["--set", "config.openFiles=-1"], "/config/openFiles"),
+    (["--set", "config.openFiles=1048577"], "/config/openFiles"),
     (["--set", "ha.enabled=yes"], "/ha/enabled"),
     (["--set", "ha.etcd.replicas=2"], "/ha/etcd/replicas"),
     (["--set", "image.repository=null"], "repository"),

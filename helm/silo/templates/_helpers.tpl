@@ -164,7 +164,7 @@ The URL of pod `ordinal` of a component: (dict "ctx" $ "component" "proxy" "pod"
   "primary_lease_s" .Values.ha.primaryLeaseSeconds) -}}
 {{- end }}
 {{- $cluster = mergeOverwrite $cluster (deepCopy $c.extra) -}}
-{{- $node := dict "log_level" $c.logLevel "io_threads" $c.ioThreads "disk_threads_per_mountpath" $c.diskThreadsPerMountpath -}}
+{{- $node := dict "log_level" $c.logLevel "io_threads" $c.ioThreads "disk_threads_per_mountpath" $c.diskThreadsPerMountpath "open_files" $c.openFiles -}}
 {{- if .Values.tls.enabled }}
 {{- /* The files come as flags (--tls-cert, --tls-key, --tls-ca): they are the pods' mounts. */ -}}
 {{- $_ := set $node "tls" (dict "require_client_cert" .Values.tls.requireClientCert) -}}
