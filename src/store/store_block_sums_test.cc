@@ -68,11 +68,7 @@ class StoreBlockSumsTest : public ::testing::Test {
   void SetUp() override { store_ = testing::open_store({dir_.sub("mp1")}); }
 
   // The one object file of the store.
-  std::string object_file() const {
-    const std::vector<std::string> files = testing::files_under(dir_.sub("mp1") + "/obj");
-    EXPECT_EQ(files.size(), 1u);
-    return files.empty() ? std::string() : dir_.sub("mp1") + "/obj/" + files[0];
-  }
+  std::string object_file() const { return testing::only_object_file(dir_.sub("mp1")); }
   void flip_byte(uint64_t offset) const {
     const int fd = ::open(object_file().c_str(), O_RDWR | O_CLOEXEC);
     ASSERT_GE(fd, 0);

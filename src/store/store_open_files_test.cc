@@ -86,11 +86,7 @@ TEST(OpenFilesTest, StaysWithinItsCountAndBytesDroppingTheLeastRecentlyUsed) {
 class StoreOpenFilesTest : public ::testing::Test {
  protected:
   void SetUp() override { store_ = testing::open_store({dir_.sub("mp1")}); }
-  std::string object_file() const {
-    const std::vector<std::string> files = testing::files_under(dir_.sub("mp1") + "/obj");
-    EXPECT_EQ(files.size(), 1u);
-    return files.empty() ? std::string() : dir_.sub("mp1") + "/obj/" + files[0];
-  }
+  std::string object_file() const { return testing::only_object_file(dir_.sub("mp1")); }
   // Opens `object` twice: the second open is the kept file's.
   Result<std::string> get_twice(const ObjectRef& object) {
     Result<std::string> first = get(*store_, object);

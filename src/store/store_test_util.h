@@ -128,6 +128,13 @@ inline std::vector<std::string> files_under(const std::string& dir) {
   return out;
 }
 
+// The path of the one object file under `mountpath` (a failure when there is not exactly one).
+inline std::string only_object_file(const std::string& mountpath) {
+  const std::vector<std::string> files = files_under(mountpath + "/obj");
+  EXPECT_EQ(files.size(), 1u);
+  return files.empty() ? std::string() : mountpath + "/obj/" + files[0];
+}
+
 inline std::unique_ptr<Store> open_store(const std::vector<std::string>& mountpaths) {
   StoreOptions options;
   options.mountpaths = mountpaths;

@@ -220,6 +220,8 @@ void Mountpath::mark_failed(std::string why) {
     failure_ = std::move(why);
   }
   state_ = MountpathState::kFailed;
+  // Nothing is read from it any more: its kept files must not hold the drive busy.
+  if (meta_) meta_->open_files().invalidate_prefix("");
 }
 
 Status Mountpath::probe() const {
