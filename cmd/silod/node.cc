@@ -1,6 +1,5 @@
 #include "node.h"
 
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include "base/clock.h"
 #include "base/cpus.h"
 #include "base/log.h"
+#include "base/open_files_limit.h"
 #include "batch/owner_fetcher.h"
 #include "batch/owner_reads.h"
 #include "http/reply.h"
@@ -31,21 +31,6 @@ namespace silo::silod {
 namespace {
 
 namespace asio = boost::asio;
-
-// Raises the soft open-file limit to the hard one (kept open object files and connections
-// both need fds) and returns how many files a target may keep open: `wanted`, at most half
-// the limit.
-size_t open_files_within_limit(uint32_t wanted) {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return wanted;
-  if (limit.rlim_cur < limit.rlim_max) {
-    rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
-  }
-  if (limit.rlim_cur == RLIM_INFINITY) return wanted;
-  return static_cast<size_t>(std::min<rlim_t>(wanted, limit.rlim_cur / 2));
-}
 
 constexpr size_t kMaxControlBody = 16 * 1024 * 1024;
 // <state>/attached_primary: the primary URL an admin's add gave a node started without one.
@@ -111,7 +96,8 @@ Result<std::unique_ptr<Node>> Node::create(config::Config config) {
     store::StoreOptions options;
     options.mountpaths = rebalance::mountpaths_to_open(nc.mountpaths, nc.data_dir + "/state");
     options.threads_per_mountpath = nc.disk_threads_per_mountpath;
-    options.open_files = open_files_within_limit(nc.open_files);
+    // Kept files and connections share the open-file limit: at most half of it kept.
+    options.open_files = static_cast<size_t>(std::min<uint64_t>(nc.open_files, raise_open_files_limit() / 2));
     options.min_part_size = node->config_.cluster.s3.min_part_size;
     ASSIGN_OR_RETURN(node->store_, store::Store::open(std::move(options)));
   }

@@ -15,59 +15,11 @@
 
 #include "base/mutex.h"
 #include "http/detail/beast_io.h"
+#include "http/detail/splice_pipe.h"
 
 namespace silo::http {
 namespace {
 
-// A pipe that relays spliced bodies, kept per thread between relays when it is left empty:
-// making one and growing it to 1 MiB cost more than splicing a 100 KiB body saves.
-class SplicePipe {
- public:
-  SplicePipe(SplicePipe&& other) noexcept
-      : fds_{std::exchange(other.fds_[0], -1), std::exchange(other.fds_[1], -1)}, capacity_(other.capacity_) {}
-  SplicePipe& operator=(SplicePipe&&) = delete;
-  ~SplicePipe() {
-    for (int fd : fds_) {
-      if (fd >= 0) ::close(fd);
-    }
-  }
-
-  // One of this thread's idle pipes, else a new one.
-  static Result<SplicePipe> take() {
-    std::vector<SplicePipe>& idle = idle_pipes();
-    if (!idle.empty()) {
-      SplicePipe pipe = std::move(idle.back());
-      idle.pop_back();
-      return pipe;
-    }
-    SplicePipe pipe;
-    if (::pipe2(pipe.fds_, O_NONBLOCK | O_CLOEXEC) != 0) return Status::from_errno(errno, "pipe2");
-    std::ignore = ::fcntl(pipe.fds_[1], F_SETPIPE_SZ, 1 << 20);  // best effort; the default is 64 KiB
-    const int capacity_or_error = ::fcntl(pipe.fds_[1], F_GETPIPE_SZ);
-    pipe.capacity_ = capacity_or_error > 0 ? static_cast<uint64_t>(capacity_or_error) : 65536;
-    return pipe;
-  }
-  // Keeps `pipe`, which must be empty, for the next relay on this thread (a few at most).
-  static void give_back(SplicePipe pipe) {
-    constexpr size_t kIdlePerThread = 4;
-    std::vector<SplicePipe>& idle = idle_pipes();
-    if (idle.size() < kIdlePerThread) idle.push_back(std::move(pipe));
-  }
-
-  int read_end() const { return fds_[0]; }
-  int write_end() const { return fds_[1]; }
-  uint64_t capacity() const { return capacity_; }
-
- private:
-  SplicePipe() = default;
-  static std::vector<SplicePipe>& idle_pipes() {
-    thread_local std::vector<SplicePipe> idle;
-    return idle;
-  }
-
-  int fds_[2] = {-1, -1};
-  uint64_t capacity_ = 65536;
-};
 
 using detail::ArmedDeadline;
 using detail::ErrorCode;
@@ -553,7 +505,7 @@ Awaitable<Status> ClientCall::copy_body(ResponseWriter& out, std::optional<uint6
 // be the slow one: each round moves what it can both ways, then parks on the side that
 // blocks (the response socket while the pipe holds bytes, else the upstream).
 Awaitable<Status> ClientCall::splice_body(detail::RawResponseSink& sink, uint64_t length) {
-  CO_ASSIGN_OR_RETURN(SplicePipe pipe, SplicePipe::take());
+  CO_ASSIGN_OR_RETURN(detail::SplicePipe pipe, detail::SplicePipe::take());
   const uint64_t capacity = pipe.capacity();
   CO_ASSIGN_OR_RETURN(const int to, co_await sink.begin_raw(length));
   ErrorCode ec;
@@ -612,7 +564,7 @@ Awaitable<Status> ClientCall::splice_body(detail::RawResponseSink& sink, uint64_
       if (ec) co_return sink.fail_raw(io_error(ec, "relaying body"));
     }
   }
-  SplicePipe::give_back(std::move(pipe));  // empty: the next relay on this thread takes it
+  detail::SplicePipe::give_back(std::move(pipe));  // empty: the next relay on this thread takes it
   co_return Status::ok();
 }
 
