@@ -193,6 +193,19 @@ TEST(DigestTest, HmacSha256) {
   EXPECT_EQ(to_hex(hmac_sha256("key", "The quick brown fox jumps over the lazy dog")),
             "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8");
   EXPECT_EQ(hmac_sha256("", "").size(), 32u);
+  // RFC 4231 test cases 6 and 7: keys longer than a block are hashed first.
+  const std::string long_key(131, '\xaa');
+  EXPECT_EQ(to_hex(hmac_sha256(long_key, "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  EXPECT_EQ(to_hex(hmac_sha256(long_key, "This is a test using a larger than block-size key and a larger than "
+                                         "block-size data. The key needs to be hashed before being used by the "
+                                         "HMAC algorithm.")),
+            "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+  // A key of exactly one block is used as it is; one byte more is hashed (Python's hmac).
+  EXPECT_EQ(to_hex(hmac_sha256(std::string(64, 'k'), "data")),
+            "93244b031118b8060c6619e5900fcf916faefb2d8d020fecb22ae0f62275db08");
+  EXPECT_EQ(to_hex(hmac_sha256(std::string(65, 'k'), "data")),
+            "a79b53d0bf1cb4bb00c301979e6e60ef792a435cafabd76ab9e8989bbdef2dff");
 }
 
 TEST(DigestTest, ToHex) {
