@@ -20,7 +20,6 @@
 namespace silo::http {
 namespace {
 
-
 using detail::ArmedDeadline;
 using detail::ErrorCode;
 using detail::io_status;

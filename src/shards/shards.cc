@@ -148,17 +148,13 @@ Result<const wire::ArchiveMember*> Shards::find(const MemberIndex& index, std::s
 
 http::Awaitable<Status> Shards::check_member(const store::OpenObject& opened, const wire::ArchiveMember& member) {
   const auto check = [&opened, &member](bool may_wait) -> std::optional<Status> {
-    const std::span<char> bytes = store::thread_scratch(member.size());
-    if (may_wait) {
-      const Status read = store::read_fully(opened.fd(), bytes.data(), bytes.size(), member.offset());
-      if (!read.is_ok()) {
-        return Status::data_loss("member {} of {} cannot be read whole: {}", member.name(), opened.record().name(),
-                                 read.message());
-      }
-    } else if (!store::read_cached(opened.fd(), bytes, member.offset())) {
-      return std::nullopt;
+    std::optional<Result<std::span<char>>> read = store::read_scratch(opened.fd(), member.offset(), member.size(), may_wait);
+    if (!read) return std::nullopt;
+    if (!*read) {
+      return Status::data_loss("member {} of {} cannot be read whole: {}", member.name(), opened.record().name(),
+                               read->error().message());
     }
-    return check_member_sum(member, bytes, opened.record().name());
+    return check_member_sum(member, **read, opened.record().name());
   };
   // A warm member costs no thread hand-off (as a warm block, docs/adr/0024).
   if (std::optional<Status> now = check(/*may_wait=*/false)) co_return std::move(*now);

@@ -14,8 +14,7 @@ namespace {
 
 uint64_t blocks_of(uint64_t size, uint64_t block_size) { return (size + block_size - 1) / block_size; }
 
-}  // namespace
-
+// read_scratch()'s buffer: `length` bytes this thread keeps.
 std::span<char> thread_scratch(uint64_t length) {
   thread_local std::unique_ptr<char[]> buffer;
   thread_local uint64_t capacity = 0;
@@ -26,6 +25,8 @@ std::span<char> thread_scratch(uint64_t length) {
   return {buffer.get(), static_cast<size_t>(length)};
 }
 
+// Fills `into` only from the page cache: false when a byte is not there (EAGAIN), the file
+// system cannot say (EOPNOTSUPP), or the read fails or ends early.
 bool read_cached(int fd, std::span<char> into, uint64_t offset) {
   for (size_t done = 0; done < into.size();) {
     iovec piece{into.data() + done, into.size() - done};
@@ -35,6 +36,19 @@ bool read_cached(int fd, std::span<char> into, uint64_t offset) {
     done += static_cast<size_t>(n);
   }
   return true;
+}
+
+}  // namespace
+
+std::optional<Result<std::span<char>>> read_scratch(int fd, uint64_t offset, uint64_t length, bool may_wait) {
+  const std::span<char> bytes = thread_scratch(length);
+  if (!may_wait) {
+    if (!read_cached(fd, bytes, offset)) return std::nullopt;
+    return bytes;
+  }
+  const Status read = read_fully(fd, bytes.data(), bytes.size(), offset);
+  if (!read.is_ok()) return Result<std::span<char>>(read);
+  return bytes;
 }
 
 Status read_fully(int fd, char* into, uint64_t length, uint64_t offset) {
@@ -155,13 +169,11 @@ std::optional<Status> BlockVerifier::check_block(uint64_t offset, bool may_wait)
   const wire::ObjectRecord& record = object_.record();
   const uint64_t index = offset / record.block_size();
   const uint64_t begin = index * record.block_size();
-  const std::span<char> block = thread_scratch(std::min(record.block_size(), record.size() - begin));
-  if (may_wait) {
-    const Status read = read_fully(object_.fd(), block.data(), block.size(), begin);
-    if (!read.is_ok()) return corrupt(fmt::format("block {}: {}", index, read.to_string()));
-  } else if (!read_cached(object_.fd(), block, begin)) {
-    return std::nullopt;
-  }
+  std::optional<Result<std::span<char>>> read =
+      read_scratch(object_.fd(), begin, std::min(record.block_size(), record.size() - begin), may_wait);
+  if (!read) return std::nullopt;
+  if (!*read) return corrupt(fmt::format("block {}: {}", index, read->error().to_string()));
+  const std::span<const char> block = **read;
   ++blocks_hashed_;
   bytes_hashed_ += block.size();
   const uint64_t actual = hash::xxh3(block);

@@ -359,9 +359,7 @@ void StoreImpl::keep(size_t owner, size_t found, const KeptLookup& lookup, const
   mountpaths_[owner]->meta().open_files().insert(lookup.key, lookup.epoch, opened.file());
 }
 
-Result<OpenObject> StoreImpl::open_blocking(const ObjectRef& object, size_t owner) {
-  KeptLookup lookup;
-  if (std::optional<OpenObject> kept = find_kept(object, owner, lookup)) return std::move(*kept);
+Result<OpenObject> StoreImpl::open_blocking(const ObjectRef& object, size_t owner, const KeptLookup& lookup) {
   const auto lock = locks_.lock(object);
   ASSIGN_OR_RETURN(Found found, find_record(object, owner));
   const std::string path = mountpaths_[found.index]->object_file_path(object.bucket_id, object.name,
@@ -379,8 +377,8 @@ Result<OpenObject> StoreImpl::open_blocking(const ObjectRef& object, size_t owne
   return opened;
 }
 
-std::optional<Result<OpenObject>> StoreImpl::try_open_cached(const ObjectRef& object, size_t owner) {
-  KeptLookup lookup;
+std::optional<Result<OpenObject>> StoreImpl::try_open_cached(const ObjectRef& object, size_t owner,
+                                                             KeptLookup& lookup) {
   if (std::optional<OpenObject> kept = find_kept(object, owner, lookup)) return Result<OpenObject>(std::move(*kept));
   // openat2(2) with RESOLVE_CACHED (Linux 5.12) fails with EAGAIN instead of reading
   // directories from disk; ENOSYS on older kernels turns the fast path off.
@@ -411,16 +409,18 @@ Awaitable<Result<OpenObject>> StoreImpl::open(const ObjectRef& object) {
   const size_t owner = owner_of(object);
   // Most GETs of a warm object need no disk I/O: answer them on this thread, sparing two
   // thread hand-offs per request (docs/adr/0006).
-  if (auto cached = try_open_cached(object, owner)) co_return std::move(*cached);
+  KeptLookup lookup;
+  if (auto cached = try_open_cached(object, owner, lookup)) co_return std::move(*cached);
   co_return co_await mountpaths_[owner]->disk().run(
-      [this, &object, owner] { return open_blocking(object, owner); });
+      [this, &object, owner, &lookup] { return open_blocking(object, owner, lookup); });
 }
 
 Result<OpenObject> StoreImpl::open_now(const ObjectRef& object) {
   const OpGate::Ticket ticket = gate_.enter();
   const size_t owner = owner_of(object);
-  if (auto cached = try_open_cached(object, owner)) return std::move(*cached);
-  return open_blocking(object, owner);
+  KeptLookup lookup;
+  if (auto cached = try_open_cached(object, owner, lookup)) return std::move(*cached);
+  return open_blocking(object, owner, lookup);
 }
 
 Awaitable<Result<wire::ObjectRecord>> StoreImpl::stat(const ObjectRef& object) {

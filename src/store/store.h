@@ -174,7 +174,8 @@ struct StoreOptions {
   size_t threads_per_mountpath = 4;
   // Files of hot objects kept open with their records, all mountpaths together
   // (detail::OpenFiles): a warm GET then needs no metadata lookup and no open. Each holds
-  // an fd; 0 keeps none.
+  // an fd; 0 keeps none. silod sets it from node.open_files within its open-file limit;
+  // this default is for stores opened by tests and tools.
   size_t open_files = 4096;
   // complete_upload refuses a part below this size unless it is the last (S3: 5 MiB).
   uint64_t min_part_size = uint64_t{5} << 20;
@@ -250,14 +251,14 @@ void add_member_sums(int fd, const wire::ObjectRecord& record, wire::ArchiveInde
 // Reads exactly `length` bytes at `offset` of `fd` into `into`. kDataLoss when the file
 // ends first, the errno's code otherwise. Blocking: call on a disk executor.
 Status read_fully(int fd, char* into, uint64_t length, uint64_t offset);
-// Fills `into` from `fd` at `offset` only from the page cache (preadv2 RWF_NOWAIT), so on
-// any thread: false when a byte is not cached (EAGAIN), the file system cannot say
-// (EOPNOTSUPP), or the read fails or ends early (a blocking read then reports it).
-bool read_cached(int fd, std::span<char> into, uint64_t offset);
-// `length` bytes of a buffer this thread keeps for reads that are checked and dropped (no
-// allocation, no zeroing per read). Valid until the thread's next call: fill and use it
-// without suspending in between.
-std::span<char> thread_scratch(uint64_t length);
+// `length` bytes at `offset` of `fd` read into a buffer this thread keeps for bytes that
+// are checked and dropped (no allocation, no zeroing per read; valid until the thread's
+// next call: use it without suspending). With `may_wait` the read blocks (a disk
+// executor's thread) and its error is returned (kDataLoss when the file ends first);
+// without, it takes only what the page cache holds (preadv2 RWF_NOWAIT), so any thread
+// may call it: nullopt when a byte is not cached, the file system cannot say, or the
+// read fails (a blocking read then reports it).
+std::optional<Result<std::span<char>>> read_scratch(int fd, uint64_t offset, uint64_t length, bool may_wait);
 // An archive::ReadAt of the open file `fd` (pread; blocking: call on a disk executor).
 archive::ReadAt pread_of(int fd);
 

@@ -294,12 +294,17 @@ Status MetaDb::put(BucketId bucket, const wire::ObjectRecord& record, Durability
       RETURN_IF_ERROR(from_rocksdb(batch.Delete(uploads_, part), "batch delete"));
     }
   }
-  // Dropped before the write (no hit returns the old record once it may be replaced) and
-  // after (a reader that read the old one meanwhile drops its fill).
-  open_files_->invalidate(key);
-  const Status written = from_rocksdb(db_->Write(options, &batch),
-                                      fmt::format("write metadata of {}/{}", bucket, record.name()));
-  open_files_->invalidate(key);
+  return write_objects(options, batch, [&] { open_files_->invalidate(key); },
+                       fmt::format("write metadata of {}/{}", bucket, record.name()));
+}
+
+Status MetaDb::write_objects(const rocksdb::WriteOptions& options, rocksdb::WriteBatch& batch,
+                             const std::function<void()>& drop_kept, std::string_view context) {
+  // Dropped before the write (no hit returns a record once it may be replaced) and after
+  // (a reader that read the old one meanwhile drops its fill).
+  drop_kept();
+  const Status written = from_rocksdb(db_->Write(options, &batch), context);
+  drop_kept();
   return written;
 }
 
@@ -330,10 +335,9 @@ Status MetaDb::remove_keys(const std::vector<std::string>& keys, Durability dura
   }
   rocksdb::WriteOptions options;
   options.sync = durability == Durability::kFsync;
-  for (const std::string& key : keys) open_files_->invalidate(key);  // as put() does
-  const Status written = from_rocksdb(db_->Write(options, &batch), "delete metadata records");
-  for (const std::string& key : keys) open_files_->invalidate(key);
-  return written;
+  return write_objects(
+      options, batch, [&] { for (const std::string& key : keys) open_files_->invalidate(key); },
+      "delete metadata records");
 }
 
 Status MetaDb::remove_bucket(BucketId bucket) {
@@ -354,10 +358,8 @@ Status MetaDb::remove_bucket(BucketId bucket) {
   }
   rocksdb::WriteOptions options;
   options.sync = true;
-  open_files_->invalidate_prefix(begin);  // as put() does
-  const Status written = from_rocksdb(db_->Write(options, &batch), fmt::format("delete metadata of bucket {}", bucket));
-  open_files_->invalidate_prefix(begin);
-  return written;
+  return write_objects(options, batch, [&] { open_files_->invalidate_prefix(begin); },
+                       fmt::format("delete metadata of bucket {}", bucket));
 }
 
 uint64_t MetaDb::estimate_object_count() const {

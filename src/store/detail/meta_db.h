@@ -2,6 +2,7 @@
 
 #include <rocksdb/db.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -157,6 +158,10 @@ class MetaDb {
   MetaDb() = default;
   std::optional<Result<wire::ObjectRecord>> get_with(const rocksdb::ReadOptions& options, BucketId bucket,
                                                      std::string_view name) const;
+  // Writes `batch`, a change of object records, with `drop_kept` dropping their kept open
+  // files before and after the write (OpenFiles' invariant). `context` names a failure.
+  Status write_objects(const rocksdb::WriteOptions& options, rocksdb::WriteBatch& batch,
+                       const std::function<void()>& drop_kept, std::string_view context);
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // destroyed before db_
   rocksdb::ColumnFamilyHandle* objects_ = nullptr;

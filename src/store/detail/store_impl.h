@@ -222,13 +222,15 @@ class StoreImpl final : public Store {
   std::optional<OpenObject> find_kept(const ObjectRef& object, size_t owner, KeptLookup& lookup);
   // Keeps `opened`, found on mountpath `found`, when that is the owner.
   void keep(size_t owner, size_t found, const KeptLookup& lookup, const OpenObject& opened);
-  // Kept, else looked up and opened (waiting for the disk), then kept.
-  Result<OpenObject> open_blocking(const ObjectRef& object, size_t owner);
+  // Looked up and opened (waiting for the disk), then kept as `lookup` (try_open_cached's,
+  // which found nothing kept) says.
+  Result<OpenObject> open_blocking(const ObjectRef& object, size_t owner, const KeptLookup& lookup);
   Result<std::string> index_blocking(const ObjectRef& object, size_t owner);
   // open() without touching the disk: a kept file, else the object lock if free, its
   // record from RocksDB's memory, its file by openat2(RESOLVE_CACHED), then kept. nullopt
-  // when any step would block; the caller then goes through the disk executor.
-  std::optional<Result<OpenObject>> try_open_cached(const ObjectRef& object, size_t owner);
+  // when any step would block; the caller then goes through the disk executor, passing
+  // on `lookup`.
+  std::optional<Result<OpenObject>> try_open_cached(const ObjectRef& object, size_t owner, KeptLookup& lookup);
   // With `if_generation`, only when the visible record has that generation.
   Status remove_blocking(const ObjectRef& object, size_t owner, std::optional<uint64_t> if_generation);
   void remove_stale_copies(const ObjectRef& object, size_t owner, Durability durability);
